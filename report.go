@@ -1,0 +1,71 @@
+package dynconfig
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// uidOf returns the ConfigMap UID of a remote source, or "" for local.
+func uidOf(src *corev1.NodeConfigSource) types.UID {
+	if src == nil || src.ConfigMap == nil {
+		return ""
+	}
+	return src.ConfigMap.UID
+}
+
+// problemReason is the reason for d.Problem alone: the text recorded with a
+// bad mark and reported in the condition.
+func problemReason(d lkg.Decision, current *corev1.NodeConfigSource) string {
+	uid := uidOf(current)
+	switch d.Problem {
+	case lkg.ProblemSyncFailed:
+		return status.SyncFailedReason(d.Cause)
+	case lkg.ProblemLoadFailed:
+		return status.LoadFailedReason(uid, d.Cause)
+	case lkg.ProblemDecodeFailed:
+		return status.DecodeFailedReason(uid)
+	case lkg.ProblemValidateFailed:
+		return status.ValidateFailedReason(uid)
+	case lkg.ProblemCrashLoop:
+		return status.CrashLoopReason(uid)
+	case lkg.ProblemMarkedBad:
+		if d.DeadEnd {
+			return status.DeadEndReason(d.Cause.Error())
+		}
+		return d.Cause.Error()
+	}
+	return status.ReasonAllChecksPassed
+}
+
+// reportFor words the ConfigOK condition for a startup decision.
+func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, local status.Local) status.Report {
+	if d.Problem == lkg.ProblemNone && !d.UsingLastKnownGood {
+		if d.Run == nil {
+			reason := status.ReasonLocalDefault
+			if local == status.LocalInit {
+				reason = status.ReasonLocalInit
+			}
+			return status.Report{Status: corev1.ConditionTrue, Reason: reason, Message: status.CurrentMessage(status.Ref{}, local)}
+		}
+		return status.Report{
+			Status:  corev1.ConditionTrue,
+			Reason:  status.ReasonAllChecksPassed,
+			Message: status.CurrentMessage(status.Ref{UID: uidOf(d.Run)}, local),
+		}
+	}
+	r := status.Report{
+		Status:  corev1.ConditionFalse,
+		Reason:  problemReason(d, current),
+		Message: status.LastKnownGoodMessage(status.Ref{UID: uidOf(d.Run)}, local),
+	}
+	if d.Problem == lkg.ProblemSyncFailed {
+		r.Status = corev1.ConditionUnknown
+	}
+	if d.LastKnownGoodUnusable != nil {
+		r.Reason = status.WithUnusableLastKnownGood(r.Reason, uidOf(lastKnownGood), d.LastKnownGoodUnusable)
+	}
+	return r
+}

@@ -1,0 +1,71 @@
+package dynconfig
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+func testSource(uid string) *corev1.NodeConfigSource {
+	return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+		Namespace: "kube-system", Name: "c", UID: types.UID(uid), ResourceVersion: "1", KubeletConfigKey: "kubelet",
+	}}
+}
+
+// TestReportFor runs lkg.Decide on every seed scenario and checks the exact
+// condition the node reports.
+func TestReportFor(t *testing.T) {
+	cur, lkgSrc := testSource("cur-UID"), testSource("lkg-UID")
+	ok := func() error { return nil }
+	fail := func(s lkg.Stage) lkg.Loader {
+		return func() error { return &lkg.ConfigError{Stage: s, Err: errors.New("boom")} }
+	}
+	syncErr := errors.New("invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil")
+	tests := []struct {
+		name  string
+		in    lkg.Input
+		local status.Local
+		want  status.Report
+	}{
+		{"config is OK", lkg.Input{Current: cur, LastKnownGood: lkgSrc, LoadCurrent: ok, LoadLastKnownGood: ok}, status.LocalInit,
+			status.Report{Status: "True", Message: "using current (UID: cur-UID)", Reason: "all checks passed"}},
+		{"no remote config, init", lkg.Input{}, status.LocalInit,
+			status.Report{Status: "True", Message: "using current (init)", Reason: "current is set to the local default, and an init config was provided"}},
+		{"no remote config, defaults", lkg.Input{}, status.LocalDefault,
+			status.Report{Status: "True", Message: "using current (default)", Reason: "current is set to the local default, and no init config was provided"}},
+		{"invalid assignment at startup", lkg.Input{SyncError: syncErr, Current: cur, LoadCurrent: ok}, status.LocalInit,
+			status.Report{Status: "Unknown", Message: "using last-known-good (init)", Reason: "failed to sync, desired config unclear, cause: invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil"}},
+		{"validation fails", lkg.Input{Current: cur, LastKnownGood: lkgSrc, LoadCurrent: fail(lkg.StageValidate), LoadLastKnownGood: ok}, status.LocalInit,
+			status.Report{Status: "False", Message: "using last known good: (UID: lkg-UID)", Reason: "failed to validate current (UID: cur-UID)"}},
+		{"decode fails", lkg.Input{Current: cur, LoadCurrent: fail(lkg.StageDecode)}, status.LocalDefault,
+			status.Report{Status: "False", Message: "using last-known-good (default)", Reason: "failed to decode current (UID: cur-UID)"}},
+		{"checkpoint corrupt", lkg.Input{Current: cur, LoadCurrent: fail(lkg.StageLoad)}, status.LocalInit,
+			status.Report{Status: "False", Message: "using last-known-good (init)", Reason: "failed to load current (UID: cur-UID), cause: failed to load: boom"}},
+		{"crash loop", lkg.Input{Current: cur, LastKnownGood: lkgSrc, LoadCurrent: ok, LoadLastKnownGood: ok, CurrentCrashLooping: true}, status.LocalInit,
+			status.Report{Status: "False", Message: "using last known good: (UID: lkg-UID)", Reason: "crash loop detected with current (UID: cur-UID)"}},
+		{"marked bad earlier", lkg.Input{Current: cur, CurrentBad: &lkg.Entry{Reason: "failed to validate current (UID: cur-UID)"}, LoadCurrent: ok}, status.LocalInit,
+			status.Report{Status: "False", Message: "using last-known-good (init)", Reason: "failed to validate current (UID: cur-UID)"}},
+		{"dead end", lkg.Input{Current: cur, LastKnownGood: lkgSrc, CurrentBad: &lkg.Entry{Reason: "crash loop detected with current (UID: cur-UID)"}, LoadCurrent: ok, LoadLastKnownGood: ok, LastKnownGoodCrashLooping: true}, status.LocalInit,
+			status.Report{Status: "False", Message: "using last known good: (UID: lkg-UID)", Reason: "dead end: still crash-looping after rolling back (crash loop detected with current (UID: cur-UID)); the crash is likely not caused by config: repair the node, then forget the bad mark"}},
+		{"lkg unusable", lkg.Input{Current: cur, LastKnownGood: lkgSrc, LoadCurrent: fail(lkg.StageValidate), LoadLastKnownGood: fail(lkg.StageLoad)}, status.LocalInit,
+			status.Report{Status: "False", Message: "using last-known-good (init)", Reason: "failed to validate current (UID: cur-UID); last-known-good (UID: lkg-UID) is unusable, using local config, cause: failed to load: boom"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := lkg.Decide(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := reportFor(d, tc.in.Current, tc.in.LastKnownGood, tc.local)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
