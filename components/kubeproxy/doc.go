@@ -1,0 +1,109 @@
+// Package kubeproxy is dynconfig's built-in profile for kube-proxy's
+// configuration, kubeproxy.config.k8s.io/v1alpha1 KubeProxyConfiguration
+// (k8s.io/kube-proxy/config/v1alpha1). It carries its own defaulting and
+// validation, written from kube-proxy's rules, because the upstream code
+// lives in k8s.io/kubernetes, which a library cannot import.
+//
+// # What it guarantees
+//
+//   - Profile.Default fills unset fields with the values kube-proxy's
+//     v1alpha1 defaulting uses on Linux, and never replaces a set value.
+//     For non-pointer fields (durations, numbers, strings) the zero value
+//     means unset, exactly as upstream: iptables.minSyncPeriod: 0s in a file
+//     comes back as 1s. Default is idempotent. The one completion of a set
+//     value is upstream's too: a healthzBindAddress or metricsBindAddress
+//     that is a bare IP gains its default port (10256, 10249), since the
+//     port is the unset part; an address that already has a port, or is not
+//     an IP at all, is left for Validate.
+//   - Profile.Validate does not stop at the first problem: it returns every
+//     violation as a field.ErrorList whose paths are the JSON field paths of
+//     the v1alpha1 document (iptables.minSyncPeriod, nodePortAddresses[2],
+//     featureGates[foo], logging.vmodule[0].filePattern), with field error
+//     types callers can branch on: NotSupported for enums, Required for
+//     missing values, Forbidden for options behind a disabled feature gate,
+//     Invalid for the rest. The order of errors is deterministic.
+//   - Neither method keeps state or touches anything global; Profile is
+//     an empty struct and safe for concurrent use.
+//
+// # Defaults (Linux)
+//
+// bindAddress 0.0.0.0; healthzBindAddress 0.0.0.0:10256 and
+// metricsBindAddress 127.0.0.1:10249, or [::]:10256 and [::1]:10249 when
+// bindAddress is not IPv4; oomScoreAdj -999; iptables syncPeriod 30s,
+// minSyncPeriod 1s, masqueradeBit 14, localhostNodePorts true; ipvs
+// syncPeriod 30s; nftables syncPeriod 30s, minSyncPeriod 1s, masqueradeBit
+// 14; conntrack maxPerCore 32768, min 131072, tcpEstablishedTimeout 24h,
+// tcpCloseWaitTimeout 1h; configSyncPeriod 15m; clientConnection contentType
+// application/vnd.kubernetes.protobuf, qps 5, burst 10; featureGates an
+// empty map; logging as component-base recommends (format text,
+// flushFrequency 5s).
+//
+// What upstream decides from the environment at run time is left unset,
+// so that kube-proxy still decides it: hostnameOverride (the node's
+// hostname), mode (the platform's default backend), detectLocalMode
+// (ClusterCIDR), and nodePortAddresses (which depends on the mode and on
+// the node's IPs). Validate accepts these empty values. Feature gates do
+// not change any default.
+//
+// # Validation rules
+//
+//   - mode: empty, iptables, ipvs or nftables (kernelspace is Windows-only).
+//   - The selected backend's syncPeriod > 0, minSyncPeriod >= 0 and
+//     minSyncPeriod <= syncPeriod (an empty mode selects iptables; kube-proxy
+//     ignores the other backends' periods, so they are not checked).
+//     iptables.masqueradeBit in [0, 31] always (ipvs uses it too);
+//     nftables.masqueradeBit in nftables mode.
+//   - ipvs mode: tcpTimeout, tcpFinTimeout, udpTimeout >= 0; scheduler empty
+//     or a Linux IPVS scheduler (rr wrr lc wlc lblc lblcr dh sh sed nq fo
+//     ovf mh twos); each excludeCIDRs entry a CIDR.
+//   - bindAddress an IP; metricsBindAddress and (unless empty, which
+//     disables it) healthzBindAddress IP:port with a port in 1..65535.
+//     IPs and CIDRs are parsed as kube-proxy does: Go's net package rules
+//     plus leading zeros.
+//   - clientConnection: qps and burst not negative.
+//   - conntrack: maxPerCore, min and all four timeouts not negative.
+//   - oomScoreAdj in [-1000, 1000]; configSyncPeriod > 0.
+//   - detectLocalMode empty, ClusterCIDR, NodeCIDR, BridgeInterface
+//     (detectLocal.bridgeInterface required) or InterfaceNamePrefix
+//     (detectLocal.interfaceNamePrefix required). In ClusterCIDR mode (or
+//     empty, which kube-proxy turns into ClusterCIDR) a non-empty
+//     clusterCIDR is one CIDR or an IPv4,IPv6 pair.
+//   - nodePortAddresses: each entry a CIDR or one of the keywords primary,
+//     localhost and all, in any combination (as the v1alpha1 field of
+//     Kubernetes 1.37 documents).
+//   - featureGates: each name shaped like a gate name (ASCII letters and
+//     digits, starting with an upper-case letter; AllAlpha and AllBeta
+//     included).
+//   - logging: format text or json (json needs LoggingBetaOptions, on by
+//     default); flushFrequency > 0; verbosity fits an int32; vmodule only
+//     with text, each filePattern non-empty without '=' or ','; the alpha
+//     options splitStream and infoBufferSize need LoggingAlphaOptions
+//     (AllAlpha/AllBeta count as component-base counts them).
+//   - portRange, unused by kube-proxy, still parses as a port range;
+//     showHiddenMetricsForVersion is empty or <major>.<minor>.
+//
+// # What it does not do
+//
+// These upstream rules are left out, because they need kube-proxy's
+// binary, its registry of features or the host:
+//
+//   - featureGates names are checked for shape only: whether a name is a
+//     gate kube-proxy knows, and whether a GA gate is locked to its
+//     default, depends on the exact kube-proxy release.
+//   - showHiddenMetricsForVersion must name the release before the running
+//     binary; only the format is checked here.
+//   - logging: upstream also rejects a non-text format when klog flags were
+//     changed on the command line, and formats registered by the binary at
+//     run time; only text and json, the formats kube-proxy registers, are
+//     known here.
+//   - Windows: winkernel and windowsRunAsService are not validated and the
+//     kernelspace mode is rejected.
+//
+// One rule is stricter than kube-proxy: clientConnection.qps must not be
+// negative (kube-proxy accepts it and client-go then silently turns off
+// client-side rate limiting); this matches the kubelet's rule for
+// kubeAPIQPS.
+//
+// The codec (strict decoding, apiVersion/kind checks, lenient mode) is the
+// merge package's job; this package works on the typed object only.
+package kubeproxy
