@@ -22,8 +22,10 @@
 //     types callers can branch on: NotSupported for enums, Required for
 //     missing values, Forbidden for options behind a disabled feature gate,
 //     Invalid for the rest. The order of errors is deterministic.
-//   - Neither method keeps state or touches anything global; Profile is
-//     an empty struct and safe for concurrent use.
+//   - Profile.Trial reads the trial settings from the ConfigMap's
+//     annotations with the shared rules of package components.
+//   - No method keeps state or touches anything global; Profile is an
+//     empty struct and safe for concurrent use.
 //
 // # Defaults (Linux)
 //

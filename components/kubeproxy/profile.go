@@ -3,6 +3,8 @@ package kubeproxy
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-proxy/config/v1alpha1"
+
+	"github.com/dynconfig/dynconfig/components"
 )
 
 // Profile tells dynconfig how to handle kube-proxy's
@@ -27,4 +29,12 @@ func (Profile) PayloadKey() string {
 // left alone.
 func (Profile) Default(cfg *v1alpha1.KubeProxyConfiguration) {
 	setDefaults(cfg)
+}
+
+// Trial returns the trial settings of a config from the annotations of its
+// ConfigMap (dynconfig.io/trial-duration, dynconfig.io/crash-loop-threshold),
+// falling back to components.DefaultTrial for the ones not set. kube-proxy
+// has no opinion of its own here, so this is the shared rule unchanged.
+func (Profile) Trial(annotations map[string]string) (components.Trial, error) {
+	return components.TrialFromAnnotations(annotations, components.DefaultTrial())
 }
