@@ -40,6 +40,7 @@ func Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	v.validateGeneral()
 	v.validateImageGC()
 	v.validateEnums()
+	v.validateEviction()
 	return v.errs
 }
 
