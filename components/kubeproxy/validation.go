@@ -15,8 +15,7 @@ import (
 	"k8s.io/kube-proxy/config/v1alpha1"
 )
 
-// Proxy modes, detect-local modes and node-port keywords kube-proxy accepts
-// on Linux.
+// Proxy modes and detect-local modes kube-proxy accepts on Linux.
 const (
 	modeIPTables = "iptables"
 	modeIPVS     = "ipvs"
@@ -34,15 +33,28 @@ const (
 	gateLoggingBeta  = "LoggingBetaOptions"  // beta, on by default
 )
 
-var (
-	// These are read-only tables, never written after initialization.
-	supportedModes      = []string{modeIPTables, modeIPVS, modeNFTables}
-	supportedLocalModes = []string{localModeClusterCIDR, localModeNodeCIDR, localModeBridgeInterface, localModeInterfaceNamePrefix}
-	nodePortKeywords    = []string{"primary", "localhost", "all"}
-	// Every scheduler of the Linux IPVS code (ip_vs_<name> modules).
-	ipvsSchedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh", "twos"}
-	logFormats     = []string{logsapi.DefaultLogFormat, logsapi.JSONLogFormat}
-)
+// The enumerations below are functions, not package variables, so that
+// nothing in the package is shared mutable state.
+
+func supportedModes() []string { return []string{modeIPTables, modeIPVS, modeNFTables} }
+
+func supportedLocalModes() []string {
+	return []string{localModeClusterCIDR, localModeNodeCIDR, localModeBridgeInterface, localModeInterfaceNamePrefix}
+}
+
+// ipvsSchedulers lists every scheduler of the Linux IPVS code (the
+// ip_vs_<name> kernel modules).
+func ipvsSchedulers() []string {
+	return []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh", "twos"}
+}
+
+func isIPVSScheduler(s string) bool {
+	return slices.Contains(ipvsSchedulers(), s) // the slice stays on the stack
+}
+
+func isNodePortKeyword(s string) bool {
+	return s == "primary" || s == "localhost" || s == "all"
+}
 
 // Validate checks a defaulted cfg against kube-proxy's rules for Linux and
 // returns every violation at once, each naming its JSON field path (for
@@ -127,7 +139,7 @@ func gateEnabled(gates map[string]bool, name, allStage string, def bool) bool {
 func validateClientConnection(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 	// "not >= 0" also catches NaN, which a flag overlay could produce.
 	if qps := cfg.ClientConnection.QPS; !(qps >= 0) {
-		errs = append(errs, field.Invalid(field.NewPath("clientConnection", "qps"), qps, "must not be negative"))
+		errs = append(errs, field.Invalid(field.NewPath("clientConnection", "qps"), qps, "must be a number that is not negative"))
 	}
 	if burst := cfg.ClientConnection.Burst; burst < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("clientConnection", "burst"), burst, "must not be negative"))
@@ -144,7 +156,7 @@ func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gate
 				"the json format needs feature gate "+gateLoggingBeta))
 		}
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("logging", "format"), l.Format, logFormats))
+		errs = append(errs, field.NotSupported(field.NewPath("logging", "format"), l.Format, []string{logsapi.DefaultLogFormat, logsapi.JSONLogFormat}))
 	}
 	if d := l.FlushFrequency.Duration.Duration; d <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("logging", "flushFrequency"), d.String(), "must be greater than 0"))
@@ -229,7 +241,7 @@ func validateModes(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) f
 	switch mode := string(cfg.Mode); mode {
 	case "", modeIPTables, modeIPVS, modeNFTables:
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("mode"), mode, supportedModes))
+		errs = append(errs, field.NotSupported(field.NewPath("mode"), mode, supportedModes()))
 	}
 	errs = masqueradeBit(errs, cfg.IPTables.MasqueradeBit, "iptables")
 	switch string(cfg.Mode) {
@@ -240,8 +252,8 @@ func validateModes(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) f
 		errs = nonNegative(errs, ipvs.TCPFinTimeout, "ipvs", "tcpFinTimeout")
 		errs = nonNegative(errs, ipvs.UDPTimeout, "ipvs", "udpTimeout")
 		// Empty means kube-proxy's default, rr.
-		if ipvs.Scheduler != "" && !slices.Contains(ipvsSchedulers, ipvs.Scheduler) {
-			errs = append(errs, field.NotSupported(field.NewPath("ipvs", "scheduler"), ipvs.Scheduler, ipvsSchedulers))
+		if ipvs.Scheduler != "" && !isIPVSScheduler(ipvs.Scheduler) {
+			errs = append(errs, field.NotSupported(field.NewPath("ipvs", "scheduler"), ipvs.Scheduler, ipvsSchedulers()))
 		}
 		for i, c := range ipvs.ExcludeCIDRs {
 			if _, ok := cidrFamily(c); !ok {
@@ -307,7 +319,7 @@ func validateDetectLocal(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfigurat
 				"required when detectLocalMode is "+localModeInterfaceNamePrefix))
 		}
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("detectLocalMode"), mode, supportedLocalModes))
+		errs = append(errs, field.NotSupported(field.NewPath("detectLocalMode"), mode, supportedLocalModes()))
 	}
 	// kube-proxy reads (and checks) clusterCIDR only in ClusterCIDR mode,
 	// which is also what it picks for an empty mode.
@@ -350,7 +362,7 @@ func validateClusterCIDR(errs field.ErrorList, s string) field.ErrorList {
 // localhost and all, in any combination (as the v1alpha1 field documents).
 func validateNodePortAddresses(errs field.ErrorList, addrs []string) field.ErrorList {
 	for i, a := range addrs {
-		if slices.Contains(nodePortKeywords, a) {
+		if isNodePortKeyword(a) {
 			continue
 		}
 		if _, ok := cidrFamily(a); !ok {

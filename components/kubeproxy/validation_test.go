@@ -467,3 +467,19 @@ func TestValidateUndefaulted(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// TestIPVSSchedulersAgree keeps the error message's list and the check in
+// step: every listed scheduler validates in ipvs mode.
+func TestIPVSSchedulersAgree(t *testing.T) {
+	for _, s := range ipvsSchedulers() {
+		t.Run(s, func(t *testing.T) {
+			cfg := defaulted(func(c *v1alpha1.KubeProxyConfiguration) {
+				c.Mode = "ipvs"
+				c.IPVS.Scheduler = s
+			})
+			if errs := (Profile{}).Validate(cfg); len(errs) != 0 {
+				t.Errorf("scheduler %q rejected: %v", s, errs)
+			}
+		})
+	}
+}
