@@ -1,0 +1,81 @@
+// Package merge turns a component's configuration layers into one validated
+// configuration object: strict decoding, the kubelet's drop-in directory, the
+// instance-specific file of the KEP "Instance-Specific ComponentConfig",
+// command-line flags, and a platform's field policy.
+//
+// # Layers
+//
+// Lowest precedence first:
+//
+//		defaults < base (init file or remote config) < drop-ins < instance < platform values < flags
+//
+//	  - Base is a complete document (Layers.Base); a remote config replaces the
+//	    init file, so there is only ever one.
+//	  - Drop-ins (Layers.DropIns, read by Pipeline.ReadDropIns with the
+//	    kubelet's --config-dir rules: *.conf, lexical order) are JSON merge
+//	    patches (RFC 7386): objects and maps merge by key, lists are replaced,
+//	    null deletes, the later file wins.
+//	  - The instance document (Layers.Instance) is a strategic merge patch
+//	    driven by the configuration type: maps merge by key, lists are
+//	    replaced unless the field has patchStrategy:"merge", null deletes,
+//	    "$patch: replace" and "$patch: delete" work. It must have the same
+//	    apiVersion and kind as the base, as the KEP requires.
+//	  - Platform values (Policy.Platform) apply with their Rule; locked fields
+//	    (Policy.Locked) may not be set by any document.
+//	  - Flags (Layers.Flags, see Pipeline.FlagOverrides) override everything.
+//
+// Defaults are applied once, to the merged object, and validation runs after
+// defaulting. For a defaulter that only fills unset fields this is the same as
+// defaults being the lowest layer; unlike a defaulted base, it lets a layer
+// delete a field (null) and get the default back, and it keeps a default map
+// (the kubelet's evictionHard) from being merged key by key into the user's.
+//
+// # Decoding
+//
+// Each document is parsed once (YAML 1.1 with sigs.k8s.io/yaml's semantics,
+// or JSON) into a tree that is checked against the Go type: unknown fields,
+// duplicate fields, values of the wrong type, out-of-range numbers and values
+// a custom decoder rejects (a duration "10x") are all reported at once, each
+// with the document name and the field path, for example
+//
+//	kubelet.yaml: authentication.x509: unknown field "clientCAFle"
+//	kubelet.yaml: port: expected int32, got string "ten"
+//
+// Field names are matched case-sensitively, as Kubernetes decoders do. apiVersion and
+// kind must be the profile's. In a complete document null means "not set".
+// Options.Lenient decodes documents with unknown or duplicate fields anyway
+// and returns what it ignored as warnings. The trees are merged without being
+// serialized and converted to the Go type once, at the end, with
+// encoding/json's rules.
+//
+// What strict decoding cannot catch: keys of Go maps are free-form. The
+// kubelet's evictionHard is a map[string]string, so a misspelt signal
+// ("memory.avaliable") is a valid key to the decoder; it is the profile's
+// validation that must reject it. Likewise values of string fields are not
+// checked against enums here.
+//
+// # Guarantees
+//
+//   - Merge does no I/O and is safe for concurrent use; only ReadDropIns
+//     touches the file system.
+//   - The result equals, after decoding into the typed struct, what
+//     jsonpatch.MergePatch would produce for the drop-ins and what
+//     strategicpatch.StrategicMergePatch would produce for the instance,
+//     except where those fail or drop input: maps of lists such as the
+//     kubelet's staticPodURLHeader merge by key, $patch: replace on an unset
+//     field sets it, $patch: delete removes the field (upstream leaves an
+//     empty object), and values of types with custom JSON decoding are
+//     replaced as a whole.
+//   - Every error names the document (or flag) and the field path.
+//
+// # Not guaranteed
+//
+//   - The $retainKeys, $setElementOrder and $deleteFromPrimitiveList
+//     directives, which tools generate and people do not write, are rejected.
+//   - Multi-document YAML files are rejected, not merged by kind.
+//   - Documents using YAML merge keys (<<) report duplicate keys with a line
+//     number instead of a field path.
+//   - Flags are not checked against the Policy (see Policy).
+//   - Provenance records leaves: scalars, whole lists, map entries. A
+//     defaulter that changes a value a layer set is not detected.
+package merge

@@ -1,0 +1,462 @@
+package merge
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Profile is what merge needs to know about a configuration type T (a struct
+// such as k8s.io/kubelet/config/v1beta1.KubeletConfiguration, used as *T).
+type Profile[T any] interface {
+	// GroupVersionKind is the apiVersion/kind every document must carry.
+	GroupVersionKind() schema.GroupVersionKind
+	// Default fills unset fields of obj in place.
+	Default(obj *T)
+	// Validate returns every problem of obj, with field paths.
+	Validate(obj *T) field.ErrorList
+}
+
+// Document is one configuration document: YAML or JSON bytes and a name used
+// in errors and provenance (a file path, or something like
+// "configmap kube-system/kubelet-config key kubelet").
+type Document struct {
+	Name string
+	Data []byte
+}
+
+// Layers are the inputs of one merge, lowest precedence first. Built-in
+// defaults are below all of them; every field is optional.
+type Layers struct {
+	// Base is the shared configuration: the init file, or the remote config
+	// (a ConfigMap payload), which replaces it. A complete document.
+	Base *Document
+	// DropIns are applied in order, each as a JSON merge patch (RFC 7386)
+	// over the result so far; ReadDropIns lists a directory in the kubelet's
+	// --config-dir order.
+	DropIns []Document
+	// Instance is the instance-specific document of the KEP
+	// "Instance-Specific ComponentConfig", applied as a strategic merge patch.
+	Instance *Document
+	// Flags are explicitly set command-line flags; they override every layer.
+	Flags []Override
+}
+
+// Options configure a Pipeline. The zero value is strict decoding, no
+// policy, and no logging.
+type Options struct {
+	// Lenient decodes documents with unknown or duplicate fields anyway
+	// (unknown fields ignored, the later duplicate wins) and reports what it
+	// ignored in Result.Warnings. Type errors are errors in both modes.
+	Lenient bool
+	// Policy says which fields the platform owns.
+	Policy Policy
+	// Logger receives the files ReadDropIns skips. The zero Logger discards.
+	Logger logr.Logger
+}
+
+// Result is a merged, defaulted and validated configuration.
+type Result[T any] struct {
+	// Object is the configuration.
+	Object *T
+	// Provenance maps the field path of every set field (a leaf: a scalar, a
+	// list, or a map entry; "authentication.webhook.enabled",
+	// "featureGates[KubeletTracing]", "clusterDNS") to the layer that set it:
+	// a document name, a flag override's Source, the policy owner for
+	// platform values, or "defaults".
+	Provenance map[string]string
+	// Warnings lists what lenient decoding ignored and which user values the
+	// platform replaced, one line each, each naming its document.
+	Warnings []string
+
+	merged *node
+}
+
+// MergedJSON returns the merged configuration as JSON before defaulting:
+// only the fields some layer set, in the order they were first set.
+func (r *Result[T]) MergedJSON() []byte {
+	if r.merged == nil {
+		return []byte("{}")
+	}
+	return appendJSON(nil, r.merged)
+}
+
+// DefaultsLayer is the provenance of fields the profile's Default set.
+const DefaultsLayer = "defaults"
+
+// MergedDocument is the document name of validation errors.
+const MergedDocument = "merged config"
+
+// Pipeline merges configuration layers for one profile. It holds only
+// read-only data derived from T and the options, so one Pipeline may be used
+// from several goroutines at once.
+type Pipeline[T any] struct {
+	profile Profile[T]
+	gvk     schema.GroupVersionKind
+	root    *typeInfo
+	// typeMetaFields says whether T has apiVersion and kind fields; if not,
+	// documents still carry them and they are checked and then dropped.
+	typeMetaFields bool
+	lenient        bool
+	policy         compiledPolicy
+	log            logr.Logger
+}
+
+// New prepares a pipeline for T. It fails if T is not a struct, if the
+// profile has no kind, or if the policy names fields T does not have or gives
+// platform values of the wrong type.
+func New[T any](profile Profile[T], opts Options) (*Pipeline[T], error) {
+	if profile == nil {
+		return nil, fmt.Errorf("merge: profile is nil")
+	}
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("merge: configuration type %s is not a struct", t)
+	}
+	gvk := profile.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("merge: profile for %s has an incomplete GroupVersionKind %q", t, gvk.String())
+	}
+	root, err := buildSchema(t)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	p := &Pipeline[T]{
+		profile: profile,
+		gvk:     gvk,
+		root:    root,
+		lenient: opts.Lenient,
+		log:     opts.Logger,
+	}
+	av, kind := root.fields["apiVersion"], root.fields["kind"]
+	p.typeMetaFields = av != nil && kind != nil && av.typ.kind == tkString && kind.typ.kind == tkString
+	if p.policy, err = compilePolicy(root, opts.Policy); err != nil {
+		return nil, fmt.Errorf("merge: policy: %w", err)
+	}
+	return p, nil
+}
+
+// GroupVersionKind returns the profile's apiVersion/kind.
+func (p *Pipeline[T]) GroupVersionKind() schema.GroupVersionKind { return p.gvk }
+
+// mergeRun is the state of one Merge call.
+type mergeRun struct {
+	a        arena
+	names    []string // layer index -> name
+	errs     Error
+	warnings []string
+}
+
+func (r *mergeRun) layer(name string) int32 {
+	r.names = append(r.names, name)
+	return int32(len(r.names) - 1)
+}
+
+// Merge merges the layers, defaults and validates the result. It does no
+// I/O. On failure it returns an *Error listing every problem: the decode
+// problems of all documents, policy violations, and then (only when all
+// documents were fine) the validation errors of the merged configuration.
+func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
+	r := &mergeRun{names: []string{DefaultsLayer}}
+
+	var base, inst *node
+	var docs []*node // decoded document layers, for the policy checks
+	var docNames []string
+	if l.Base != nil {
+		base = p.decode(r, l.Base, modeDocument, "")
+		docs, docNames = append(docs, base), append(docNames, l.Base.Name)
+	}
+	dropIns := make([]*node, len(l.DropIns))
+	for i := range l.DropIns {
+		dropIns[i] = p.decode(r, &l.DropIns[i], modeMergePatch, "")
+		docs, docNames = append(docs, dropIns[i]), append(docNames, l.DropIns[i].Name)
+	}
+	if l.Instance != nil {
+		shared := ""
+		if l.Base != nil {
+			shared = l.Base.Name
+		}
+		inst = p.decode(r, l.Instance, modeStrategic, shared)
+		docs, docNames = append(docs, inst), append(docNames, l.Instance.Name)
+	}
+
+	// Policy: locked fields and ErrorIfBoth platform values must not be set
+	// by any document.
+	for i, d := range docs {
+		if d == nil {
+			continue
+		}
+		for _, lf := range p.policy.locked {
+			if touches(d, lf.segs) {
+				r.errs.Policy = append(r.errs.Policy, &PolicyError{Document: docNames[i], Path: lf.path, Owner: p.policy.owner, Locked: true})
+			}
+		}
+		for _, pv := range p.policy.platform {
+			if pv.rule == ErrorIfBoth && touches(d, pv.segs) {
+				r.errs.Policy = append(r.errs.Policy, &PolicyError{Document: docNames[i], Path: pv.path, Owner: p.policy.owner})
+			}
+		}
+	}
+
+	// Merge the documents: base, then drop-ins (JSON merge patch), then the
+	// instance (strategic merge patch). Nothing is serialized in between.
+	root := base
+	if root == nil {
+		root = r.a.new(nObject, 0)
+	}
+	for _, d := range dropIns {
+		if d != nil {
+			root = mergePatch(&r.a, root, d)
+		}
+	}
+	if inst != nil {
+		s := strategic{a: &r.a}
+		if merged := s.mergeObject(root, inst, p.root); merged != nil {
+			root = merged
+		}
+		if len(s.problems) > 0 {
+			r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: l.Instance.Name, Problems: s.problems})
+		}
+	}
+
+	p.applyPlatform(r, root)
+	p.applyOverrides(r, root, l.Flags)
+	p.ensureTypeMeta(r, root)
+
+	if !r.errs.empty() {
+		return nil, &r.errs
+	}
+
+	obj := new(T)
+	if err := assign(reflect.ValueOf(obj).Elem(), root, p.root); err != nil {
+		// The layers were checked; this is a bug, not bad input.
+		r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: MergedDocument, Problems: []Problem{{Type: ProblemInvalidValue, Detail: err.Error()}}})
+		return nil, &r.errs
+	}
+	if !p.typeMetaFields {
+		root.del("apiVersion")
+		root.del("kind")
+	}
+	prov := make(map[string]string, 128)
+	treeProvenance(root, p.root, make([]byte, 0, 128), r.names, prov)
+
+	p.profile.Default(obj)
+	defaultsProvenance(reflect.ValueOf(obj).Elem(), p.root, root, make([]byte, 0, 128), prov)
+
+	if errs := p.profile.Validate(obj); len(errs) > 0 {
+		r.errs.Validation = &ValidationError{Document: MergedDocument, Errors: errs, Provenance: prov}
+		return nil, &r.errs
+	}
+	return &Result[T]{Object: obj, Provenance: prov, Warnings: r.warnings, merged: root}, nil
+}
+
+// decode parses and checks one document. shared names the base document
+// when decoding the instance, whose apiVersion/kind must match it.
+func (p *Pipeline[T]) decode(r *mergeRun, doc *Document, mode docMode, shared string) *node {
+	layer := r.layer(doc.Name)
+	ps := parser{arena: &r.a, layer: layer, lenient: p.lenient}
+	root := ps.parse(doc.Data)
+	problems := ps.problems
+	warnings := ps.warnings
+	if root != nil {
+		tm := p.checkTypeMeta(root, shared)
+		c := checker{mode: mode, lenient: p.lenient}
+		if !p.typeMetaFields {
+			// Check apiVersion/kind above, not as fields of T.
+			av, kind := root.get("apiVersion"), root.get("kind")
+			root.del("apiVersion")
+			root.del("kind")
+			defer func() {
+				if av != nil {
+					root.set("apiVersion", av)
+				}
+				if kind != nil {
+					root.set("kind", kind)
+				}
+			}()
+		}
+		c.checkObject(root, p.root, nil)
+		problems = append(tm, append(problems, c.problems...)...)
+		warnings = append(warnings, c.warnings...)
+	}
+	for _, w := range warnings {
+		r.warnings = append(r.warnings, doc.Name+": "+w.String())
+	}
+	if len(problems) > 0 {
+		r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: doc.Name, Problems: problems})
+		return nil
+	}
+	return root
+}
+
+func (p *Pipeline[T]) checkTypeMeta(root *node, shared string) []Problem {
+	var problems []Problem
+	want := []struct{ key, value string }{
+		{"apiVersion", p.gvk.GroupVersion().String()},
+		{"kind", p.gvk.Kind},
+	}
+	for _, w := range want {
+		v := root.get(w.key)
+		expected := strconv.Quote(w.value)
+		if shared != "" {
+			expected += " (the same as the shared document " + shared + ")"
+		}
+		switch {
+		case v == nil || v.kind == nNull:
+			problems = append(problems, Problem{Type: ProblemTypeMeta, Path: w.key, Detail: "missing, expected " + expected})
+		case v.kind != nString:
+			problems = append(problems, Problem{Type: ProblemTypeMeta, Path: w.key, Detail: "expected " + expected + ", got " + describeValue(v)})
+		case v.str != w.value:
+			problems = append(problems, Problem{Type: ProblemTypeMeta, Path: w.key, Detail: "expected " + expected + ", got " + strconv.Quote(v.str)})
+		}
+	}
+	return problems
+}
+
+// ensureTypeMeta sets apiVersion and kind when no document did.
+func (p *Pipeline[T]) ensureTypeMeta(r *mergeRun, root *node) {
+	if !p.typeMetaFields {
+		return
+	}
+	for _, kv := range [][2]string{{"apiVersion", p.gvk.GroupVersion().String()}, {"kind", p.gvk.Kind}} {
+		if root.get(kv[0]) == nil {
+			n := r.a.new(nString, 0)
+			n.str = kv[1]
+			root.set(kv[0], n)
+		}
+	}
+}
+
+// treeProvenance records the layer of every leaf of the merged tree.
+func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[string]string) {
+	if t != nil {
+		t = t.deref()
+	}
+	if n.kind == nObject && len(n.obj) > 0 && (t == nil || t.kind == tkStruct || t.kind == tkMap) {
+		for _, m := range n.obj {
+			var ft *typeInfo
+			p := path
+			if t != nil && t.kind == tkStruct {
+				f := t.fields[m.key]
+				if f == nil {
+					continue
+				}
+				ft = f.typ
+				if len(p) > 0 {
+					p = append(p, '.')
+				}
+				p = append(p, m.key...)
+			} else {
+				if t != nil {
+					ft = t.elem
+				}
+				p = append(p, '[')
+				p = append(p, m.key...)
+				p = append(p, ']')
+			}
+			treeProvenance(m.val, ft, p, names, out)
+		}
+		return
+	}
+	if n.kind == nNull || len(path) == 0 {
+		return
+	}
+	out[string(path)] = names[n.layer]
+}
+
+// defaultsProvenance records, as set by the defaults, every non-zero leaf
+// of the defaulted object that no layer set (n is the merged tree at v's
+// position, nil where no layer set anything).
+func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out map[string]string) {
+	switch t.kind {
+	case tkPtr:
+		if v.IsNil() {
+			return
+		}
+		defaultsProvenance(v.Elem(), t.elem, n, path, out)
+		return
+	case tkStruct:
+		if n != nil && n.kind != nObject {
+			return
+		}
+		for _, f := range t.fieldList {
+			fv, ok := fieldIfSet(v, f.index)
+			if !ok {
+				continue
+			}
+			var child *node
+			if n != nil {
+				child = n.get(f.name)
+			}
+			p := path
+			if len(p) > 0 {
+				p = append(p, '.')
+			}
+			p = append(p, f.name...)
+			defaultsProvenance(fv, f.typ, child, p, out)
+		}
+		return
+	case tkMap:
+		if n != nil && n.kind != nObject {
+			return
+		}
+		if v.IsNil() {
+			return
+		}
+		if v.Len() == 0 {
+			if n == nil {
+				out[string(path)] = DefaultsLayer
+			}
+			return
+		}
+		iter := v.MapRange()
+		for iter.Next() {
+			key := mapKeyString(iter.Key())
+			var child *node
+			if n != nil {
+				child = n.get(key)
+			}
+			p := append(append(append(path, '['), key...), ']')
+			defaultsProvenance(iter.Value(), t.elem, child, p, out)
+		}
+		return
+	}
+	if n == nil && !v.IsZero() && len(path) > 0 {
+		out[string(path)] = DefaultsLayer
+	}
+}
+
+// fieldIfSet walks an index path, reporting false at a nil embedded pointer.
+func fieldIfSet(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, true
+}
+
+func mapKeyString(k reflect.Value) string {
+	switch k.Kind() {
+	case reflect.String:
+		return k.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(k.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(k.Uint(), 10)
+	}
+	if m, ok := k.Interface().(interface{ MarshalText() ([]byte, error) }); ok {
+		if b, err := m.MarshalText(); err == nil {
+			return string(b)
+		}
+	}
+	return fmt.Sprint(k.Interface())
+}
