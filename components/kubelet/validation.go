@@ -41,6 +41,9 @@ func Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	v.validateImageGC()
 	v.validateEnums()
 	v.validateEviction()
+	v.validateShutdown()
+	v.validateRuntime()
+	v.validateLogsAndHandlers()
 	return v.errs
 }
 
@@ -165,9 +168,7 @@ func (v *validator) validateImageGC() {
 			fmt.Sprintf("must be less than imageGCHighThresholdPercent (%d)", high)))
 	}
 	minAge, maxAge := kc.ImageMinimumGCAge.Duration, kc.ImageMaximumGCAge.Duration
-	if maxAge != 0 && !v.gates.enabled(gateImageMaximumGCAge) {
-		v.add(field.Forbidden(field.NewPath("imageMaximumGCAge"), "requires feature gate "+gateImageMaximumGCAge))
-	}
+	// ImageMaximumGCAge is GA and locked on in 1.37: no gate check.
 	if minAge < 0 {
 		v.add(field.Invalid(field.NewPath("imageMinimumGCAge"), minAge.String(), "must not be negative"))
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -53,7 +54,7 @@ func runValidationCases(t *testing.T, cases []validationCase) {
 					t.Errorf("error without field path or detail: %#v", e)
 				}
 			}
-			if diff := cmp.Diff(before, kc, quantityCmp); diff != "" {
+			if diff := cmp.Diff(before, kc, quantityCmp, cmpopts.EquateNaNs()); diff != "" {
 				t.Errorf("Validate modified its argument (-before +after):\n%s", diff)
 			}
 		})
@@ -102,7 +103,10 @@ func TestValidateUndefaultedReportsEverything(t *testing.T) {
 		seen[e.Field] = true
 	}
 	// Fields an empty, undefaulted configuration gets an error for.
-	for _, f := range []string{"nodeLeaseDurationSeconds", "imageGCLowThresholdPercent", "cgroupDriver"} {
+	for _, f := range []string{
+		"nodeLeaseDurationSeconds", "imageGCLowThresholdPercent", "cgroupDriver",
+		"containerRuntimeEndpoint", "podLogsDir", "containerLogMaxFiles", "memoryReservationPolicy",
+	} {
 		if !seen[f] {
 			t.Errorf("no error for %s in %v", f, errs)
 		}
