@@ -44,6 +44,9 @@ func Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	v.validateShutdown()
 	v.validateRuntime()
 	v.validateLogsAndHandlers()
+	v.validateNodeAllocatable()
+	v.validateReservations()
+	v.validateTaints()
 	return v.errs
 }
 
