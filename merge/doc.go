@@ -7,22 +7,24 @@
 //
 // Lowest precedence first:
 //
-//		defaults < base (init file or remote config) < drop-ins < instance < platform values < flags
+//	defaults < base < drop-ins < instance < platform values < flags
 //
-//	  - Base is a complete document (Layers.Base); a remote config replaces the
-//	    init file, so there is only ever one.
-//	  - Drop-ins (Layers.DropIns, read by Pipeline.ReadDropIns with the
-//	    kubelet's --config-dir rules: *.conf, lexical order) are JSON merge
-//	    patches (RFC 7386): objects and maps merge by key, lists are replaced,
-//	    null deletes, the later file wins.
-//	  - The instance document (Layers.Instance) is a strategic merge patch
-//	    driven by the configuration type: maps merge by key, lists are
-//	    replaced unless the field has patchStrategy:"merge", null deletes,
-//	    "$patch: replace" and "$patch: delete" work. It must have the same
-//	    apiVersion and kind as the base, as the KEP requires.
-//	  - Platform values (Policy.Platform) apply with their Rule; locked fields
-//	    (Policy.Locked) may not be set by any document.
-//	  - Flags (Layers.Flags, see Pipeline.FlagOverrides) override everything.
+// Each layer in turn:
+//
+//   - Base is a complete document (Layers.Base): the init file or the remote
+//     config, which replaces it, so there is only ever one.
+//   - Drop-ins (Layers.DropIns, read by Pipeline.ReadDropIns with the
+//     kubelet's --config-dir rules: *.conf, lexical order) are JSON merge
+//     patches (RFC 7386): objects and maps merge by key, lists are replaced,
+//     null deletes, the later file wins.
+//   - The instance document (Layers.Instance) is a strategic merge patch
+//     driven by the configuration type: maps merge by key, lists are
+//     replaced unless the field has patchStrategy:"merge", null deletes,
+//     "$patch: replace" and "$patch: delete" work. It must have the same
+//     apiVersion and kind as the base, as the KEP requires.
+//   - Platform values (Policy.Platform) apply with their Rule; locked fields
+//     (Policy.Locked) may not be set by any document.
+//   - Flags (Layers.Flags, see Pipeline.FlagOverrides) override everything.
 //
 // Defaults are applied once, to the merged object, and validation runs after
 // defaulting. For a defaulter that only fills unset fields this is the same as
