@@ -47,6 +47,9 @@ func Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	v.validateNodeAllocatable()
 	v.validateReservations()
 	v.validateTaints()
+	v.validateServer()
+	v.validateLogging()
+	v.validateTracing()
 	return v.errs
 }
 

@@ -106,6 +106,7 @@ func TestValidateUndefaultedReportsEverything(t *testing.T) {
 	for _, f := range []string{
 		"nodeLeaseDurationSeconds", "imageGCLowThresholdPercent", "cgroupDriver",
 		"containerRuntimeEndpoint", "podLogsDir", "containerLogMaxFiles", "memoryReservationPolicy",
+		"port", "authorization.mode", "logging.format",
 	} {
 		if !seen[f] {
 			t.Errorf("no error for %s in %v", f, errs)
