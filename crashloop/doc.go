@@ -74,7 +74,7 @@
 //
 // # Time
 //
-// Timestamps are written in UTC with nanoseconds (RFC 3339 with a fractional
+// The Tracker stamps startups in UTC with nanoseconds (RFC 3339 with a fractional
 // second), so that a startup and a set time a few milliseconds apart are
 // ordered exactly; plain RFC 3339 timestamps, with any offset, are accepted
 // on read. All comparisons use wall-clock time from the Tracker's clock. When
