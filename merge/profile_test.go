@@ -26,6 +26,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 type (
 	kubeletConfig = kubeletv1beta1.KubeletConfiguration
 	proxyConfig   = proxyv1alpha1.KubeProxyConfiguration
+	// kubeletConfigAuth is the authentication section.
+	kubeletConfigAuth = kubeletv1beta1.KubeletAuthentication
 )
 
 func mustQuantity(t testing.TB, s string) resource.Quantity {

@@ -228,9 +228,10 @@ func (s *strategic) mergeList(orig, patch *node, t *typeInfo, f *fieldInfo) *nod
 		}
 	}
 	if replace {
-		base, patchItems = nil, cleanAll(s, patchItems, et)
-		out.arr = base
-		out.arr = append(out.arr, patchItems...)
+		// The patch's elements become the list; like strategicpatch, order
+		// them as an original list (elements sharing a merge key together).
+		items := cleanAll(s, patchItems, et)
+		out.arr = normalizeOrder(items, nil, items, keyOf)
 		return out
 	}
 
