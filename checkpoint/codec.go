@@ -1,0 +1,174 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Envelope versions. A reader accepts exactly its own version: a file written
+// by a newer, incompatible writer is reported as corrupt rather than misread.
+const (
+	checkpointVersion = "dynconfig.io/checkpoint/v1"
+	pointerVersion    = "dynconfig.io/pointer/v1"
+)
+
+// maxFileSize bounds what is read from a checkpoint or pointer file. A
+// ConfigMap holds at most 1 MiB of data; JSON escaping can grow that a few
+// times, never this much.
+const maxFileSize = 32 << 20
+
+// checkpointEnvelope is the file format of a checkpoint:
+//
+//	{"version":"dynconfig.io/checkpoint/v1","sha256":"<hex>","configMap":<payload>}
+//
+// The checksum is over the payload bytes exactly as they are in the file, so
+// it does not depend on Go types or on how a later version serializes them.
+type checkpointEnvelope struct {
+	Version   string          `json:"version"`
+	SHA256    string          `json:"sha256"`
+	ConfigMap json.RawMessage `json:"configMap"`
+}
+
+// pointerEnvelope is the file format of meta/current and
+// meta/last-known-good:
+//
+//	{"version":"dynconfig.io/pointer/v1","sha256":"<hex>","pointer":<payload>}
+//
+// An empty file is also a valid pointer: the local config.
+type pointerEnvelope struct {
+	Version string          `json:"version"`
+	SHA256  string          `json:"sha256"`
+	Pointer json.RawMessage `json:"pointer"`
+}
+
+// pointerPayload is the checksummed content of a pointer file.
+type pointerPayload struct {
+	Source  *corev1.NodeConfigSource `json:"source,omitempty"`
+	SetTime time.Time                `json:"setTime"`
+}
+
+func checksum(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:])
+}
+
+// envelope builds {"version":v,"sha256":sum,"<field>":payload} by hand, so
+// that the payload is stored byte for byte as it was hashed (encoding/json
+// would re-compact and re-escape a json.RawMessage).
+func envelope(version, field string, payload []byte) []byte {
+	sum := checksum(payload)
+	b := make([]byte, 0, len(payload)+len(version)+len(sum)+len(field)+40)
+	b = append(b, `{"version":"`...)
+	b = append(b, version...)
+	b = append(b, `","sha256":"`...)
+	b = append(b, sum...)
+	b = append(b, `","`...)
+	b = append(b, field...)
+	b = append(b, `":`...)
+	b = append(b, payload...)
+	b = append(b, '}')
+	return b
+}
+
+// verify checks version and checksum of a decoded envelope.
+func verify(gotVersion, wantVersion, sum string, payload json.RawMessage) error {
+	if gotVersion != wantVersion {
+		return fmt.Errorf("unknown envelope version %q, want %q", gotVersion, wantVersion)
+	}
+	if len(payload) == 0 {
+		return fmt.Errorf("no payload")
+	}
+	if got := checksum(payload); got != sum {
+		return fmt.Errorf("checksum mismatch: file says sha256 %q, payload has %q", sum, got)
+	}
+	return nil
+}
+
+// encodeCheckpoint serializes the whole ConfigMap, with kind "ConfigMap" and
+// apiVersion "v1", into a checkpoint envelope. cm is not modified.
+func encodeCheckpoint(cm *corev1.ConfigMap) ([]byte, error) {
+	c := *cm // shallow copy: only TypeMeta is changed
+	c.Kind, c.APIVersion = "ConfigMap", "v1"
+	payload, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("serialize ConfigMap %s: %w", KeyOf(cm), err)
+	}
+	return envelope(checkpointVersion, "configMap", payload), nil
+}
+
+// decodeCheckpoint parses and verifies a checkpoint envelope. Every error
+// means the data is corrupt.
+func decodeCheckpoint(data []byte) (*corev1.ConfigMap, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("empty file")
+	}
+	var env checkpointEnvelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("decode envelope: %w", err)
+	}
+	if err := verify(env.Version, checkpointVersion, env.SHA256, env.ConfigMap); err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := json.Unmarshal(env.ConfigMap, cm); err != nil {
+		return nil, fmt.Errorf("decode ConfigMap: %w", err)
+	}
+	if cm.Kind != "ConfigMap" || cm.APIVersion != "v1" {
+		return nil, fmt.Errorf("payload is kind %q apiVersion %q, want ConfigMap v1", cm.Kind, cm.APIVersion)
+	}
+	return cm, nil
+}
+
+// normalizeSource returns nil for the local config (nil, or no ConfigMap).
+func normalizeSource(src *corev1.NodeConfigSource) *corev1.NodeConfigSource {
+	if src == nil || src.ConfigMap == nil {
+		return nil
+	}
+	return src
+}
+
+// encodePointer serializes p into a pointer envelope. The time is stored in
+// UTC with nanoseconds.
+func encodePointer(p Pointer) ([]byte, error) {
+	payload, err := json.Marshal(pointerPayload{Source: normalizeSource(p.Source), SetTime: p.SetTime.UTC()})
+	if err != nil {
+		return nil, fmt.Errorf("serialize pointer: %w", err)
+	}
+	return envelope(pointerVersion, "pointer", payload), nil
+}
+
+// decodePointer parses and verifies a pointer file. Empty data is the local
+// config with an unknown set time. A source whose key is not valid is an
+// error: no writer of this package produces one, and a caller must be able to
+// pass it to Load. Every error means the data is corrupt.
+func decodePointer(data []byte) (Pointer, error) {
+	if len(data) == 0 {
+		return Pointer{}, nil
+	}
+	var env pointerEnvelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return Pointer{}, fmt.Errorf("decode envelope: %w", err)
+	}
+	if err := verify(env.Version, pointerVersion, env.SHA256, env.Pointer); err != nil {
+		return Pointer{}, err
+	}
+	var p pointerPayload
+	dec := json.NewDecoder(bytes.NewReader(env.Pointer))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Pointer{}, fmt.Errorf("decode pointer: %w", err)
+	}
+	src := normalizeSource(p.Source)
+	if k, ok := KeyFromSource(src); ok {
+		if err := ValidateKey(k); err != nil {
+			return Pointer{}, fmt.Errorf("pointer references an invalid key: %w", err)
+		}
+	}
+	return Pointer{Source: src, SetTime: p.SetTime}, nil
+}

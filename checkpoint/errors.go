@@ -1,0 +1,47 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotFound is returned (wrapped) by Load for a checkpoint that is not
+	// on disk, and by SetCurrent and SetLastKnownGood for a source whose
+	// checkpoint is not on disk.
+	ErrNotFound = errors.New("checkpoint not found")
+
+	// ErrCorrupt matches every *CorruptError with errors.Is.
+	ErrCorrupt = errors.New("corrupt file")
+
+	// ErrLocked is returned (wrapped) by Open when another Store, in this or
+	// another process, holds the state dir.
+	ErrLocked = errors.New("state dir is locked")
+
+	// ErrClosed is returned by the methods of a closed Store.
+	ErrClosed = errors.New("checkpoint store is closed")
+)
+
+// CorruptError reports a checkpoint or pointer file that exists but cannot be
+// trusted: truncated, garbage, a checksum mismatch, an unknown envelope
+// version, content for another key, or not a regular file.
+type CorruptError struct {
+	// Path is the file that is corrupt.
+	Path string
+	// Err says what is wrong with it.
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt file %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCorrupt) true for every *CorruptError.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+func corrupt(path string, format string, args ...any) *CorruptError {
+	return &CorruptError{Path: path, Err: fmt.Errorf(format, args...)}
+}

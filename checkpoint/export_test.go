@@ -1,0 +1,15 @@
+package checkpoint
+
+// Exported for the external tests (fuzzing and the corruption matrix).
+var (
+	EncodeCheckpoint = encodeCheckpoint
+	DecodeCheckpoint = decodeCheckpoint
+	EncodePointer    = encodePointer
+	DecodePointer    = decodePointer
+)
+
+// Name-length limits, so tests probe exactly at the boundary.
+const (
+	MaxUIDLen = maxComponentLen
+	MaxRVLen  = maxFileNameLen
+)

@@ -1,0 +1,649 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Names inside a state dir.
+const (
+	lockFile       = "lock"
+	checkpointsDir = "checkpoints"
+	metaDir        = "meta"
+	trackingDir    = "tracking"
+	currentFile    = "current"
+	lastKnownGood  = "last-known-good"
+	dirPerm        = 0o700
+	filePerm       = 0o600
+)
+
+// Options configures Open. Dir and ComponentVersion are required; the zero
+// value of every other field means its documented default.
+type Options struct {
+	// Dir is the state dir. It is created (0700) if missing and made
+	// absolute. Required.
+	Dir string
+
+	// ComponentVersion names the tracking directory,
+	// <Dir>/tracking/<ComponentVersion>/, so that a new version of the
+	// component does not misread the tracking files of an old one. It must be
+	// one safe path component (see ValidateKey). Required.
+	ComponentVersion string
+
+	// Clock gives the time recorded by SetCurrent and SetLastKnownGood.
+	// Default: clock.RealClock{}.
+	Clock clock.PassiveClock
+
+	// Logger receives what the Store finds and leaves alone or cleans up:
+	// removed temporary files, entries of checkpoints/ that are not valid
+	// keys. Default, for a Logger without a sink (the zero value, and also
+	// logr.Discard()): klog.Background(). To drop these messages, pass a
+	// logger at a verbosity that is not enabled, e.g. klog.Background().V(10).
+	Logger klog.Logger
+}
+
+// Pointer is the content of the current or the last-known-good pointer.
+type Pointer struct {
+	// Source is the config pointed at; nil means the local config.
+	Source *corev1.NodeConfigSource
+	// SetTime is when the pointer was set; zero if unknown (a missing or
+	// empty file). For current, it starts the trial period.
+	SetTime time.Time
+}
+
+// Store is an open state dir. It holds the state dir's lock until Close. Its
+// methods are safe for concurrent use.
+type Store struct {
+	dir         string
+	trackingDir string
+	clock       clock.PassiveClock
+	log         klog.Logger
+
+	mu   sync.RWMutex
+	lock *os.File // nil once closed
+}
+
+// Open validates opts, creates the state dir layout, takes the state dir's
+// lock without blocking, and removes the temporary files of interrupted
+// writes. If another Store, in this or another process, holds the lock, the
+// error wraps ErrLocked and names the dir.
+func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("checkpoint: Options.Dir is required")
+	}
+	if opts.ComponentVersion == "" {
+		return nil, fmt.Errorf("checkpoint: Options.ComponentVersion is required")
+	}
+	if err := validateComponent(opts.ComponentVersion, maxComponentLen); err != nil {
+		return nil, fmt.Errorf("checkpoint: Options.ComponentVersion %q: %w", opts.ComponentVersion, err)
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: Options.Dir %q: %w", opts.Dir, err)
+	}
+	s := &Store{
+		dir:         dir,
+		trackingDir: filepath.Join(dir, trackingDir, opts.ComponentVersion),
+		clock:       opts.Clock,
+		log:         opts.Logger,
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	if s.log.GetSink() == nil {
+		s.log = klog.Background()
+	}
+	s.log = s.log.WithValues("stateDir", dir)
+
+	if err := mkdirAllDurable(dir); err != nil {
+		return nil, err
+	}
+	// Lock before touching anything else in the dir: the holder may be
+	// writing, and its temporary files are not stale.
+	if s.lock, err = lockDir(dir); err != nil {
+		return nil, err
+	}
+	if err := s.prepare(); err != nil {
+		_ = s.lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// lockDir takes a non-blocking exclusive flock on <dir>/lock. flock locks
+// belong to the open file description, so a second Open in the same process
+// conflicts too.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, filePerm)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file of state dir %s: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &lockedError{dir: dir, err: err}
+		}
+		return nil, fmt.Errorf("lock state dir %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// lockedError is what Open returns when the state dir is locked; it matches
+// ErrLocked.
+type lockedError struct {
+	dir string
+	err error
+}
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("state dir %s is locked by another process (or another open Store): %v", e.dir, e.err)
+}
+func (e *lockedError) Unwrap() error        { return e.err }
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+
+// prepare creates the layout and removes stale temporary files from every
+// directory this package writes into. Called with the lock held.
+func (s *Store) prepare() error {
+	for _, d := range []string{
+		filepath.Join(s.dir, checkpointsDir),
+		filepath.Join(s.dir, metaDir),
+		filepath.Join(s.dir, trackingDir),
+		s.trackingDir,
+	} {
+		if _, err := mkdirDurable(d); err != nil {
+			return err
+		}
+	}
+	dirs := []string{filepath.Join(s.dir, metaDir), s.trackingDir}
+	entries, err := os.ReadDir(filepath.Join(s.dir, checkpointsDir))
+	if err != nil {
+		return fmt.Errorf("list %s: %w", filepath.Join(s.dir, checkpointsDir), err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && validateComponent(e.Name(), maxComponentLen) == nil {
+			dirs = append(dirs, filepath.Join(s.dir, checkpointsDir, e.Name()))
+		}
+	}
+	for _, d := range dirs {
+		removed, err := atomicfile.RemoveTemp(d)
+		for _, p := range removed {
+			s.log.Info("Removed temporary file of an interrupted write", "path", p)
+		}
+		if err != nil {
+			return err
+		}
+		if len(removed) > 0 {
+			if err := atomicfile.SyncDir(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mkdirDurable creates dir (0700) if it is missing and fsyncs its parent so
+// that the new entry survives a power loss. An existing directory is left as
+// it is.
+func mkdirDurable(dir string) (created bool, err error) {
+	err = os.Mkdir(dir, dirPerm)
+	if errors.Is(err, fs.ErrExist) {
+		fi, serr := os.Stat(dir)
+		if serr != nil {
+			return false, fmt.Errorf("stat %s: %w", dir, serr)
+		}
+		if !fi.IsDir() {
+			return false, fmt.Errorf("%s exists and is not a directory", dir)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("create directory %s: %w", dir, err)
+	}
+	// The umask may have removed bits we need; it cannot have added any.
+	if err := os.Chmod(dir, dirPerm); err != nil {
+		return true, fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	return true, atomicfile.SyncDir(filepath.Dir(dir))
+}
+
+// mkdirAllDurable is mkdirDurable for dir and its missing parents.
+func mkdirAllDurable(dir string) error {
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if _, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
+			if err := mkdirAllDurable(parent); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := mkdirDurable(dir)
+	return err
+}
+
+// Close releases the lock. It is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lock == nil {
+		return nil
+	}
+	// Closing the only descriptor of the open file description releases the
+	// flock.
+	err := s.lock.Close()
+	s.lock = nil
+	if err != nil {
+		return fmt.Errorf("close lock file of state dir %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Dir returns the absolute path of the state dir.
+func (s *Store) Dir() string { return s.dir }
+
+// TrackingDir returns <Dir>/tracking/<ComponentVersion>, which Open created.
+func (s *Store) TrackingDir() string { return s.trackingDir }
+
+func (s *Store) checkpointPath(k Key) string {
+	return filepath.Join(s.dir, checkpointsDir, string(k.UID), k.ResourceVersion)
+}
+
+func (s *Store) pointerPath(name string) string {
+	return filepath.Join(s.dir, metaDir, name)
+}
+
+// readLocked and writeLocked take the mutex and check that the Store is open.
+func (s *Store) readLocked() (unlock func(), err error) {
+	s.mu.RLock()
+	if s.lock == nil {
+		s.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return s.mu.RUnlock, nil
+}
+
+func (s *Store) writeLocked() (unlock func(), err error) {
+	s.mu.Lock()
+	if s.lock == nil {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	return s.mu.Unlock, nil
+}
+
+// Save checkpoints the whole of cm under its UID and resourceVersion,
+// atomically and durably, replacing a checkpoint with the same key.
+func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
+	if cm == nil {
+		return Key{}, fmt.Errorf("save checkpoint: nil ConfigMap")
+	}
+	k := KeyOf(cm)
+	if err := ValidateKey(k); err != nil {
+		return Key{}, fmt.Errorf("save checkpoint of ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	data, err := encodeCheckpoint(cm)
+	if err != nil {
+		return Key{}, err
+	}
+	if len(data) > maxFileSize {
+		return Key{}, fmt.Errorf("save checkpoint %s: %d bytes is more than the %d a checkpoint may have", k, len(data), maxFileSize)
+	}
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return Key{}, err
+	}
+	defer unlock()
+	if _, err := mkdirDurable(filepath.Join(s.dir, checkpointsDir, string(k.UID))); err != nil {
+		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
+	}
+	if err := atomicfile.WriteFile(s.checkpointPath(k), data, filePerm); err != nil {
+		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
+	}
+	return k, nil
+}
+
+// Load reads and verifies the checkpoint k. A missing checkpoint is
+// ErrNotFound; one that cannot be trusted (including one that holds another
+// key's ConfigMap) is a *CorruptError.
+func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
+	if err := ValidateKey(k); err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	unlock, err := s.readLocked()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	path := s.checkpointPath(k)
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load checkpoint %s (%s): %w", k, path, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %s: %w", k, err)
+	}
+	cm, err := decodeCheckpoint(data)
+	if err != nil {
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	if got := KeyOf(cm); got != k {
+		return nil, corrupt(path, "holds the ConfigMap with key %s", got)
+	}
+	return cm, nil
+}
+
+// readFile reads a checkpoint or pointer file without following a symlink.
+// A missing file is fs.ErrNotExist; anything that is not a regular file of at
+// most maxFileSize bytes is a *CorruptError.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, corrupt(path, "is a symbolic link")
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil, corrupt(path, "a parent directory is not a directory")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, corrupt(path, "is not a regular file (mode %v)", fi.Mode())
+	}
+	if fi.Size() > maxFileSize {
+		return nil, corrupt(path, "is %d bytes, more than the %d allowed", fi.Size(), maxFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxFileSize {
+		return nil, corrupt(path, "grew beyond %d bytes while being read", maxFileSize)
+	}
+	return data, nil
+}
+
+// Exists reports whether the checkpoint k is on disk, without reading it
+// (Load verifies it). Something other than a regular file at its path is a
+// *CorruptError.
+func (s *Store) Exists(k Key) (bool, error) {
+	if err := ValidateKey(k); err != nil {
+		return false, fmt.Errorf("check checkpoint: %w", err)
+	}
+	unlock, err := s.readLocked()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	return s.exists(k)
+}
+
+func (s *Store) exists(k Key) (bool, error) {
+	path := s.checkpointPath(k)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return false, corrupt(path, "a parent directory is not a directory")
+	}
+	if err != nil {
+		return false, fmt.Errorf("check checkpoint %s: %w", k, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return false, corrupt(path, "is not a regular file (mode %v)", fi.Mode())
+	}
+	return true, nil
+}
+
+// List returns the keys of the checkpoints on disk, sorted by UID then
+// resourceVersion. Temporary files are skipped; entries that are not valid
+// keys or not regular files are logged and never returned.
+func (s *Store) List() ([]Key, error) {
+	unlock, err := s.readLocked()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	keys, _, err := s.list()
+	return keys, err
+}
+
+// list returns the keys and the valid UID directories that hold none.
+func (s *Store) list() (keys []Key, emptyUIDs []types.UID, err error) {
+	root := filepath.Join(s.dir, checkpointsDir)
+	uids, err := os.ReadDir(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list checkpoints in %s: %w", root, err)
+	}
+	for _, u := range uids {
+		uidPath := filepath.Join(root, u.Name())
+		if !u.IsDir() {
+			s.log.Info("Ignoring an entry of the checkpoints directory that is not a directory", "path", uidPath, "type", u.Type())
+			continue
+		}
+		if err := validateComponent(u.Name(), maxComponentLen); err != nil {
+			s.log.Info("Ignoring a directory that is not a valid checkpoint UID", "path", uidPath, "err", err)
+			continue
+		}
+		rvs, err := os.ReadDir(uidPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list checkpoints in %s: %w", uidPath, err)
+		}
+		for _, rv := range rvs {
+			if strings.HasPrefix(rv.Name(), atomicfile.TempPrefix) {
+				continue
+			}
+			k := Key{UID: types.UID(u.Name()), ResourceVersion: rv.Name()}
+			p := filepath.Join(uidPath, rv.Name())
+			if err := ValidateKey(k); err != nil {
+				s.log.Info("Ignoring a file that is not a valid checkpoint key", "path", p, "err", err)
+				continue
+			}
+			if !rv.Type().IsRegular() {
+				s.log.Info("Ignoring a checkpoint entry that is not a regular file", "path", p, "type", rv.Type())
+				continue
+			}
+			keys = append(keys, k)
+		}
+		if len(rvs) == 0 {
+			emptyUIDs = append(emptyUIDs, types.UID(u.Name()))
+		}
+	}
+	// os.ReadDir sorts by name, so keys are sorted already; sort anyway so
+	// the order does not rest on that.
+	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
+	return keys, emptyUIDs, nil
+}
+
+func keyLess(a, b Key) bool {
+	if a.UID != b.UID {
+		return a.UID < b.UID
+	}
+	return a.ResourceVersion < b.ResourceVersion
+}
+
+// Remove deletes the checkpoint k, and its UID directory if that is left
+// empty, durably. Removing a checkpoint that is not there is not an error.
+func (s *Store) Remove(k Key) error {
+	if err := ValidateKey(k); err != nil {
+		return fmt.Errorf("remove checkpoint: %w", err)
+	}
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.remove(k)
+}
+
+func (s *Store) remove(k Key) error {
+	path := s.checkpointPath(k)
+	uidDir := filepath.Dir(path)
+	err := os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove checkpoint %s: %w", k, err)
+	}
+	if err := atomicfile.SyncDir(uidDir); err != nil {
+		return fmt.Errorf("remove checkpoint %s: %w", k, err)
+	}
+	return s.removeEmptyUIDDir(uidDir)
+}
+
+// removeEmptyUIDDir removes a UID directory if it is empty.
+func (s *Store) removeEmptyUIDDir(uidDir string) error {
+	err := os.Remove(uidDir)
+	if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove empty checkpoint directory %s: %w", uidDir, err)
+	}
+	return atomicfile.SyncDir(filepath.Dir(uidDir))
+}
+
+// Current returns the current pointer. A missing or empty file is the local
+// config; a file that cannot be trusted is a *CorruptError, and what to fall
+// back to is the caller's decision.
+func (s *Store) Current() (Pointer, error) { return s.readPointer(currentFile) }
+
+// LastKnownGood returns the last-known-good pointer, like Current.
+func (s *Store) LastKnownGood() (Pointer, error) { return s.readPointer(lastKnownGood) }
+
+// SetCurrent points current at src, recording the Clock's now as the time it
+// was set (the start of the trial period); a nil src, or one without a
+// ConfigMap, is the local config. The local config is written as an envelope
+// without a source, so that its set time is kept; an empty file, as the
+// Dynamic Kubelet Configuration proposal writes it, reads as local too. The
+// checkpoint that src references must have been saved: if it is not on disk
+// the error wraps ErrNotFound and nothing is written.
+func (s *Store) SetCurrent(src *corev1.NodeConfigSource) error {
+	return s.setPointer(currentFile, src)
+}
+
+// SetLastKnownGood points last-known-good at src, like SetCurrent.
+func (s *Store) SetLastKnownGood(src *corev1.NodeConfigSource) error {
+	return s.setPointer(lastKnownGood, src)
+}
+
+func (s *Store) readPointer(name string) (Pointer, error) {
+	unlock, err := s.readLocked()
+	if err != nil {
+		return Pointer{}, err
+	}
+	defer unlock()
+	return s.readPointerLocked(name)
+}
+
+func (s *Store) readPointerLocked(name string) (Pointer, error) {
+	path := s.pointerPath(name)
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Pointer{}, nil
+	}
+	if err != nil {
+		return Pointer{}, fmt.Errorf("read pointer %s: %w", name, err)
+	}
+	p, err := decodePointer(data)
+	if err != nil {
+		return Pointer{}, &CorruptError{Path: path, Err: err}
+	}
+	return p, nil
+}
+
+func (s *Store) setPointer(name string, src *corev1.NodeConfigSource) error {
+	src = normalizeSource(src)
+	k, remote := KeyFromSource(src)
+	if remote {
+		if err := ValidateKey(k); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if remote {
+		ok, err := s.exists(k)
+		if err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+		if !ok {
+			return fmt.Errorf("set %s to checkpoint %s: %w", name, k, ErrNotFound)
+		}
+	}
+	data, err := encodePointer(Pointer{Source: src, SetTime: s.clock.Now()})
+	if err != nil {
+		return fmt.Errorf("set %s: %w", name, err)
+	}
+	if err := atomicfile.WriteFile(s.pointerPath(name), data, filePerm); err != nil {
+		return fmt.Errorf("set %s: %w", name, err)
+	}
+	return nil
+}
+
+// GC removes every checkpoint that neither current nor last-known-good
+// references, and UID directories left empty, and returns the keys it
+// removed. If either pointer cannot be read it removes nothing: a corrupt
+// pointer might reference any checkpoint.
+func (s *Store) GC() ([]Key, error) {
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	keep := map[Key]bool{}
+	for _, name := range []string{currentFile, lastKnownGood} {
+		p, err := s.readPointerLocked(name)
+		if err != nil {
+			return nil, fmt.Errorf("garbage-collect checkpoints: removing nothing: %w", err)
+		}
+		if k, ok := KeyFromSource(p.Source); ok {
+			keep[k] = true
+		}
+	}
+	keys, emptyUIDs, err := s.list()
+	if err != nil {
+		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
+	}
+	var removed []Key
+	for _, k := range keys {
+		if keep[k] {
+			continue
+		}
+		if err := s.remove(k); err != nil {
+			return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
+		}
+		removed = append(removed, k)
+	}
+	for _, u := range emptyUIDs {
+		if err := s.removeEmptyUIDDir(filepath.Join(s.dir, checkpointsDir, string(u))); err != nil {
+			return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
+		}
+	}
+	return removed, nil
+}
