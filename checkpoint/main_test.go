@@ -63,8 +63,8 @@ func childLock(dir string) int {
 
 // childCrash writes checkpoints and pointers in a tight loop, in the order a
 // controller does (Save, then SetCurrent; promote the previous current to
-// LKG; GC), until it is killed. It prints READY once a full round of writes
-// has been committed.
+// LKG; GC), until it is killed. It prints READY once the first iteration
+// (which also garbage-collects what earlier children left) has committed.
 func childCrash(dir string, round int) int {
 	s, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1", Logger: quiet})
 	if err != nil {
