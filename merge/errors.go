@@ -33,6 +33,8 @@ const (
 	ProblemDirective ProblemType = "Directive"
 	// ProblemMerge: two layers cannot be merged at this path.
 	ProblemMerge ProblemType = "Merge"
+	// ProblemPath: an override's field path that the type does not have.
+	ProblemPath ProblemType = "Path"
 )
 
 // Problem is one thing wrong with one document.

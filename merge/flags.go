@@ -150,7 +150,7 @@ func (p *Pipeline[T]) applyOverrides(r *mergeRun, root *node, overrides []Overri
 		layer := r.layer(src)
 		segs, typ, err := parsePath(p.root, o.Path)
 		if err != nil {
-			r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: src, Problems: []Problem{{Type: ProblemUnknownField, Detail: err.Error()}}})
+			r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: src, Problems: []Problem{{Type: ProblemPath, Detail: err.Error()}}})
 			continue
 		}
 		n, err := fromGo(&r.a, layer, o.Value)
