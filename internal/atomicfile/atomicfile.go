@@ -25,8 +25,8 @@ import (
 // No final file name may start with it.
 const TempPrefix = ".tmp-"
 
-// WriteFile atomically and durably replaces path with data, with permission
-// perm (subject to the umask of the temporary file's creation). The parent
+// WriteFile atomically and durably replaces path with data, with exactly the
+// permission perm (set with chmod, so the umask does not apply). The parent
 // directory must exist. On error the target is unchanged and the temporary
 // file is removed.
 func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {

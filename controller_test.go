@@ -1,0 +1,417 @@
+package dynconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// testConfig is a tiny component config for facade tests.
+type testConfig struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Value      int    `json:"value"`
+	Name       string `json:"name,omitempty"`
+}
+
+type testProfile struct{}
+
+func (testProfile) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: "test.dynconfig.io", Version: "v1", Kind: "TestConfig"}
+}
+func (testProfile) PayloadKey() string { return "config" }
+func (testProfile) Default(c *testConfig) {
+	if c.Name == "" {
+		c.Name = "default"
+	}
+}
+func (testProfile) Validate(c *testConfig) field.ErrorList {
+	if c.Value < 0 {
+		return field.ErrorList{field.Invalid(field.NewPath("value"), c.Value, "must be non-negative")}
+	}
+	return nil
+}
+func (testProfile) Trial(ann map[string]string) (components.Trial, error) {
+	return components.TrialFromAnnotations(ann, components.Trial{Duration: time.Minute, CrashLoopThreshold: 2})
+}
+
+// testLayers decodes one document strictly; the init file is a plain file.
+type testLayers struct{ initFile string }
+
+func (l testLayers) HasInitConfig() bool { return l.initFile != "" }
+func (l testLayers) Build(base *Document) (*testConfig, error) {
+	c := &testConfig{}
+	if base == nil && l.initFile != "" {
+		data, err := os.ReadFile(l.initFile)
+		if err != nil {
+			return nil, err
+		}
+		base = &Document{Name: l.initFile, Data: data}
+	}
+	if base != nil {
+		if err := yaml.UnmarshalStrict(base.Data, c); err != nil {
+			return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: fmt.Errorf("%s: %w", base.Name, err)}
+		}
+	}
+	testProfile{}.Default(c)
+	if errs := (testProfile{}).Validate(c); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return c, nil
+}
+
+type recordingReporter struct {
+	mu      sync.Mutex
+	reports []status.Report
+}
+
+func (r *recordingReporter) ReportConfigOK(_ context.Context, rep status.Report) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reports = append(r.reports, rep)
+	return nil
+}
+
+func (r *recordingReporter) last() status.Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.reports) == 0 {
+		return status.Report{}
+	}
+	return r.reports[len(r.reports)-1]
+}
+
+// node is a simulated node: a state dir, a directory source and a clock
+// shared by successive "processes" (Controllers).
+type node struct {
+	t        *testing.T
+	stateDir string
+	srcDir   string
+	initFile string
+	clock    *clocktesting.FakeClock
+	reporter *recordingReporter
+	restarts int
+}
+
+func newNode(t *testing.T, initConfig string) *node {
+	n := &node{t: t, stateDir: filepath.Join(t.TempDir(), "state"), srcDir: t.TempDir(),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
+	if initConfig != "" {
+		n.initFile = filepath.Join(t.TempDir(), "init.yaml")
+		n.write(n.initFile, initConfig)
+	}
+	return n
+}
+
+func (n *node) write(path, content string) {
+	n.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// configMap writes a ConfigMap into the source dir.
+func (n *node) configMap(name, uid, payload string, annotations map[string]string) {
+	ann := ""
+	for k, v := range annotations {
+		ann += fmt.Sprintf("    %s: %q\n", k, v)
+	}
+	if ann != "" {
+		ann = "  annotations:\n" + ann
+	}
+	n.write(filepath.Join(n.srcDir, source.ConfigMapsDir, name+".yaml"), fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: kube-system\n  name: %s\n  uid: %s\n%sdata:\n  config: |\n    %s\n",
+		name, uid, ann, payload))
+}
+
+func (n *node) assign(name, uid string) {
+	if name == "" {
+		n.write(filepath.Join(n.srcDir, source.AssignmentFile), "")
+		return
+	}
+	n.write(filepath.Join(n.srcDir, source.AssignmentFile),
+		fmt.Sprintf("configMap: {namespace: kube-system, name: %s, uid: %s}\n", name, uid))
+}
+
+func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[testConfig] {
+	n.t.Helper()
+	src, err := source.NewDir(source.DirOptions{Path: n.srcDir, PayloadKey: "config", PollInterval: time.Hour})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	opts := Options[testConfig]{
+		Profile: testProfile{}, Layers: testLayers{initFile: n.initFile},
+		StateDir: n.stateDir, ComponentVersion: "v1.0.0",
+		Remote: src, Reporter: n.reporter, Clock: n.clock,
+		Restart: func() { n.restarts++ },
+	}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	c, err := New(opts)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return c
+}
+
+// start simulates one process start: Bootstrap, then stop (release lock).
+func (n *node) start() (*testConfig, status.Report) {
+	n.t.Helper()
+	c := n.controller()
+	cfg, err := c.Bootstrap(context.Background())
+	if err != nil {
+		n.t.Fatalf("Bootstrap: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	return cfg, n.reporter.last()
+}
+
+func TestBootstrapScenarios(t *testing.T) {
+	const good = `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`
+	const good2 = `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 2}`
+	const invalid = `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: -1}`
+	const undecodable = `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, valeu: 1}`
+
+	t.Run("nil assignment runs local init", func(t *testing.T) {
+		n := newNode(t, `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 5}`)
+		cfg, r := n.start()
+		want := status.Report{Status: "True", Message: "using current (init)", Reason: status.ReasonLocalInit}
+		if cfg.Value != 5 || r != want {
+			t.Fatalf("cfg %+v report %+v; want value 5 and %+v", cfg, r, want)
+		}
+	})
+	t.Run("nil assignment, no init file, runs defaults", func(t *testing.T) {
+		n := newNode(t, "")
+		cfg, r := n.start()
+		if cfg.Name != "default" || r.Message != "using current (default)" || r.Reason != status.ReasonLocalDefault {
+			t.Fatalf("cfg %+v report %+v", cfg, r)
+		}
+	})
+	t.Run("invalid local config refuses to start", func(t *testing.T) {
+		n := newNode(t, invalid)
+		_, err := n.controller().Bootstrap(context.Background())
+		if err == nil || !errors.Is(err, err) || !contains(err.Error(), "invalid local config") || !contains(err.Error(), "value") {
+			t.Fatalf("Bootstrap error = %v; want invalid local config naming the field", err)
+		}
+	})
+	t.Run("correct assignment runs current", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", good, nil)
+		n.assign("a", "uid-a")
+		cfg, r := n.start()
+		if cfg.Value != 1 || r.Status != "True" || r.Message != "using current (UID: uid-a)" || r.Reason != "all checks passed" {
+			t.Fatalf("cfg %+v report %+v", cfg, r)
+		}
+	})
+	for _, tc := range []struct{ name, assignment, cause string }{
+		{"all nil", "{}", "invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil"},
+		{"missing uid", "configMap: {namespace: kube-system, name: a}", "missing: uid"},
+		{"wrong uid", "configMap: {namespace: kube-system, name: a, uid: nope}", "do not refer to the same object"},
+		{"absent", "configMap: {namespace: kube-system, name: zzz, uid: u}", "does not exist"},
+		{"missing key", "configMap: {namespace: kube-system, name: a, uid: uid-a, kubeletConfigKey: k}", `has no key "k"`},
+	} {
+		t.Run("invalid assignment "+tc.name+" is Unknown on last-known-good", func(t *testing.T) {
+			n := newNode(t, "")
+			n.configMap("a", "uid-a", good, nil)
+			n.write(filepath.Join(n.srcDir, source.AssignmentFile), tc.assignment)
+			cfg, r := n.start()
+			if cfg.Value != 0 || r.Status != "Unknown" || r.Message != "using last-known-good (default)" ||
+				!contains(r.Reason, "failed to sync, desired config unclear, cause: ") || !contains(r.Reason, tc.cause) {
+				t.Fatalf("cfg %+v report %+v", cfg, r)
+			}
+		})
+	}
+	t.Run("validation failure is False, marked bad, on last-known-good", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", good, nil)
+		n.assign("a", "uid-a")
+		n.start()
+		n.clock.Step(2 * time.Minute) // past the trial: a becomes last-known-good
+		if _, r := n.start(); r.Status != "True" {
+			t.Fatalf("report %+v", r)
+		}
+		n.configMap("b", "uid-b", invalid, nil)
+		n.assign("b", "uid-b")
+		cfg, r := n.start()
+		want := status.Report{Status: "False", Message: "using last known good: (UID: uid-a)", Reason: "failed to validate current (UID: uid-b)"}
+		if cfg.Value != 1 || r != want {
+			t.Fatalf("cfg %+v report %+v; want %+v", cfg, r, want)
+		}
+		// The mark persists: the next start does not try b again.
+		_, r = n.start()
+		if r != want {
+			t.Fatalf("second start report %+v", r)
+		}
+	})
+	t.Run("decode failure is False on local", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", undecodable, nil)
+		n.assign("a", "uid-a")
+		cfg, r := n.start()
+		want := status.Report{Status: "False", Message: "using last-known-good (default)", Reason: "failed to decode current (UID: uid-a)"}
+		if cfg.Value != 0 || r != want {
+			t.Fatalf("cfg %+v report %+v; want %+v", cfg, r, want)
+		}
+	})
+	t.Run("crash loop after threshold+1 startups rolls back", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", good, map[string]string{components.CrashLoopThresholdAnnotation: "2", components.TrialDurationAnnotation: "10m"})
+		n.assign("a", "uid-a")
+		// The process that adopts the config at startup started before it
+		// was set; the restarts after it count. Threshold 2 is exceeded by
+		// the third.
+		if _, r := n.start(); r.Status != "True" {
+			t.Fatalf("adopting startup: %+v", r)
+		}
+		for i := 1; i <= 2; i++ {
+			n.clock.Step(time.Second)
+			if _, r := n.start(); r.Status != "True" {
+				t.Fatalf("startup %d: %+v", i, r)
+			}
+		}
+		n.clock.Step(time.Second)
+		_, r := n.start()
+		want := status.Report{Status: "False", Message: "using last-known-good (default)", Reason: "crash loop detected with current (UID: uid-a)"}
+		if r != want {
+			t.Fatalf("third startup: %+v; want %+v", r, want)
+		}
+	})
+	t.Run("startups after the trial are not a crash loop", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", good, map[string]string{components.CrashLoopThresholdAnnotation: "0", components.TrialDurationAnnotation: "1m"})
+		n.assign("a", "uid-a")
+		n.start()
+		n.clock.Step(2 * time.Minute)
+		for i := 0; i < 3; i++ {
+			if _, r := n.start(); r.Status != "True" {
+				t.Fatalf("startup %d after the trial: %+v", i, r)
+			}
+		}
+	})
+	t.Run("empty assignment resets to local", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", good, nil)
+		n.assign("a", "uid-a")
+		n.start()
+		n.clock.Step(2 * time.Minute)
+		n.start()
+		n.assign("", "")
+		cfg, r := n.start()
+		if cfg.Value != 0 || r.Message != "using current (default)" {
+			t.Fatalf("cfg %+v report %+v", cfg, r)
+		}
+		s, err := checkpoint.Open(checkpoint.Options{Dir: n.stateDir, ComponentVersion: "v1.0.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if p, err := s.LastKnownGood(); err != nil || p.Source != nil {
+			t.Fatalf("last-known-good %+v, %v; want local", p, err)
+		}
+		if keys, _ := s.List(); len(keys) != 0 {
+			t.Fatalf("checkpoints left after reset: %v", keys)
+		}
+	})
+	t.Run("promotion after the trial", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", good, nil)
+		n.assign("a", "uid-a")
+		n.start()
+		n.configMap("b", "uid-b", good2, nil)
+		n.assign("b", "uid-b")
+		n.clock.Step(30 * time.Second)
+		n.start() // b current, in trial; LKG still local
+		n.configMap("c", "uid-c", invalid, nil)
+		n.assign("c", "uid-c")
+		cfg, r := n.start()
+		if cfg.Value != 0 || r.Message != "using last-known-good (default)" {
+			t.Fatalf("b was promoted before its trial ended: cfg %+v report %+v", cfg, r)
+		}
+	})
+}
+
+func TestRunAdoptsNewAssignmentAndPromotes(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`, nil)
+	n.assign("a", "uid-a")
+	c := n.controller()
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+
+	// The trial (1m) ends: current becomes last-known-good.
+	waitFor(t, n.clock.HasWaiters)
+	n.clock.Step(2 * time.Minute)
+	waitFor(t, func() bool {
+		p, err := c.store.LastKnownGood()
+		return err == nil && lkg.Key(p.Source) != ""
+	})
+
+	// A live sync failure only changes the condition.
+	n.write(filepath.Join(n.srcDir, source.AssignmentFile), "{}")
+	n.clock.Step(2 * time.Minute) // resync
+	waitFor(t, func() bool { return n.reporter.last().Status == corev1.ConditionUnknown })
+	if n.restarts != 0 {
+		t.Fatalf("restarted %d times on a sync failure", n.restarts)
+	}
+	if r := n.reporter.last(); r.Message != "using current (UID: uid-a)" {
+		t.Fatalf("sync failure changed the message: %+v", r)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestNewValidatesOptions(t *testing.T) {
+	_, err := New(Options[testConfig]{StartupSyncTimeout: -1})
+	if err == nil {
+		t.Fatal("want error")
+	}
+	for _, name := range []string{"Options.Profile", "Options.Layers", "Options.StateDir", "Options.ComponentVersion", "Options.StartupSyncTimeout"} {
+		if !contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package dynconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
+
+	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// Profile tells the Controller how to handle a component's config type T.
+// components/kubelet.Profile and components/kubeproxy.Profile are the
+// built-in ones; a third-party component writes its own.
+type Profile[T any] interface {
+	// GroupVersionKind is the apiVersion and kind every document carries.
+	GroupVersionKind() schema.GroupVersionKind
+	// PayloadKey is the ConfigMap data key that holds the config.
+	PayloadKey() string
+	// Default fills unset fields of obj in place.
+	Default(obj *T)
+	// Validate returns every problem of obj, with field paths.
+	Validate(obj *T) field.ErrorList
+	// Trial reads a config's trial settings from its ConfigMap's
+	// annotations (components.TrialFromAnnotations).
+	Trial(annotations map[string]string) (components.Trial, error)
+}
+
+// Document is one named config document: a file, or a ConfigMap's payload.
+type Document struct {
+	// Name names the document in errors: a path, or
+	// "configmap <ns>/<name> key <key>".
+	Name string
+	// Data is the YAML or JSON content.
+	Data []byte
+}
+
+// Layers builds the config the component runs from its layers: built-in
+// defaults < the base document < drop-ins < instance config < flags. See
+// NewLayers for the implementation over package merge.
+type Layers[T any] interface {
+	// Build merges, defaults and validates the layers over base. A nil base
+	// means the local init file (or defaults alone when there is none); a
+	// remote config's payload replaces the init file. Errors say which
+	// document and field. Return a *lkg.ConfigError with StageDecode for a
+	// document that cannot be decoded; any other error counts as a
+	// validation failure.
+	Build(base *Document) (*T, error)
+	// HasInitConfig reports whether a local init file is configured: the
+	// local config is then reported as "init", else as "default".
+	HasInitConfig() bool
+}
+
+// Reporter publishes the ConfigOK condition. status.NodeReporter patches it
+// onto the Node; a Reporter is called from one goroutine at a time.
+type Reporter interface {
+	ReportConfigOK(ctx context.Context, report status.Report) error
+}
+
+// Options configures a Controller. The zero value of each optional field
+// is its documented default.
+type Options[T any] struct {
+	// Profile describes the config type. Required.
+	Profile Profile[T]
+	// Layers builds the config from the local files, flags and a remote
+	// payload. Required.
+	Layers Layers[T]
+	// StateDir holds checkpoints, pointers and tracking files (the
+	// --dynamic-config-dir). Required; one process per dir.
+	StateDir string
+	// ComponentVersion names the tracking dir, so a new version of the
+	// component does not trust the bad marks and startups of an old one.
+	// Required.
+	ComponentVersion string
+
+	// Remote is where the node's assignment comes from. Nil disables remote
+	// config: the component runs its local config.
+	Remote source.Remote
+	// DisableRemoteConfig ignores Remote (the proposal's opt-out flag) and
+	// resets current and last-known-good to local.
+	DisableRemoteConfig bool
+
+	// Reporter publishes the ConfigOK condition. Default: the condition is
+	// only logged.
+	Reporter Reporter
+
+	// Restart is called after a new config was checkpointed and made
+	// current, so the process manager restarts the component on it.
+	// Default: os.Exit(0) (systemd with Restart=always restarts it). Ignored
+	// when Reload is set.
+	Restart func()
+	// Reload, when set, applies a new config in process instead of a
+	// restart; the Controller re-runs its startup decision and calls Reload
+	// with the result. An error marks nothing bad but is reported.
+	Reload func(ctx context.Context, cfg *T) error
+
+	// RequireHealthy delays promotion to last-known-good until the
+	// component called MarkHealthy, in addition to the trial period.
+	RequireHealthy bool
+	// DefaultTrial is the trial used when a ConfigMap has no trial
+	// annotations. Default: components.DefaultTrial() (10m, threshold 3).
+	DefaultTrial components.Trial
+	// StartupSyncTimeout bounds the read of the assignment during
+	// Bootstrap; when it cannot be read in time the desired config is
+	// unclear and the last-known-good config runs. Default: 10s.
+	StartupSyncTimeout time.Duration
+	// ResyncPeriod is how often Run re-reads the assignment even without a
+	// change notification; each wait is jittered up to +10%. Default: 1m.
+	ResyncPeriod time.Duration
+	// Clock is the time source. Default: the real clock.
+	Clock clock.WithTicker
+}
+
+func (o *Options[T]) complete() error {
+	var errs []error
+	if o.Profile == nil {
+		errs = append(errs, errors.New("Options.Profile is required"))
+	}
+	if o.Layers == nil {
+		errs = append(errs, errors.New("Options.Layers is required"))
+	}
+	if o.StateDir == "" {
+		errs = append(errs, errors.New("Options.StateDir is required"))
+	}
+	if o.ComponentVersion == "" {
+		errs = append(errs, errors.New("Options.ComponentVersion is required"))
+	}
+	if o.DefaultTrial == (components.Trial{}) {
+		o.DefaultTrial = components.DefaultTrial()
+	} else if err := o.DefaultTrial.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("Options.DefaultTrial: %w", err))
+	}
+	if o.StartupSyncTimeout < 0 {
+		errs = append(errs, fmt.Errorf("Options.StartupSyncTimeout must not be negative, got %v", o.StartupSyncTimeout))
+	} else if o.StartupSyncTimeout == 0 {
+		o.StartupSyncTimeout = 10 * time.Second
+	}
+	if o.ResyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("Options.ResyncPeriod must not be negative, got %v", o.ResyncPeriod))
+	} else if o.ResyncPeriod == 0 {
+		o.ResyncPeriod = time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("dynconfig: invalid options: %w", errors.Join(errs...))
+	}
+	return nil
+}
