@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -66,9 +68,12 @@ func (v *validator) validateServer() {
 			v.add(field.NotSupported(field.NewPath("tlsMinVersion"), kc.TLSMinVersion, cliflag.TLSPossibleVersions()))
 		}
 	}
-	for i, name := range kc.TLSCipherSuites {
-		if _, err := cliflag.TLSCipherSuites([]string{name}); err != nil {
-			v.add(field.Invalid(field.NewPath("tlsCipherSuites").Index(i), name, "not a cipher suite name known to crypto/tls"))
+	if len(kc.TLSCipherSuites) > 0 {
+		known := knownCipherSuites()
+		for i, name := range kc.TLSCipherSuites {
+			if !slices.Contains(known, name) {
+				v.add(field.Invalid(field.NewPath("tlsCipherSuites").Index(i), name, "not a cipher suite name known to crypto/tls"))
+			}
 		}
 	}
 	for i, id := range kc.TLSCurvePreferences {
@@ -83,6 +88,24 @@ func (v *validator) validateServer() {
 		}
 	}
 }
+
+// knownCipherSuites lists the names the kubelet accepts in tlsCipherSuites:
+// every suite crypto/tls implements, secure or not, plus the two legacy
+// ChaCha20 names component-base keeps for compatibility. It is computed once:
+// crypto/tls builds its lists afresh on every call, which would otherwise be
+// the largest cost of validating a config that names its ciphers. The result
+// is never modified.
+var knownCipherSuites = sync.OnceValue(func() []string {
+	secure, insecure := tls.CipherSuites(), tls.InsecureCipherSuites()
+	names := make([]string, 0, len(secure)+len(insecure)+2)
+	for _, s := range secure {
+		names = append(names, s.Name)
+	}
+	for _, s := range insecure {
+		names = append(names, s.Name)
+	}
+	return append(names, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305")
+})
 
 func contains32(list []int32, x int32) bool {
 	for _, y := range list {

@@ -1,9 +1,11 @@
 package kubelet
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -110,4 +112,15 @@ func TestValidateTracing(t *testing.T) {
 			kc.Tracing = &tracingapi.TracingConfiguration{Endpoint: ptr.To("https://collector:4317"), SamplingRatePerMillion: ptr.To[int32](-1)}
 		}, []fieldErr{invalid("tracing.samplingRatePerMillion"), invalid("tracing.endpoint")}},
 	})
+}
+
+// TestKnownCipherSuitesMatchComponentBase checks the cipher list against
+// component-base's TLSCipherSuites, which the kubelet uses at startup.
+func TestKnownCipherSuitesMatchComponentBase(t *testing.T) {
+	for _, name := range append(cliflag.TLSCipherPossibleValues(), "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", "TLS_NOT_A_SUITE") {
+		_, err := cliflag.TLSCipherSuites([]string{name})
+		if got, want := slices.Contains(knownCipherSuites(), name), err == nil; got != want {
+			t.Errorf("%s: known = %t, component-base accepts = %t", name, got, want)
+		}
+	}
 }
