@@ -9,25 +9,40 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Default values the kubelet of Kubernetes 1.37 uses on Linux for fields a
-// configuration leaves unset. They are exported so that tools rendering a
-// configuration (for example for kubeadm or Bottlerocket) can state them.
+// Default values the kubelet of Kubernetes 1.37 uses on Linux for some of the
+// fields a configuration leaves unset. They are exported so that tools
+// rendering a configuration (for example for kubeadm or Bottlerocket) can
+// state them; Default applies them together with the rest.
 const (
-	DefaultPort                     = 10250
-	DefaultHealthzPort              = 10248
-	DefaultHealthzBindAddress       = "127.0.0.1"
-	DefaultAddress                  = "0.0.0.0"
-	DefaultOOMScoreAdj              = -999
-	DefaultResolvConf               = "/etc/resolv.conf"
-	DefaultVolumePluginDir          = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
-	DefaultPodLogsDir               = "/var/log/pods"
+	// DefaultPort is the kubelet's HTTPS port (port).
+	DefaultPort = 10250
+	// DefaultHealthzPort is the localhost healthz port (healthzPort).
+	DefaultHealthzPort = 10248
+	// DefaultHealthzBindAddress is the healthz listen address (healthzBindAddress).
+	DefaultHealthzBindAddress = "127.0.0.1"
+	// DefaultAddress is the kubelet's listen address (address).
+	DefaultAddress = "0.0.0.0"
+	// DefaultOOMScoreAdj is the kubelet process's OOM score adjustment (oomScoreAdj).
+	DefaultOOMScoreAdj = -999
+	// DefaultResolvConf is the resolver configuration file (resolvConf).
+	DefaultResolvConf = "/etc/resolv.conf"
+	// DefaultVolumePluginDir is the flex volume plugin directory (volumePluginDir).
+	DefaultVolumePluginDir = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
+	// DefaultPodLogsDir is the root of the pod log directories (podLogsDir).
+	DefaultPodLogsDir = "/var/log/pods"
+	// DefaultContainerRuntimeEndpoint is the CRI endpoint (containerRuntimeEndpoint).
 	DefaultContainerRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
-	DefaultContentType              = "application/vnd.kubernetes.protobuf"
-	DefaultIPTablesMasqueradeBit    = 14
-	DefaultIPTablesDropBit          = 15
-	DefaultMaxPods                  = 110
+	// DefaultContentType is the content type of API requests (contentType).
+	DefaultContentType = "application/vnd.kubernetes.protobuf"
+	// DefaultIPTablesMasqueradeBit is the default of the deprecated iptablesMasqueradeBit.
+	DefaultIPTablesMasqueradeBit = 14
+	// DefaultIPTablesDropBit is the default of the deprecated iptablesDropBit.
+	DefaultIPTablesDropBit = 15
+	// DefaultMaxPods is the pod capacity of the node (maxPods).
+	DefaultMaxPods = 110
 	// DefaultMaxContainerRestartPeriod is the cap on container restart
-	// back-off, set when the KubeletCrashLoopBackOffMax gate is on.
+	// back-off (crashLoopBackOff.maxContainerRestartPeriod), set when the
+	// KubeletCrashLoopBackOffMax gate is on.
 	DefaultMaxContainerRestartPeriod = 300 * time.Second
 )
 

@@ -5,10 +5,11 @@
 //
 // The kubelet's own defaulting and validation live in k8s.io/kubernetes,
 // which a library cannot import. This package carries its own, written from
-// the upstream rules of Kubernetes 1.37 on Linux and checked against them in
-// its tests. It works on the v1beta1 type directly (upstream converts to an
-// internal type first) and treats feature gates as the 1.37 defaults overlaid
-// with the configuration's featureGates map.
+// the upstream rules of Kubernetes 1.37 on Linux. It works on the v1beta1
+// type directly (upstream converts to an internal type first) and treats
+// feature gates as the 1.37 defaults overlaid with the configuration's
+// featureGates map. It is plain functions on the typed struct: decoding and
+// layering belong to the merge package.
 //
 // # Guarantees
 //
@@ -20,12 +21,69 @@
 //     stops at the first error. Error order is stable (map keys are sorted).
 //   - Profile has no state; every function here is safe for concurrent use.
 //
-// # Not guaranteed
+// # Sources
 //
-// Validate does not look at the host. Upstream checks that depend on the
-// machine the kubelet runs on are left out: the cgroup version (failCgroupV1
-// on a cgroup v1 host; singleProcessOOMKill set to false on cgroup v1),
-// whether reservedSystemCPUs are online CPUs, whether reservedMemory NUMA
-// nodes exist and add up to the node allocatable reservation, and whether
-// files named by the configuration (certificates, static pod path) exist.
+// Defaults: upstream pkg/kubelet/apis/config/v1beta1/defaults.go and
+// pkg/kubelet/eviction/defaults_linux.go, with the 1.35-1.37 changes
+// (failCgroupV1 true, memoryReservationPolicy None, memoryThrottlingFactor no
+// longer defaulted) taken from the field documentation of
+// k8s.io/kubelet@v0.37.2. Validation: pkg/kubelet/apis/config/validation
+// (validation.go, validation_reserved_memory.go, validation_linux.go),
+// ParseThresholdConfig in pkg/kubelet/eviction/helpers.go, and the startup
+// checks listed below. Feature gate defaults: the versioned specs of
+// pkg/features/kube_features.go and component-base's logging gates; only the
+// gates this package consults are known to it (see features.go).
+//
+// # Upstream checks made here although upstream makes them at startup
+//
+// The kubelet refuses to start on these too, only later than
+// ValidateKubeletConfiguration: cgroupDriver, cpuManagerPolicy,
+// memoryManagerPolicy, configMapAndSecretChangeDetectionStrategy and
+// authorization.mode values; tlsMinVersion, tlsCipherSuites and
+// tlsCurvePreferences (component-base's rules); systemReserved and
+// kubeReserved resource names and quantities; qosReserved; and
+// containerLogMaxSize.
+//
+// # Checks added beyond upstream
+//
+// Each is something the kubelet accepts but then runs badly with:
+//
+//   - address must be an IP (upstream silently listens on every interface
+//     otherwise), clusterDNS entries must be IPs (upstream drops the others),
+//     podCIDR must be a CIDR;
+//   - tlsCertFile and tlsPrivateKeyFile must be set together;
+//   - NaN is rejected in eviction percentages and memoryThrottlingFactor
+//     (it passes every upstream range check);
+//   - shutdownGracePeriodByPodPriority entries must have non-negative periods
+//     and distinct priorities; reservedMemory limits must be positive, not
+//     only non-zero;
+//   - userNamespaces.idsPerPod must follow the rule its field documents.
+//
+// Where upstream stops at the first bad entry of a list or map (eviction
+// thresholds, reserved resources, the image allowlist), every bad entry is
+// reported here.
+//
+// # Upstream checks left out
+//
+//   - Checks that depend on the host: the cgroup version (failCgroupV1 on a
+//     cgroup v1 host; singleProcessOOMKill set to false on cgroup v1),
+//     whether reservedSystemCPUs are online CPUs, whether reservedMemory NUMA
+//     nodes exist and add up to the node allocatable reservation for the
+//     Static memory manager policy, and whether files named by the
+//     configuration exist.
+//   - Unknown feature gate names are accepted (upstream rejects them): this
+//     package does not carry the full gate list. Moving a gate that 1.37
+//     locks (ImageMaximumGCAge, NodeSwap) is rejected.
+//   - The options maps of the CPU and topology managers
+//     (cpuManagerPolicyOptions, topologyManagerPolicyOptions) are not
+//     checked: their keys and the gates they need are the managers' business
+//     and change between releases.
+//   - Logging: the check that a non-text format is not combined with klog
+//     command-line flags looks at the validating process's own flags, which
+//     says nothing about the kubelet's; it is left out.
+//   - memoryThrottlingFactor is not required when MemoryQoS is on: 1.37 no
+//     longer defaults it and documents nil as "memory.high is not set".
+//   - preloadedImagesVerificationAllowlist: plain image names are checked
+//     with a close approximation of the container image reference grammar,
+//     not the grammar itself.
 package kubelet

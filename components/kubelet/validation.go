@@ -22,8 +22,9 @@ import (
 // Validate reads obj as the kubelet reads its internal configuration after
 // conversion: a nil pointer counts as the zero value, except for fields that
 // stay optional in the kubelet (maxParallelImagePulls, memoryThrottlingFactor,
-// tracing, userNamespaces). Call Default first, as the kubelet does; a
-// defaulted empty configuration is valid.
+// crashLoopBackOff.maxContainerRestartPeriod, tracing, userNamespaces). Call
+// Default first, as the kubelet does; a defaulted empty configuration is
+// valid, an undefaulted one usually is not.
 //
 // Feature gates are the 1.37 defaults overlaid with obj.FeatureGates. The
 // package documentation lists the upstream checks left out and the few
