@@ -371,9 +371,6 @@ func assign(v reflect.Value, n *node, t *typeInfo) error {
 		}
 		et := t.rtype.Elem()
 		for _, m := range n.obj {
-			if m.key == directiveKey {
-				continue
-			}
 			k, err := mapKey(m.key, t)
 			if err != nil {
 				return err
