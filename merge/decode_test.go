@@ -2,12 +2,15 @@ package merge
 
 import (
 	"errors"
+	"math/rand"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kjson "sigs.k8s.io/json"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // TestDecodeErrors pins the exact text of strict decoding errors: every
@@ -319,5 +322,32 @@ func TestProxyProfile(t *testing.T) {
 		"i.yaml: kind: expected \"KubeProxyConfiguration\" (the same as the shared document kube-proxy.yaml), got \"KubeletConfiguration\""
 	if err == nil || err.Error() != want {
 		t.Errorf("instance of another kind: got %v\nwant %s", err, want)
+	}
+}
+
+// TestDecodeMatchesKubernetesDecoder is a property test: over generated
+// documents, our decode equals the Kubernetes strict decode of the same YAML
+// (sigs.k8s.io/yaml to JSON, then a strict case-sensitive JSON decode).
+func TestDecodeMatchesKubernetesDecoder(t *testing.T) {
+	p := newPipeline(t, Profile[kubeletConfig](nopKubelet()), Options{})
+	gvk := [2]string{"kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"}
+	for seed := int64(1); seed <= 300; seed++ {
+		g := &gen{r: rand.New(rand.NewSource(seed)), fieldProb: 0.3}
+		data := g.document(t, p.root, gvk)
+		res, err := p.Merge(Layers{Base: &Document{Name: "k.yaml", Data: data}})
+		if err != nil {
+			t.Fatalf("seed %d: Merge: %v\n%s", seed, err, data)
+		}
+		js, err := sigsyaml.YAMLToJSONStrict(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want kubeletConfig
+		if strict, err := kjson.UnmarshalStrict(js, &want); err != nil || len(strict) > 0 {
+			t.Fatalf("seed %d: %v %v", seed, err, strict)
+		}
+		if diff := cmp.Diff(want, *res.Object); diff != "" {
+			t.Fatalf("seed %d: ours differs from the Kubernetes decoder (-k8s +ours):\n%s\n%s", seed, diff, data)
+		}
 	}
 }
