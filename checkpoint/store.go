@@ -171,16 +171,9 @@ func (s *Store) prepare() error {
 			return err
 		}
 	}
-	dirs := []string{filepath.Join(s.dir, metaDir), s.trackingDir}
-	entries, err := os.ReadDir(filepath.Join(s.dir, checkpointsDir))
-	if err != nil {
-		return fmt.Errorf("list %s: %w", filepath.Join(s.dir, checkpointsDir), err)
-	}
-	for _, e := range entries {
-		if e.IsDir() && validateComponent(e.Name(), maxComponentLen) == nil {
-			dirs = append(dirs, filepath.Join(s.dir, checkpointsDir, e.Name()))
-		}
-	}
+	// Every write of this package and of the tracking files goes through a
+	// temporary file in one of these three directories.
+	dirs := []string{filepath.Join(s.dir, checkpointsDir), filepath.Join(s.dir, metaDir), s.trackingDir}
 	for _, d := range dirs {
 		removed, err := atomicfile.RemoveTemp(d)
 		for _, p := range removed {
@@ -312,7 +305,9 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 	if _, err := mkdirDurable(filepath.Join(s.dir, checkpointsDir, string(k.UID))); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
-	if err := atomicfile.WriteFile(s.checkpointPath(k), data, filePerm); err != nil {
+	// Temporary files go to checkpoints/ itself, not to the UID dir, so Open
+	// finds every leftover with one directory read.
+	if err := atomicfile.WriteFileVia(filepath.Join(s.dir, checkpointsDir), s.checkpointPath(k), data, filePerm); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
 	return k, nil
@@ -438,6 +433,9 @@ func (s *Store) list() (keys []Key, emptyUIDs []types.UID, err error) {
 	}
 	for _, u := range uids {
 		uidPath := filepath.Join(root, u.Name())
+		if strings.HasPrefix(u.Name(), atomicfile.TempPrefix) {
+			continue // a write in progress (Save's temporary files live here)
+		}
 		if !u.IsDir() {
 			s.log.Info("Ignoring an entry of the checkpoints directory that is not a directory", "path", uidPath, "type", u.Type())
 			continue

@@ -192,12 +192,12 @@ func TestListSkipsAndReportsInvalidEntries(t *testing.T) {
 	mustSave(t, s, newConfigMap("uid-a", "1"))
 	cp := filepath.Join(dir, "checkpoints")
 	strays := map[string]func(p string) error{
-		"stray-file":    func(p string) error { return os.WriteFile(p, nil, 0o600) },
-		"bad\x01uid":    func(p string) error { return os.Mkdir(p, 0o700) },
-		"uid-a/sub-dir": func(p string) error { return os.Mkdir(p, 0o700) },
-		"uid-a/bad\nrv": func(p string) error { return os.WriteFile(p, nil, 0o600) },
-		"uid-a/link":    func(p string) error { return os.Symlink("1", p) },
-		"uid-a/" + atomicfile.TempPrefix + "1-123": func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"stray-file":                    func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"bad\x01uid":                    func(p string) error { return os.Mkdir(p, 0o700) },
+		"uid-a/sub-dir":                 func(p string) error { return os.Mkdir(p, 0o700) },
+		"uid-a/bad\nrv":                 func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"uid-a/link":                    func(p string) error { return os.Symlink("1", p) },
+		atomicfile.TempPrefix + "1-123": func(p string) error { return os.WriteFile(p, nil, 0o600) },
 	}
 	for name, create := range strays {
 		if err := create(filepath.Join(cp, name)); err != nil {
@@ -243,7 +243,7 @@ func TestOpenRemovesStaleTempFiles(t *testing.T) {
 	tmp := atomicfile.TempPrefix + "x-1"
 	stale := []string{
 		filepath.Join(dir, "meta", atomicfile.TempPrefix+"current-42"),
-		filepath.Join(dir, "checkpoints", "uid-a", atomicfile.TempPrefix+"2-99"),
+		filepath.Join(dir, "checkpoints", atomicfile.TempPrefix+"2-99"),
 		filepath.Join(dir, "tracking", "v1.37.2", atomicfile.TempPrefix+"startups.json-7"),
 	}
 	kept := []string{

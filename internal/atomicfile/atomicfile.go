@@ -29,12 +29,20 @@ const TempPrefix = ".tmp-"
 // permission perm (set with chmod, so the umask does not apply). The parent
 // directory must exist. On error the target is unchanged and the temporary
 // file is removed.
-func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return WriteFileVia(filepath.Dir(path), path, data, perm)
+}
+
+// WriteFileVia is WriteFile with the temporary file created in tmpDir
+// instead of beside path. tmpDir must be on the same file system as path.
+// A store whose files live in many directories writes through one tmpDir so
+// that finding the leftovers of interrupted writes takes one directory read.
+func WriteFileVia(tmpDir, path string, data []byte, perm fs.FileMode) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, TempPrefix+base+"-*")
+	f, err := os.CreateTemp(tmpDir, TempPrefix+base+"-*")
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
