@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -33,13 +34,7 @@ type Profile[T any] interface {
 }
 
 // Document is one named config document: a file, or a ConfigMap's payload.
-type Document struct {
-	// Name names the document in errors: a path, or
-	// "configmap <ns>/<name> key <key>".
-	Name string
-	// Data is the YAML or JSON content.
-	Data []byte
-}
+type Document = merge.Document
 
 // Layers builds the config the component runs from its layers: built-in
 // defaults < the base document < drop-ins < instance config < flags. See
