@@ -1,0 +1,111 @@
+package bottlerocket
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+// FuzzRender decodes arbitrary JSON into a KubeletConfiguration and renders
+// it. Render must never panic, never modify its input, and either fail with
+// only typed errors or produce valid TOML made of known settings, the same
+// bytes every time.
+func FuzzRender(f *testing.F) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, in := range inputs {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			f.Fatalf("%s: %v", in, err)
+		}
+		f.Add(j)
+	}
+	for _, seed := range []string{
+		`{}`,
+		`{"maxPods":-1,"evictionHard":{}}`,
+		`{"allowedUnsafeSysctls":["a\"b\\c\n","\u2028"]}`,
+		`{"clusterDNS":["::1"],"clusterDomain":"ex ample"}`,
+		`{"evictionSoftGracePeriod":{"memory.available":"1.5us"},"shutdownGracePeriod":"-1s"}`,
+		`{"cpuManagerPolicyOptions":{"full-pcpus-only":"false","align-by-socket":"1"}}`,
+		`{"kubeReserved":{"cpu":"1E3","memory":"1e-3"},"containerLogMaxSize":"10 MB"}`,
+		`{"authentication":{"anonymous":{"enabled":false}},"logging":{"format":"json"}}`,
+		`{"imageGCHighThresholdPercent":101,"podPidsLimit":-1,"cpuCFSQuota":false}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	known := map[string]bool{}
+	for _, m := range SupportedFields() {
+		known[strings.TrimPrefix(m.Setting, settingsPrefix)] = true
+	}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c kc
+		if err := json.Unmarshal(data, &c); err != nil {
+			return
+		}
+		before := c.DeepCopy()
+		out, err := Render(&c)
+		if diff := cmp.Diff(before, &c); diff != "" {
+			t.Fatalf("Render modified its input (-before +after):\n%s", diff)
+		}
+		if err != nil {
+			if out != nil {
+				t.Errorf("Render returned output %q with an error", out)
+			}
+			checkTyped(t, err)
+			return
+		}
+		doc, perr := parseTOML(string(out))
+		if perr != nil {
+			t.Fatalf("output is not valid TOML: %v\n%s", perr, out)
+		}
+		k8s, _ := doc["settings"].(map[string]any)["kubernetes"].(map[string]any)
+		if k8s == nil {
+			t.Fatalf("no [settings.kubernetes] in output:\n%s", out)
+		}
+		for key := range k8s {
+			if !known[key] {
+				t.Errorf("unknown setting %q in output", key)
+			}
+		}
+		if got, want := k8s["allowed-unsafe-sysctls"], c.AllowedUnsafeSysctls; got != nil {
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("allowed-unsafe-sysctls did not round-trip (-in +out):\n%s", diff)
+			}
+		}
+		again, err := Render(&c)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Errorf("second Render differs: %v", err)
+		}
+	})
+}
+
+// checkTyped fails unless every leaf of err is one of the package's typed
+// errors (the nil-config error cannot happen here).
+func checkTyped(t *testing.T, err error) {
+	t.Helper()
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			checkTyped(t, e)
+		}
+		return
+	}
+	var ufe *UnsupportedFieldsError
+	var ive *InvalidValueError
+	if !errors.As(err, &ufe) && !errors.As(err, &ive) {
+		t.Errorf("untyped error %T: %v", err, err)
+	}
+}
