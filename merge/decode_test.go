@@ -2,12 +2,16 @@ package merge
 
 import (
 	"errors"
+	"fmt"
 	"math/rand"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	kjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -149,6 +153,11 @@ func TestDecodeErrors(t *testing.T) {
 			name: "two YAML documents",
 			data: kubeletHeader + "port: 10250\n---\n" + kubeletHeader,
 			want: `kubelet.yaml: more than one YAML document: a configuration file holds exactly one`,
+		},
+		{
+			name: "YAML merge key overridden: a duplicate to strict YAML, reported by line",
+			data: kubeletHeader + "evictionSoft: &t\n  memory.available: 1Gi\nevictionHard:\n  <<: *t\n  memory.available: 2Gi\n",
+			want: `kubelet.yaml: duplicate field: line 7: key "memory.available" already set in map`,
 		},
 		{
 			name: "JSON duplicate and unknown",
@@ -348,6 +357,71 @@ func TestDecodeMatchesKubernetesDecoder(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, *res.Object); diff != "" {
 			t.Fatalf("seed %d: ours differs from the Kubernetes decoder (-k8s +ours):\n%s\n%s", seed, diff, data)
+		}
+	}
+}
+
+// plainConfig has no TypeMeta: documents still carry apiVersion and kind.
+type plainConfig struct {
+	Name  string            `json:"name"`
+	Items map[string]string `json:"items,omitempty"`
+}
+
+func TestTypeWithoutTypeMeta(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Plain"}
+	p := newPipeline(t, Profile[plainConfig](nopProfile[plainConfig]{gvk: gvk}), Options{})
+	header := "apiVersion: example.com/v1\nkind: Plain\n"
+	res, err := p.Merge(Layers{
+		Base:     doc("a.yaml", header+"name: a\nitems: {x: '1'}\n"),
+		Instance: doc("b.yaml", header+"items: {z: '2'}\n"),
+	})
+	if err != nil {
+		t.Fatalf("Merge: %v", err)
+	}
+	want := plainConfig{Name: "a", Items: map[string]string{"x": "1", "z": "2"}}
+	if diff := cmp.Diff(want, *res.Object); diff != "" {
+		t.Errorf("merged (-want +got):\n%s", diff)
+	}
+	if got := string(res.MergedJSON()); got != `{"name":"a","items":{"x":"1","z":"2"}}` {
+		t.Errorf("MergedJSON = %s", got)
+	}
+	_, err = p.Merge(Layers{Base: doc("a.yaml", "name: a\n")})
+	if err == nil || !strings.Contains(err.Error(), `a.yaml: apiVersion: missing, expected "example.com/v1"`) {
+		t.Errorf("missing apiVersion: %v", err)
+	}
+}
+
+func TestTrailingDocumentMarker(t *testing.T) {
+	p := newPipeline(t, Profile[kubeletConfig](nopKubelet()), Options{})
+	if _, err := p.Merge(Layers{Base: doc("k.yaml", "---\n"+kubeletHeader+"port: 1\n---\n")}); err != nil {
+		t.Errorf("a document with --- markers around it: %v", err)
+	}
+}
+
+// TestConcurrentMerge: one Pipeline serves several goroutines (run with -race).
+func TestConcurrentMerge(t *testing.T) {
+	p := newPipeline(t, Profile[kubeletConfig](kubeletTestProfile{}), Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			res, err := p.Merge(Layers{
+				Base:     doc("k.yaml", kubeletHeader+"maxPods: 10\nsyncFrequency: 30s\n"),
+				Instance: doc("i.yaml", kubeletHeader+fmt.Sprintf("port: %d\n", 10000+i)),
+			})
+			if err == nil && (res.Object.Port != int32(10000+i) || res.Object.MaxPods != 10) {
+				err = fmt.Errorf("goroutine %d: port %d maxPods %d", i, res.Object.Port, res.Object.MaxPods)
+			}
+			errs <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -63,8 +63,11 @@ func (p Problem) String() string {
 		b.WriteString("unknown field ")
 		b.WriteString(strconv.Quote(p.Field))
 	case ProblemDuplicateField:
-		b.WriteString("duplicate field ")
-		b.WriteString(strconv.Quote(p.Field))
+		b.WriteString("duplicate field")
+		if p.Field != "" {
+			b.WriteString(" ")
+			b.WriteString(strconv.Quote(p.Field))
+		}
 	}
 	if p.Detail != "" {
 		if p.Type == ProblemUnknownField || p.Type == ProblemDuplicateField {

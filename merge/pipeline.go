@@ -377,7 +377,20 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		if v.IsNil() {
 			return
 		}
-		defaultsProvenance(v.Elem(), t.elem, n, path, out)
+		if et := t.deref(); et.kind != tkStruct && et.kind != tkMap {
+			// A pointer to a leaf is set when it is not nil, even to false.
+			if n == nil && len(path) > 0 {
+				out[string(path)] = DefaultsLayer
+			}
+			return
+		}
+		for v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return
+			}
+			v = v.Elem()
+		}
+		defaultsProvenance(v, t.deref(), n, path, out)
 		return
 	case tkStruct:
 		if n != nil && n.kind != nObject {
