@@ -1,0 +1,164 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// The reasons of the Events an EventReporter records. They are CamelCase
+// words, as Kubernetes event reasons are, so `kubectl get events
+// --field-selector reason=ConfigRolledBack` finds them.
+const (
+	// EventReasonConfigChanged: a new config was checkpointed and made
+	// current; the component restarts (or reloads) onto it. Type Normal.
+	EventReasonConfigChanged = "ConfigChanged"
+	// EventReasonConfigRolledBack: the current config was found bad and the
+	// component runs its last-known-good config. Type Warning.
+	EventReasonConfigRolledBack = "ConfigRolledBack"
+)
+
+// DefaultEventComponent is the event source component when
+// EventReporterOptions.Component is empty.
+const DefaultEventComponent = "dynconfig"
+
+// EventReporterOptions configures an EventReporter.
+type EventReporterOptions struct {
+	// Client talks to the API server. Required.
+	Client kubernetes.Interface
+	// NodeName is the Node the Events are about. Required.
+	NodeName string
+	// Component is the reporting component (source.component and
+	// reportingController), e.g. "kubelet". A qualified name. Default:
+	// DefaultEventComponent.
+	Component string
+	// Clock stamps the Events. Default: the real clock.
+	Clock clock.PassiveClock
+}
+
+// EventReporter records config lifecycle Events on a Node. Like the
+// kubelet, it refers to the Node by name and uses the name as the UID too,
+// which `kubectl describe node` also searches for, so no GET of the Node is
+// needed. The Events are core/v1 Events in the "default" namespace (the
+// namespace Kubernetes uses for Events about cluster-scoped objects).
+//
+// Events are best effort: each Record call makes one Create and returns its
+// error; nothing is retried, aggregated or rate limited, so callers should
+// record only on transitions, as the Controller does. Safe for concurrent
+// use.
+type EventReporter struct {
+	client    kubernetes.Interface
+	node      string
+	component string
+	clock     clock.PassiveClock
+
+	mu       sync.Mutex
+	lastName int64 // the time part of the last Event name, kept increasing
+}
+
+// NewEventReporter validates opts and returns an EventReporter. Errors name
+// the offending option.
+func NewEventReporter(opts EventReporterOptions) (*EventReporter, error) {
+	if opts.Client == nil {
+		return nil, errors.New("status: EventReporterOptions.Client is required")
+	}
+	if err := validateNodeName(opts.NodeName); err != nil {
+		return nil, fmt.Errorf("status: EventReporterOptions.NodeName: %w", err)
+	}
+	if opts.Component == "" {
+		opts.Component = DefaultEventComponent
+	}
+	if msgs := validation.IsQualifiedName(opts.Component); len(msgs) > 0 {
+		return nil, fmt.Errorf("status: EventReporterOptions.Component: %q: %s", opts.Component, strings.Join(msgs, "; "))
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &EventReporter{client: opts.Client, node: opts.NodeName, component: opts.Component, clock: opts.Clock}, nil
+}
+
+// RecordConfigChanged records a Normal ConfigChanged Event with message,
+// before the component restarts onto a new config (see
+// ConfigChangedMessage).
+func (e *EventReporter) RecordConfigChanged(ctx context.Context, message string) error {
+	return e.record(ctx, corev1.EventTypeNormal, EventReasonConfigChanged, message)
+}
+
+// RecordRolledBack records a Warning ConfigRolledBack Event with message,
+// normally the reason of the ConfigOK condition that says why current was
+// abandoned.
+func (e *EventReporter) RecordRolledBack(ctx context.Context, message string) error {
+	return e.record(ctx, corev1.EventTypeWarning, EventReasonConfigRolledBack, message)
+}
+
+func (e *EventReporter) record(ctx context.Context, eventType, reason, message string) error {
+	now := e.clock.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("%s.%x", e.node, e.nameTime(now.UnixNano())),
+			Namespace: metav1.NamespaceDefault,
+		},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: "v1",
+			Kind:       "Node",
+			Name:       e.node,
+			UID:        types.UID(e.node),
+		},
+		Reason:              reason,
+		Message:             message,
+		Type:                eventType,
+		Source:              corev1.EventSource{Component: e.component, Host: e.node},
+		FirstTimestamp:      metav1.NewTime(now),
+		LastTimestamp:       metav1.NewTime(now),
+		Count:               1,
+		ReportingController: e.component,
+		ReportingInstance:   e.node,
+	}
+	if _, err := e.client.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("status: recording %s event for node %q: %w", reason, e.node, err)
+	}
+	return nil
+}
+
+// nameTime returns t, or one more than the last value it returned when the
+// clock has not moved, so two Events from one reporter never share a name
+// (Event names are made of the node name and this time, as client-go's
+// recorder makes them).
+func (e *EventReporter) nameTime(t int64) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t <= e.lastName {
+		t = e.lastName + 1
+	}
+	e.lastName = t
+	return t
+}
+
+// DescribeSource names a config for a message: "local" for nil (or a source
+// without a ConfigMap), else "ConfigMap <namespace>/<name> (UID: <uid>,
+// resourceVersion: <rv>)", leaving out an empty resourceVersion.
+func DescribeSource(src *corev1.NodeConfigSource) string {
+	if src == nil || src.ConfigMap == nil {
+		return "local"
+	}
+	cm := src.ConfigMap
+	if cm.ResourceVersion == "" {
+		return fmt.Sprintf("ConfigMap %s/%s (UID: %s)", cm.Namespace, cm.Name, cm.UID)
+	}
+	return fmt.Sprintf("ConfigMap %s/%s (UID: %s, resourceVersion: %s)", cm.Namespace, cm.Name, cm.UID, cm.ResourceVersion)
+}
+
+// ConfigChangedMessage is the ConfigChanged message for a restart onto src:
+// "config changed to <DescribeSource(src)>, restarting".
+func ConfigChangedMessage(src *corev1.NodeConfigSource) string {
+	return fmt.Sprintf("config changed to %s, restarting", DescribeSource(src))
+}

@@ -1,0 +1,172 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// DefaultReportBackoff is the retry schedule of NodeReporter when
+// NodeReporterOptions.Backoff is left zero: five attempts, waiting about
+// 0.2s, 0.4s, 0.8s and 1.6s in between.
+func DefaultReportBackoff() wait.Backoff {
+	return wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+}
+
+// NodeReporterOptions configures a NodeReporter.
+type NodeReporterOptions struct {
+	// Client talks to the API server. Required.
+	Client kubernetes.Interface
+	// NodeName is the Node whose status carries the condition. Required; a
+	// DNS subdomain, like every Node name.
+	NodeName string
+	// Clock stamps lastHeartbeatTime and lastTransitionTime. Default: the
+	// real clock.
+	Clock clock.PassiveClock
+	// Backoff bounds the attempts of one report (conflicts and transient
+	// API errors are retried). Default (Steps == 0): DefaultReportBackoff.
+	Backoff wait.Backoff
+}
+
+// NodeReporter patches the ConfigOK condition onto a Node's status. It
+// satisfies the Controller's Reporter interface. Its methods may be called
+// from several goroutines, but reports racing each other may land in any
+// order.
+type NodeReporter struct {
+	client  kubernetes.Interface
+	node    string
+	clock   clock.PassiveClock
+	backoff wait.Backoff
+}
+
+// NewNodeReporter validates opts and returns a NodeReporter. Errors name the
+// offending option.
+func NewNodeReporter(opts NodeReporterOptions) (*NodeReporter, error) {
+	if opts.Client == nil {
+		return nil, errors.New("status: NodeReporterOptions.Client is required")
+	}
+	if err := validateNodeName(opts.NodeName); err != nil {
+		return nil, fmt.Errorf("status: NodeReporterOptions.NodeName: %w", err)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Backoff.Steps == 0 {
+		opts.Backoff = DefaultReportBackoff()
+	}
+	if opts.Backoff.Steps < 0 || opts.Backoff.Duration < 0 {
+		return nil, fmt.Errorf("status: NodeReporterOptions.Backoff: steps (%d) and duration (%v) must not be negative",
+			opts.Backoff.Steps, opts.Backoff.Duration)
+	}
+	return &NodeReporter{client: opts.Client, node: opts.NodeName, clock: opts.Clock, backoff: opts.Backoff}, nil
+}
+
+func validateNodeName(name string) error {
+	if name == "" {
+		return errors.New("required")
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a valid node name: %s", name, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// ReportConfigOK reads the Node, builds the ConfigOK condition for r with
+// ConfigOK (so lastTransitionTime survives an unchanged report, even across
+// restarts), and sends a strategic merge patch of the status subresource
+// holding only that condition: the Node's other conditions are untouched
+// because conditions merge by type. Conflicts and transient errors (server
+// timeouts, throttling, unavailable, internal errors, broken connections)
+// are retried with the configured backoff, re-reading the Node each time;
+// other errors, such as a Node that does not exist yet, end the report at
+// once. The error names the node and wraps the last API error, so
+// apierrors.IsNotFound and friends work on it.
+func (n *NodeReporter) ReportConfigOK(ctx context.Context, r Report) error {
+	switch r.Status {
+	case corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown:
+	default:
+		return fmt.Errorf("status: reporting %s on node %q: invalid status %q (want True, False or Unknown)",
+			ConditionType, n.node, r.Status)
+	}
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, n.backoff, func(ctx context.Context) (bool, error) {
+		last = n.patch(ctx, r)
+		switch {
+		case last == nil:
+			return true, nil
+		case retriable(last):
+			return false, nil
+		}
+		return false, last
+	})
+	where := fmt.Sprintf("status: reporting %s on node %q", ConditionType, n.node)
+	switch {
+	case err == nil:
+		return nil
+	case last == nil: // ctx ended before the first attempt
+		return fmt.Errorf("%s: %w", where, err)
+	case errors.Is(err, last): // not retriable
+		return fmt.Errorf("%s: %w", where, last)
+	case ctx.Err() != nil: // ctx ended between attempts
+		return fmt.Errorf("%s: %w (last attempt: %w)", where, err, last)
+	}
+	return fmt.Errorf("%s: giving up after %d attempts: %w", where, n.backoff.Steps, last)
+}
+
+// patch makes one attempt: GET the Node, then PATCH its status.
+func (n *NodeReporter) patch(ctx context.Context, r Report) error {
+	node, err := n.client.CoreV1().Nodes().Get(ctx, n.node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cond := ConfigOK(Find(node.Status.Conditions), r, metav1.NewTime(n.clock.Now()))
+	body, err := ConditionPatch(cond)
+	if err != nil {
+		return err
+	}
+	_, err = n.client.CoreV1().Nodes().Patch(ctx, n.node, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	return err
+}
+
+// ConditionPatch returns the strategic merge patch that sets cond on a
+// Node's status: {"status":{"conditions":[cond]}}. Applied to the status
+// subresource it replaces the condition of the same type and leaves the
+// others alone.
+func ConditionPatch(cond corev1.NodeCondition) ([]byte, error) {
+	type status struct {
+		Conditions []corev1.NodeCondition `json:"conditions"`
+	}
+	body, err := json.Marshal(struct {
+		Status status `json:"status"`
+	}{status{Conditions: []corev1.NodeCondition{cond}}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the %s condition patch: %w", cond.Type, err)
+	}
+	return body, nil
+}
+
+// retriable reports whether a failed attempt may succeed if repeated.
+func retriable(err error) bool {
+	return apierrors.IsConflict(err) ||
+		apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsInternalError(err) ||
+		utilnet.IsConnectionRefused(err) ||
+		utilnet.IsConnectionReset(err) ||
+		utilnet.IsProbableEOF(err)
+}
