@@ -37,12 +37,13 @@ func (r Rule) String() string {
 
 // PlatformValue is a value the platform provides for one field.
 type PlatformValue struct {
-	// Path is the field path, such as "providerID" or "nodeLabels".
+	// Path is the field path, such as "providerID" or "registerWithTaints".
 	Path string
 	// Value is a JSON-compatible Go value of the field's JSON form: a
-	// string for a duration, a map[string]string for a label map.
+	// string for a duration, a map[string]string for evictionHard.
 	Value any
-	Rule  Rule
+	// Rule says who wins when a document sets the field too.
+	Rule Rule
 }
 
 // Policy says which fields a platform owns. It governs the configuration
