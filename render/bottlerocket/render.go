@@ -60,7 +60,7 @@ func Render(cfg *kubeletv1beta1.KubeletConfiguration) ([]byte, error) {
 		return nil, errors.New("bottlerocket: nil KubeletConfiguration")
 	}
 	ms := mappings()
-	r := &renderer{chk: newChecker()}
+	r := &renderer{}
 	entries := make(map[string]value, len(ms))
 	mapped := make(map[string]bool, len(ms))
 	for _, m := range ms {
@@ -136,16 +136,16 @@ func mappings() []mapping {
 					"but Bottlerocket treats an empty table as unset and the kubelet's default thresholds would apply")
 				return nil
 			}
-			return r.signalTable(c.EvictionHard, r.chk.threshold)
+			return r.signalTable(c.EvictionHard, fitThreshold)
 		}},
 		{"evictionMaxPodGracePeriod", "eviction-max-pod-grace-period", func(r *renderer, c *kc) value {
 			return r.nonNegative(int64(c.EvictionMaxPodGracePeriod))
 		}},
 		{"evictionSoft", "eviction-soft", func(r *renderer, c *kc) value {
-			return r.signalTable(c.EvictionSoft, r.chk.threshold)
+			return r.signalTable(c.EvictionSoft, fitThreshold)
 		}},
 		{"evictionSoftGracePeriod", "eviction-soft-grace-period", func(r *renderer, c *kc) value {
-			return r.signalTable(c.EvictionSoftGracePeriod, r.chk.durationString)
+			return r.signalTable(c.EvictionSoftGracePeriod, fitDurationString)
 		}},
 		{"imageGCHighThresholdPercent", "image-gc-high-threshold-percent", func(r *renderer, c *kc) value {
 			return r.percent(c.ImageGCHighThresholdPercent)
@@ -187,7 +187,6 @@ func mappings() []mapping {
 
 // renderer carries the checks and the errors of one Render call.
 type renderer struct {
-	chk  *checker
 	cur  mapping
 	errs []error
 }
@@ -273,7 +272,7 @@ func (r *renderer) quantity(s string) value {
 	if s == "" {
 		return nil
 	}
-	q, err := r.chk.quantity(s)
+	q, err := fitQuantity(s)
 	if err != nil {
 		r.invalid(r.cur.field, s, err.Error())
 		return nil
@@ -285,7 +284,7 @@ func (r *renderer) duration(d time.Duration) value {
 	if d == 0 {
 		return nil
 	}
-	s, err := r.chk.duration(d)
+	s, err := fitDuration(d)
 	if err != nil {
 		r.invalid(r.cur.field, d.String(), err.Error())
 		return nil
@@ -372,7 +371,7 @@ func (r *renderer) reserved(m map[string]string) value {
 	if len(m) == 0 {
 		return nil
 	}
-	return r.table(m, reservedResources(), "resource", r.chk.quantity)
+	return r.table(m, reservedResources(), "resource", fitQuantity)
 }
 
 func (r *renderer) table(m map[string]string, keys []string, what string, conv func(string) (string, error)) value {

@@ -2,6 +2,7 @@ package bottlerocket
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"testing"
 	"time"
 
@@ -233,23 +234,82 @@ func TestFormatDurationProperty(t *testing.T) {
 	}
 }
 
-// TestPatterns pins the Bottlerocket patterns to examples taken from
-// Bottlerocket's own tests of its modeled types.
+// Bottlerocket's own regular expressions, transcribed from its modeled types
+// (see doc.go), serve as the oracle for the hand-written matchers.
+
+func brQuantity() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:([+-]?[0-9.]+)((e)?[0-9]*)|([+-]?[0-9.]+)((E|P|T|G|M|K)i?)?|([+-]?[0-9.]+)(n|u|m|k)?)$`)
+}
+
+func brDuration() *regexp.Regexp {
+	return regexp.MustCompile(`^(([0-9]+\.)?[0-9]+h)?(([0-9]+\.)?[0-9]+m)?(([0-9]+\.)?[0-9]+s)?(([0-9]+\.)?[0-9]+ms)?$`)
+}
+
+func plainDecimal() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
+}
+
+// TestMatchersAgreeWithBottlerocket compares each matcher with its regular
+// expression on every string of up to four characters over an alphabet of
+// the characters that matter, and on random longer strings.
+func TestMatchersAgreeWithBottlerocket(t *testing.T) {
+	tests := []struct {
+		name     string
+		match    func(string) bool
+		re       *regexp.Regexp
+		alphabet string
+	}{
+		{"quantity", matchQuantity, brQuantity(), "09.+-eEPTGMKinumkx"},
+		{"duration", matchDuration, brDuration(), "09.hmsnux"},
+		{"decimal", matchDecimal, plainDecimal(), "09.e-x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check := func(s string) {
+				if got, want := tt.match(s), tt.re.MatchString(s); got != want {
+					t.Fatalf("match(%q) = %v, Bottlerocket's pattern says %v", s, got, want)
+				}
+			}
+			var all func(prefix string, n int)
+			all = func(prefix string, n int) {
+				check(prefix)
+				if n == 0 {
+					return
+				}
+				for i := 0; i < len(tt.alphabet); i++ {
+					all(prefix+tt.alphabet[i:i+1], n-1)
+				}
+			}
+			all("", 4)
+			rng := rand.New(rand.NewPCG(3, 4))
+			buf := make([]byte, 12)
+			for i := 0; i < 50000; i++ {
+				n := 5 + rng.IntN(len(buf)-4)
+				for j := range n {
+					buf[j] = tt.alphabet[rng.IntN(len(tt.alphabet))]
+				}
+				check(string(buf[:n]))
+			}
+		})
+	}
+}
+
+// TestPatterns pins the matchers to the examples in Bottlerocket's own tests
+// of its modeled types.
 func TestPatterns(t *testing.T) {
-	c := newChecker()
 	tests := []struct {
 		name string
 		fn   func(string) bool
 		good []string
 		bad  []string
 	}{
-		{"quantity", c.quantityRE.MatchString,
+		{"quantity", matchQuantity,
 			[]string{"129e6", "10Mi", "1024M", "1Gi", "120Ki", "1Ti", "1000n", "100m"},
 			[]string{"", "12%", "12ki", "100e23m", "1100KTi", "100Kiii", "1000i"}},
-		{"duration", c.durationRE.MatchString,
+		{"duration", func(s string) bool { return s != "" && matchDuration(s) },
 			[]string{"9ms", "99s", "20m", "1h", "1h2m3s10ms", "4m5s10ms", "2h3s10ms", "1.5h3.5m"},
-			[]string{"100", "...3ms", "1..5s", "ten second", "1m2h", "9ns"}},
-		{"threshold", func(s string) bool { _, err := c.threshold(s); return err == nil },
+			[]string{"", "100", "...3ms", "1..5s", "ten second", "1m2h", "9ns"}},
+		{"threshold", func(s string) bool { _, err := fitThreshold(s); return err == nil },
 			[]string{"10%", "0%", "99.9%", "129e6", "10Mi", "1Gi", "100m"},
 			[]string{"", "anything%", "100%", "-1%", "inf%", "12ki", "100Kiii"}},
 	}

@@ -3,7 +3,6 @@ package bottlerocket
 import (
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,24 +16,111 @@ import (
 // doc.go for the sources): a value that fails them would be refused by the
 // Bottlerocket API when the node applies its user data.
 
-// brQuantity is Bottlerocket's KubernetesQuantityValue pattern: a decimal
-// number with an optional exponent, binary suffix (Ki..Ei), decimal suffix
-// (k, M..E) or small-unit suffix (n, u, m).
-func brQuantity() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:[+-]?[0-9.]+(?:e?[0-9]*)|[+-]?[0-9.]+(?:[EPTGMK]i?)?|[+-]?[0-9.]+[numk]?)$`)
+// matchQuantity reports whether s fits Bottlerocket's KubernetesQuantityValue
+// pattern: digits and dots with an optional sign, then nothing, a lower-case
+// exponent ("e" and digits), a decimal or binary suffix (K, M, G, T, P, E,
+// each optionally followed by "i") or a small-unit suffix (n, u, m, k). The
+// test file holds Bottlerocket's regular expression and checks this function
+// against it.
+func matchQuantity(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	j := i
+	for j < len(s) && (isDigit(s[j]) || s[j] == '.') {
+		j++
+	}
+	if j == i {
+		return false
+	}
+	rest := s[j:]
+	switch {
+	case rest == "":
+		return true
+	case rest[0] == 'e':
+		return allDigits(rest[1:])
+	case strings.IndexByte("EPTGMK", rest[0]) >= 0:
+		return len(rest) == 1 || (len(rest) == 2 && rest[1] == 'i')
+	default:
+		return len(rest) == 1 && strings.IndexByte("numk", rest[0]) >= 0
+	}
 }
 
-// brDuration is Bottlerocket's KubernetesDurationValue pattern: optional
-// hours, minutes, seconds and milliseconds, in that order, each a decimal.
-func brDuration() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:(?:[0-9]+\.)?[0-9]+h)?(?:(?:[0-9]+\.)?[0-9]+m)?(?:(?:[0-9]+\.)?[0-9]+s)?(?:(?:[0-9]+\.)?[0-9]+ms)?$`)
+// matchDuration reports whether s fits Bottlerocket's
+// KubernetesDurationValue pattern: up to four parts, hours, minutes, seconds
+// and milliseconds, each optional but in that order, each a whole number or
+// a decimal with digits on both sides of the dot. Like the pattern, it
+// accepts the empty string; callers never pass one.
+func matchDuration(s string) bool {
+	next := 0                     // units must come in the order h, m, s, ms
+	unitLen := [4]int{1, 1, 1, 2} // lengths of h, m, s, ms
+	for s != "" {
+		n := numberPrefix(s)
+		if n == 0 {
+			return false
+		}
+		s = s[n:]
+		u := -1
+		switch {
+		case strings.HasPrefix(s, "ms"):
+			u = 3
+		case strings.HasPrefix(s, "h"):
+			u = 0
+		case strings.HasPrefix(s, "m"):
+			u = 1
+		case strings.HasPrefix(s, "s"):
+			u = 2
+		}
+		if u < next {
+			return false
+		}
+		s = s[unitLen[u]:]
+		next = u + 1
+	}
+	return true
 }
 
-// percentNumber is the number part of a percentage threshold. Bottlerocket
-// parses it as a 32-bit float; we accept only plain decimals so that words
-// such as "inf" or "NaN", which float parsers take, are refused.
-func percentNumber() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
+// numberPrefix returns the length of the longest prefix of s of the form
+// digits, or digits "." digits; 0 if there is none.
+func numberPrefix(s string) int {
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == 0 {
+		return 0
+	}
+	if i+1 < len(s) && s[i] == '.' && isDigit(s[i+1]) {
+		i++
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	}
+	return i
+}
+
+// matchDecimal reports whether s is a plain decimal: digits with an optional
+// fraction, or a dot and digits. Bottlerocket parses the number of a
+// percentage threshold as a float; limiting it to plain decimals keeps words
+// such as "inf" or "NaN", which float parsers take, out.
+func matchDecimal(s string) bool {
+	if s == "" || s == "." {
+		return false
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	return allDigits(whole) && allDigits(frac)
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // evictionSignals are the keys Bottlerocket accepts in eviction-hard,
@@ -55,25 +141,15 @@ func evictionSignals() []string {
 // system-reserved (KubernetesReservedResourceKey). The kubelet also knows pid.
 func reservedResources() []string { return []string{"cpu", "memory", "ephemeral-storage"} }
 
-// checker holds the compiled patterns for one Render call. Compiling per call
-// keeps the package free of global state; Render's benchmark shows the cost.
-type checker struct {
-	quantityRE, durationRE, percentRE *regexp.Regexp
-}
-
-func newChecker() *checker {
-	return &checker{quantityRE: brQuantity(), durationRE: brDuration(), percentRE: percentNumber()}
-}
-
-// quantity returns s if Bottlerocket accepts it as written, or else the same
+// fitQuantity returns s if Bottlerocket accepts it as written, or else the same
 // quantity in SI notation (for example "1E3" becomes "1k" and "1e-3" becomes
 // "1m"). It refuses strings that are not Kubernetes quantities.
-func (c *checker) quantity(s string) (string, error) {
+func fitQuantity(s string) (string, error) {
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
 		return "", fmt.Errorf("%q is not a Kubernetes quantity", s)
 	}
-	if c.quantityRE.MatchString(s) {
+	if matchQuantity(s) {
 		return s, nil
 	}
 	// An upper-case or signed exponent ("1E3", "1e-3") fits Bottlerocket's
@@ -81,20 +157,20 @@ func (c *checker) quantity(s string) (string, error) {
 	// the user's notation, so the value is rebuilt in DecimalSI; it is the
 	// value the kubelet reads from either spelling.
 	si := resource.NewDecimalQuantity(*q.AsDec(), resource.DecimalSI)
-	if canon := si.String(); c.quantityRE.MatchString(canon) {
+	if canon := si.String(); matchQuantity(canon) {
 		return canon, nil
 	}
 	return "", fmt.Errorf("quantity %q has no spelling that Bottlerocket accepts", s)
 }
 
-// threshold accepts a percentage in [0%, 100%) or a quantity, as
+// fitThreshold accepts a percentage in [0%, 100%) or a quantity, as
 // Bottlerocket's KubernetesThresholdValue does.
-func (c *checker) threshold(s string) (string, error) {
+func fitThreshold(s string) (string, error) {
 	num, ok := strings.CutSuffix(s, "%")
 	if !ok {
-		return c.quantity(s)
+		return fitQuantity(s)
 	}
-	if !c.percentRE.MatchString(num) {
+	if !matchDecimal(num) {
 		return "", fmt.Errorf("%q is not a percentage", s)
 	}
 	f, err := strconv.ParseFloat(num, 32)
@@ -104,10 +180,10 @@ func (c *checker) threshold(s string) (string, error) {
 	return s, nil
 }
 
-// durationString parses a Go duration string (as in
+// fitDurationString parses a Go duration string (as in
 // evictionSoftGracePeriod) and returns it as written if Bottlerocket accepts
 // that spelling, or else the spelling formatDuration gives.
-func (c *checker) durationString(s string) (string, error) {
+func fitDurationString(s string) (string, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return "", fmt.Errorf("%q is not a duration", s)
@@ -115,14 +191,14 @@ func (c *checker) durationString(s string) (string, error) {
 	if d < 0 {
 		return "", fmt.Errorf("negative duration %q: Bottlerocket accepts only durations of zero or more", s)
 	}
-	if c.durationRE.MatchString(s) {
+	if matchDuration(s) {
 		return s, nil
 	}
 	return formatDuration(d), nil
 }
 
-// duration formats a metav1.Duration value for Bottlerocket.
-func (c *checker) duration(d time.Duration) (string, error) {
+// fitDuration formats a metav1.Duration value for Bottlerocket.
+func fitDuration(d time.Duration) (string, error) {
 	if d < 0 {
 		return "", fmt.Errorf("negative duration %s: Bottlerocket accepts only durations of zero or more", d)
 	}
