@@ -185,7 +185,8 @@ func mappings() []mapping {
 	}
 }
 
-// renderer carries the checks and the errors of one Render call.
+// renderer collects the value errors of one Render call and knows which
+// mapping is being rendered, so errors name its field and setting.
 type renderer struct {
 	cur  mapping
 	errs []error
