@@ -108,7 +108,19 @@ func deleteAt(root *node, segs []pathSeg) {
 }
 
 // touches reports whether the tree sets anything at segs: a value at the
-// path, or null there (a deletion).
+// path or below it, or null at the path or above it (a deletion).
 func touches(root *node, segs []pathSeg) bool {
-	return lookup(root, segs) != nil
+	n := root
+	for _, s := range segs {
+		if n.kind == nNull {
+			return true
+		}
+		if n.kind != nObject {
+			return false
+		}
+		if n = n.get(s.name); n == nil {
+			return false
+		}
+	}
+	return true
 }

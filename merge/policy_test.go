@@ -50,6 +50,11 @@ func TestPolicy(t *testing.T) {
 			wantErr: `10-x.conf: providerID: field is managed by the platform (owner: "eks-a")`,
 		},
 		{
+			name:     "deleting the parent of a locked field is setting it",
+			instance: "authentication: null",
+			wantErr:  `instance.yaml: authentication.anonymous.enabled: field is managed by the platform (owner: "eks-a")`,
+		},
+		{
 			name: "siblings of locked fields are free",
 			base: "authentication:\n  webhook:\n    enabled: true\nfeatureGates:\n  Free: true",
 			check: func(t *testing.T, r *Result[kubeletConfig]) {
