@@ -287,7 +287,8 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 		if trialErr != nil {
 			return &lkg.ConfigError{Stage: lkg.StageValidate, Err: trialErr}
 		}
-		curCfg, err = c.build(cur.Source, curCM)
+		cfg, err := c.build(cur.Source, curCM)
+		curCfg = cfg
 		return err
 	}
 	in.LoadLastKnownGood = func() error {
@@ -296,7 +297,8 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 		if err != nil {
 			return &lkg.ConfigError{Stage: lkg.StageLoad, Err: err}
 		}
-		lkgCfg, err = c.build(lkgPtr.Source, cm)
+		cfg, err := c.build(lkgPtr.Source, cm)
+		lkgCfg = cfg
 		return err
 	}
 	d, err := lkg.Decide(in)
