@@ -39,7 +39,9 @@ func (s *strategic) add(detail string) {
 // struct field holding the value, for its patch strategy. nil means delete.
 func (s *strategic) merge(orig, patch *node, t *typeInfo, f *fieldInfo) *node {
 	if t != nil {
-		t = t.deref()
+		if t = t.deref(); t.kind == tkAny {
+			t = nil // interface{}: no schema below this point
+		}
 	}
 	switch patch.kind {
 	case nNull:

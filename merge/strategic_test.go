@@ -555,3 +555,47 @@ func TestMergeListsMatchStrategicMergePatch(t *testing.T) {
 		}
 	}
 }
+
+// objectMaps has maps of objects, which strategicpatch cannot merge.
+type objectMaps struct {
+	metav1.TypeMeta `json:",inline"`
+	Pools           map[string]pool `json:"pools,omitempty"`
+	Extra           map[string]any  `json:"extra,omitempty"`
+}
+
+type pool struct {
+	Size   int               `json:"size,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+func TestStrategicMapsOfObjects(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "test.dynconfig.io", Version: "v1", Kind: "ObjectMaps"}
+	header := "apiVersion: test.dynconfig.io/v1\nkind: ObjectMaps\n"
+	// (Not y or n as keys: YAML 1.1 reads them as booleans.)
+	shared := header + "pools:\n  a: {size: 1, labels: {x: '1'}}\n  b: {size: 2}\nextra:\n  k: {a: 1, nested: {deep: true}}\n"
+	instance := header + "pools:\n  a: {labels: {z: '2'}}\nextra:\n  k: {b: 2, nested: {$patch: replace, other: 1}}\n"
+
+	sharedJSON, _ := yaml.YAMLToJSON([]byte(shared))
+	instanceJSON, _ := yaml.YAMLToJSON([]byte(instance))
+	_, err := strategicpatch.StrategicMergePatch(sharedJSON, instanceJSON, &objectMaps{})
+	if err == nil || !strings.Contains(err.Error(), "data type is not struct") {
+		t.Errorf("strategicpatch: %v, want its map-of-objects failure", err)
+	}
+
+	p := newPipeline(t, Profile[objectMaps](nopProfile[objectMaps]{gvk: gvk}), Options{})
+	res, err := p.Merge(Layers{Base: doc("shared.yaml", shared), Instance: doc("instance.yaml", instance)})
+	if err != nil {
+		t.Fatalf("Merge: %v", err)
+	}
+	want := objectMaps{
+		TypeMeta: metav1.TypeMeta{APIVersion: "test.dynconfig.io/v1", Kind: "ObjectMaps"},
+		Pools: map[string]pool{
+			"a": {Size: 1, Labels: map[string]string{"x": "1", "z": "2"}},
+			"b": {Size: 2},
+		},
+		Extra: map[string]any{"k": map[string]any{"a": int64(1), "b": int64(2), "nested": map[string]any{"other": int64(1)}}},
+	}
+	if diff := cmp.Diff(want, *res.Object); diff != "" {
+		t.Errorf("merged (-want +got):\n%s", diff)
+	}
+}
