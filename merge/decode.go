@@ -186,6 +186,11 @@ func (c *checker) checkObject(n *node, t *typeInfo, listField *fieldInfo) {
 			continue
 		}
 		c.push(pathSeg{name: m.key, kind: segField})
+		if f.unsettable != "" && m.val.kind != nNull {
+			c.add(ProblemInvalidValue, "", "cannot set a field promoted through an embedded pointer to the unexported struct "+f.unsettable)
+			c.pop()
+			continue
+		}
 		if ft := f.typ.deref(); ft.kind == tkSlice && c.mode == modeStrategic {
 			c.checkList(m.val, ft, f)
 		} else {

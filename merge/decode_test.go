@@ -135,6 +135,17 @@ func TestDecodeErrors(t *testing.T) {
 			want: `kubelet.yaml: document must be a mapping (a YAML or JSON object), not a list`,
 		},
 		{
+			name: "null document",
+			data: "null\n",
+			want: `kubelet.yaml: document is empty`,
+		},
+		{
+			name: "empty object",
+			data: "{}\n",
+			want: "kubelet.yaml: apiVersion: missing, expected \"kubelet.config.k8s.io/v1beta1\"\n" +
+				"kubelet.yaml: kind: missing, expected \"KubeletConfiguration\"",
+		},
+		{
 			name: "scalar document",
 			data: "just text\n",
 			want: `kubelet.yaml: document must be a mapping (a YAML or JSON object)`,

@@ -55,6 +55,10 @@ type fieldInfo struct {
 	// tag, retainKeys removed: "", "merge" or "replace".
 	strategy string
 	mergeKey string // patchMergeKey tag
+	// unsettable names the unexported struct type of an embedded pointer
+	// the field is promoted through: like encoding/json, we cannot
+	// allocate it, and setting the field is an error.
+	unsettable string
 }
 
 var (
@@ -131,10 +135,11 @@ func (b *schemaBuilder) build(t reflect.Type) (*typeInfo, error) {
 	case reflect.Map:
 		kt := t.Key()
 		switch {
+		case reflect.PointerTo(kt).Implements(textUnmarshalerType):
+			// encoding/json prefers UnmarshalText even for string kinds.
+			ti.keyKind = tkOpaque
 		case kt.Kind() == reflect.String:
 			ti.keyKind = tkString
-		case reflect.PointerTo(kt).Implements(textUnmarshalerType):
-			ti.keyKind = tkOpaque
 		default:
 			switch kt.Kind() {
 			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -169,10 +174,11 @@ func (b *schemaBuilder) build(t reflect.Type) (*typeInfo, error) {
 // candidate is one JSON field found while walking a struct and its embedded
 // structs, before the encoding/json dominance rules pick a winner per name.
 type candidate struct {
-	name   string
-	tagged bool
-	index  []int
-	sf     reflect.StructField
+	name       string
+	tagged     bool
+	index      []int
+	sf         reflect.StructField
+	unsettable string
 }
 
 // structFields lists the JSON fields of a struct with the same visibility rules
@@ -181,8 +187,9 @@ type candidate struct {
 // then the only tagged one; otherwise the name is ambiguous and dropped.
 func (b *schemaBuilder) structFields(ti *typeInfo) error {
 	type queued struct {
-		t     reflect.Type
-		index []int
+		t          reflect.Type
+		index      []int
+		unsettable string
 	}
 	current := []queued{}
 	next := []queued{{t: ti.rtype}}
@@ -192,7 +199,6 @@ func (b *schemaBuilder) structFields(ti *typeInfo) error {
 	for len(next) > 0 {
 		current, next = next, current[:0]
 		var level []candidate
-		levelCount := map[string]int{}
 		for _, q := range current {
 			if visited[q.t] {
 				continue
@@ -232,12 +238,15 @@ func (b *schemaBuilder) structFields(ti *typeInfo) error {
 					if name == "" {
 						name = sf.Name
 					}
-					level = append(level, candidate{name: name, tagged: tagged, index: index, sf: sf})
-					levelCount[name]++
+					level = append(level, candidate{name: name, tagged: tagged, index: index, sf: sf, unsettable: q.unsettable})
 					continue
 				}
 				// An embedded struct without a name: its fields are promoted.
-				next = append(next, queued{t: ft, index: index})
+				unsettable := q.unsettable
+				if unsettable == "" && !sf.IsExported() && sf.Type.Kind() == reflect.Pointer {
+					unsettable = ft.String()
+				}
+				next = append(next, queued{t: ft, index: index, unsettable: unsettable})
 			}
 		}
 		all = append(all, level)
@@ -274,11 +283,12 @@ func (b *schemaBuilder) structFields(ti *typeInfo) error {
 				return fmt.Errorf("%s.%s: %w", ti.rtype, winner.sf.Name, err)
 			}
 			fi := &fieldInfo{
-				name:     name,
-				index:    winner.index,
-				typ:      ft,
-				strategy: strategy,
-				mergeKey: winner.sf.Tag.Get("patchMergeKey"),
+				name:       name,
+				index:      winner.index,
+				typ:        ft,
+				strategy:   strategy,
+				mergeKey:   winner.sf.Tag.Get("patchMergeKey"),
+				unsettable: winner.unsettable,
 			}
 			ti.fields[name] = fi
 			ti.fieldList = append(ti.fieldList, fi)

@@ -108,17 +108,6 @@ func (a *arena) new(kind nodeKind, layer int32) *node {
 	return n
 }
 
-// setLayer marks a whole subtree as set by layer.
-func setLayer(n *node, layer int32) {
-	n.layer = layer
-	for _, m := range n.obj {
-		setLayer(m.val, layer)
-	}
-	for _, e := range n.arr {
-		setLayer(e, layer)
-	}
-}
-
 // appendJSON writes n as compact JSON, keys in their order.
 func appendJSON(buf []byte, n *node) []byte {
 	switch n.kind {
