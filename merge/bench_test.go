@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -22,6 +23,15 @@ import (
 // stand-in for components/kubelet of similar cost) and provenance.
 // BenchmarkKubeadmWay and BenchmarkKubeletWay only merge and decode;
 // BenchmarkStrictDecodeFloor only strict-decodes each document once.
+
+// reportCPU adds a cpu-ns/op metric: the process's CPU time (all threads,
+// GC included) per operation. On a shared machine wall time swings with the
+// load of other processes; CPU time much less, so compare ratios of this.
+func reportCPU(b *testing.B, start time.Duration) {
+	if cpu := processCPUTime() - start; cpu > 0 && b.N > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
 
 type benchLayers struct {
 	base     []byte
@@ -71,6 +81,8 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	start := processCPUTime()
+	defer func() { reportCPU(b, start) }()
 	for b.Loop() {
 		res, err := p.Merge(layers)
 		if err != nil || len(res.Provenance) == 0 {
@@ -86,6 +98,8 @@ func BenchmarkKubeadmWay(b *testing.B) {
 	l := loadBenchLayers(b)
 	patches := append(append([][]byte{}, l.dropIns...), l.instance)
 	b.ReportAllocs()
+	start := processCPUTime()
+	defer func() { reportCPU(b, start) }()
 	for b.Loop() {
 		merged, err := yaml.YAMLToJSON(l.base)
 		if err != nil {
@@ -113,6 +127,8 @@ func BenchmarkKubeletWay(b *testing.B) {
 	l := loadBenchLayers(b)
 	patches := append(append([][]byte{}, l.dropIns...), l.instance)
 	b.ReportAllocs()
+	start := processCPUTime()
+	defer func() { reportCPU(b, start) }()
 	for b.Loop() {
 		merged, err := yaml.YAMLToJSON(l.base)
 		if err != nil {
@@ -142,6 +158,8 @@ func BenchmarkStrictDecodeFloor(b *testing.B) {
 	l := loadBenchLayers(b)
 	docs := append(append([][]byte{l.base}, l.dropIns...), l.instance)
 	b.ReportAllocs()
+	start := processCPUTime()
+	defer func() { reportCPU(b, start) }()
 	for b.Loop() {
 		for _, d := range docs {
 			js, err := yaml.YAMLToJSONStrict(d)
