@@ -1,0 +1,69 @@
+package provision
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// FuzzValidate feeds arbitrary documents to a validator with the proposed
+// EKS Anywhere policy. It must not panic; an accepted document must give a
+// Document that decodes to Config, and a User view that, validated again,
+// gives Config back (the platform adds back exactly what User leaves out).
+func FuzzValidate(f *testing.F) {
+	for _, seed := range []string{
+		header,
+		header + "maxPods: 50\nresolvConf: /etc/r.conf\n",
+		header + "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: 10%\n",
+		header + "readOnlyPort: 10255\n",
+		header + "authentication:\n  webhook:\n    cacheTTL: 5m\n",
+		header + "featureGates:\n  A: true\nsystemReserved: {cpu: 500m}\n",
+		header + "maxPods: ten\nmaxPod: 1\n",
+		`{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","port":1e3}`,
+		"kind: KubeletConfiguration\n",
+		"- a\n",
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	v := eksaValidator(f, EKSAProposedPolicy, ProviderVSphere, EKSAOptions{ResolvConf: "/etc/eksa.conf"})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := v.Validate(data, "fuzz.yaml")
+		if err != nil {
+			return
+		}
+		var cfg kubeletv1beta1.KubeletConfiguration
+		if err := json.Unmarshal(res.Document, &cfg); err != nil {
+			t.Fatalf("Document does not decode: %v\n%s", err, res.Document)
+		}
+		if diff := cmp.Diff(&cfg, res.Config); diff != "" {
+			t.Fatalf("Config differs from Document (-doc +config):\n%s", diff)
+		}
+		user, err := json.Marshal(res.User)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := v.Validate(user, "fuzz.yaml")
+		if err != nil {
+			t.Fatalf("User does not validate again: %v\n%s", err, user)
+		}
+		if diff := cmp.Diff(res.Config, again.Config); diff != "" {
+			t.Fatalf("validating User does not give Config (-first +second):\n%s", diff)
+		}
+	})
+}
+
+// FuzzParseNodeLabels checks that String writes what ParseNodeLabels reads.
+func FuzzParseNodeLabels(f *testing.F) {
+	for _, seed := range []string{"", "a=b", "a=b,c=d", " a = b ,,", "x", "a=b=c", "=", "a=1,a=2"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l := ParseNodeLabels(s)
+		if diff := cmp.Diff(l, ParseNodeLabels(l.String())); diff != "" {
+			t.Fatalf("ParseNodeLabels(String()) of %q (-first +second):\n%s", s, diff)
+		}
+	})
+}

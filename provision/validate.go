@@ -1,0 +1,357 @@
+package provision
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/merge"
+)
+
+// Result is a user-supplied KubeletConfiguration that passed validation.
+type Result struct {
+	// Config is the configuration as the user wrote it with the platform's
+	// values applied by their rules. It is not defaulted: a field is set
+	// only when the user or the platform set it, which is what renderers
+	// (a kubeadm patch, Bottlerocket settings) need.
+	Config *kubeletv1beta1.KubeletConfiguration
+	// Document is Config as JSON holding exactly the fields that were set,
+	// including those set to their zero value (rotateCertificates: false),
+	// which Config cannot tell from unset ones.
+	Document []byte
+	// User holds only the user's own settings that stand in Config: the
+	// fields whose value came from the platform are left out. It is for
+	// renderers that deliver the platform's values some other way.
+	User *kubeletv1beta1.KubeletConfiguration
+	// Warnings name the user values the platform replaced (PlatformWins),
+	// one line each, starting with the document name.
+	Warnings []string
+}
+
+// Validator checks user-supplied KubeletConfiguration documents against the
+// kubelet profile and a platform Policy. It holds only read-only data, so
+// one Validator may be used from several goroutines at once.
+type Validator struct {
+	pipe   *merge.Pipeline[kubeletv1beta1.KubeletConfiguration]
+	policy compiled
+}
+
+// NewValidator prepares a Validator for p. It fails when a field of p is
+// not a KubeletConfiguration field, when a value does not fit its field,
+// when a field's rule, value and Blocked flag do not go together, or when
+// the platform's values alone (over the kubelet's defaults) do not pass the
+// kubelet profile's validation.
+func NewValidator(p Policy) (*Validator, error) {
+	c, err := p.compile()
+	if err != nil {
+		return nil, err
+	}
+	pipe, err := merge.New[kubeletv1beta1.KubeletConfiguration](kubelet.Profile{}, merge.Options{Policy: c.merge})
+	if err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	// The platform's own values must make a valid configuration: a bad
+	// value found here would otherwise fail every user's document.
+	if _, err := pipe.Merge(merge.Layers{Flags: c.overrides}); err != nil {
+		return nil, fmt.Errorf("provision: policy: the platform's values alone do not pass validation: %w", err)
+	}
+	return &Validator{pipe: pipe, policy: c}, nil
+}
+
+// Validate checks a user's KubeletConfiguration document (YAML or JSON),
+// named name in every error (a file name, or the document's place in a
+// cluster spec such as "spec.controlPlaneConfiguration.kubeletConfiguration").
+//
+// apiVersion and kind are required. Decoding is strict: every unknown or
+// duplicate key and every value of the wrong type is reported with its field
+// path, all at once. Then the policy is enforced (blocked fields, fields
+// under ErrorIfBoth), the platform's values are applied by their rules, and
+// the result is defaulted and validated with the kubelet profile
+// (components/kubelet); the defaulted copy is only used for validation.
+//
+// On failure the error is a *merge.Error (errors.As finds its parts) whose
+// message has one line per problem, each starting with name; a validation
+// error about a value the user did not set ends with "(set by <owner>)" or
+// "(set by defaults)". An unknown key that is a kubelet flag rather than a
+// configuration field (nodeLabels, cloudProvider, nodeIP) says so. Policy
+// violations are reported once the document decodes: a document with
+// decode problems reports those only. data is not modified.
+func (v *Validator) Validate(data []byte, name string) (*Result, error) {
+	if name == "" {
+		return nil, fmt.Errorf("provision: document has no name")
+	}
+	if name == v.policy.merge.Owner || name == merge.DefaultsLayer {
+		return nil, fmt.Errorf("provision: document name %q is reserved for the platform's or the default values", name)
+	}
+	res, err := v.pipe.Merge(merge.Layers{
+		Base:  &merge.Document{Name: name, Data: data},
+		Flags: v.policy.overrides,
+	})
+	if err != nil {
+		var me *merge.Error
+		if errors.As(err, &me) {
+			addFlagHints(me)
+			nameValidation(me, name)
+		}
+		return nil, err
+	}
+	doc := res.MergedJSON()
+	cfg := new(kubeletv1beta1.KubeletConfiguration)
+	if err := json.Unmarshal(doc, cfg); err != nil {
+		return nil, fmt.Errorf("provision: %s: decoding the merged document: %w", name, err)
+	}
+	user, err := v.userView(doc, res.Provenance)
+	if err != nil {
+		return nil, fmt.Errorf("provision: %s: %w", name, err)
+	}
+	return &Result{Config: cfg, Document: doc, User: user, Warnings: res.Warnings}, nil
+}
+
+// ValidateMap is Validate for a configuration held as an unstructured map,
+// as a cluster spec decoded with sigs.k8s.io/yaml or encoding/json holds it.
+// The map is marshalled to JSON and never modified. Values encoding/json
+// cannot marshal (a NaN, a map with non-string keys as gopkg.in/yaml.v2
+// produces, a func) are reported as a *merge.Error, each with its path,
+// all at once.
+func (v *Validator) ValidateMap(obj map[string]any, name string) (*Result, error) {
+	if obj == nil {
+		return v.Validate(nil, name)
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		var problems []merge.Problem
+		findUnmarshallable(reflect.ValueOf(obj), "", &problems)
+		if len(problems) == 0 {
+			return nil, fmt.Errorf("provision: %s: %w", name, err)
+		}
+		return nil, &merge.Error{Decode: []*merge.DecodeError{{Document: name, Problems: problems}}}
+	}
+	return v.Validate(data, name)
+}
+
+// ValidateKubeletConfiguration validates a user's KubeletConfiguration
+// document with no platform policy; see Validator.Validate. It returns
+// the configuration as the user wrote it, not defaulted.
+func ValidateKubeletConfiguration(data []byte, name string) (*kubeletv1beta1.KubeletConfiguration, error) {
+	v, err := NewValidator(Policy{})
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.Validate(data, name)
+	if err != nil {
+		return nil, err
+	}
+	return res.Config, nil
+}
+
+// ValidateKubeletConfigurationMap validates a user's KubeletConfiguration
+// held as an unstructured map, with no platform policy; see
+// Validator.ValidateMap. The map is never modified.
+func ValidateKubeletConfigurationMap(obj map[string]any, name string) (*kubeletv1beta1.KubeletConfiguration, error) {
+	v, err := NewValidator(Policy{})
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.ValidateMap(obj, name)
+	if err != nil {
+		return nil, err
+	}
+	return res.Config, nil
+}
+
+// userView returns doc without the fields whose value came from the
+// platform, as provenance tells.
+func (v *Validator) userView(doc []byte, provenance map[string]string) (*kubeletv1beta1.KubeletConfiguration, error) {
+	var tree map[string]any
+	if err := json.Unmarshal(doc, &tree); err != nil {
+		return nil, fmt.Errorf("decoding the merged document: %w", err)
+	}
+	owner := v.policy.merge.Owner
+	for _, f := range v.policy.fromPlatform {
+		if fromLayer(provenance, f.Path, owner) {
+			deletePath(tree, splitPath(f.Path))
+		}
+	}
+	data, err := json.Marshal(tree)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the user's fields: %w", err)
+	}
+	user := new(kubeletv1beta1.KubeletConfiguration)
+	if err := json.Unmarshal(data, user); err != nil {
+		return nil, fmt.Errorf("decoding the user's fields: %w", err)
+	}
+	return user, nil
+}
+
+// fromLayer says whether some leaf at or below path was set by layer.
+func fromLayer(provenance map[string]string, path, layer string) bool {
+	for p, l := range provenance {
+		if l != layer {
+			continue
+		}
+		if p == path || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// splitPath splits a field path in merge's notation ("a.b", "m[key]",
+// "m[key].c") into its field names and map keys.
+func splitPath(path string) []string {
+	var segs []string
+	for len(path) > 0 {
+		switch path[0] {
+		case '.':
+			path = path[1:]
+		case '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				return append(segs, path[1:])
+			}
+			segs = append(segs, path[1:end])
+			path = path[end+1:]
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				return append(segs, path)
+			}
+			segs = append(segs, path[:end])
+			path = path[end:]
+		}
+	}
+	return segs
+}
+
+// deletePath removes the value at segs from tree, if it is there.
+func deletePath(tree map[string]any, segs []string) {
+	for i, s := range segs {
+		if i == len(segs)-1 {
+			delete(tree, s)
+			return
+		}
+		next, ok := tree[s].(map[string]any)
+		if !ok {
+			return
+		}
+		tree = next
+	}
+}
+
+// nameValidation makes validation errors start with the user's document
+// name instead of merge's "merged config", and keeps the "(set by ...)"
+// note only for values the user did not set: the platform's or the
+// defaults.
+func nameValidation(me *merge.Error, name string) {
+	ve := me.Validation
+	if ve == nil {
+		return
+	}
+	prov := make(map[string]string, len(ve.Provenance))
+	for path, layer := range ve.Provenance {
+		if layer != name {
+			prov[path] = layer
+		}
+	}
+	ve.Document = name
+	ve.Provenance = prov
+}
+
+// flagOnly returns the kubelet flag for a key users put in a
+// KubeletConfiguration although it exists only as a flag.
+func flagOnly(key string) (string, bool) {
+	switch key {
+	case "nodeLabels":
+		return "--node-labels", true
+	case "cloudProvider":
+		return "--cloud-provider", true
+	case "nodeIP":
+		return "--node-ip", true
+	case "hostnameOverride":
+		return "--hostname-override", true
+	}
+	return "", false
+}
+
+// addFlagHints explains unknown top-level keys that are kubelet flags.
+func addFlagHints(me *merge.Error) {
+	for _, d := range me.Decode {
+		for i, p := range d.Problems {
+			if p.Type != merge.ProblemUnknownField || p.Path != "" || p.Detail != "" {
+				continue
+			}
+			if flag, ok := flagOnly(p.Field); ok {
+				d.Problems[i].Detail = "a kubelet flag (" + flag + "), not a KubeletConfiguration field"
+			}
+		}
+	}
+}
+
+// findUnmarshallable records every value below v that encoding/json cannot
+// marshal, with its path in field.Path notation.
+func findUnmarshallable(v reflect.Value, path string, out *[]merge.Problem) {
+	bad := func(detail string) {
+		*out = append(*out, merge.Problem{Type: merge.ProblemWrongType, Path: path, Detail: detail})
+	}
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Type().Implements(reflect.TypeFor[json.Marshaler]()) {
+		if _, err := json.Marshal(v.Interface()); err != nil {
+			bad(err.Error())
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			bad("value " + strconv.FormatFloat(f, 'g', -1, 64) + " has no JSON form")
+		}
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String {
+			bad("a map with " + v.Type().Key().String() + " keys has no JSON form; keys must be strings")
+			return
+		}
+		iter := v.MapRange()
+		var keys []string
+		vals := map[string]reflect.Value{}
+		for iter.Next() {
+			k := iter.Key().String()
+			keys = append(keys, k)
+			vals[k] = iter.Value()
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			findUnmarshallable(vals[k], joinKey(path, k), out)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
+			return // []byte marshals as base64
+		}
+		for i := 0; i < v.Len(); i++ {
+			findUnmarshallable(v.Index(i), path+"["+strconv.Itoa(i)+"]", out)
+		}
+	case reflect.Func, reflect.Chan, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
+		bad("a value of type " + v.Type().String() + " has no JSON form")
+	}
+}
+
+// joinKey appends a key to a path with a dot; an untyped map cannot tell
+// struct fields from map keys, and most keys here are fields.
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
