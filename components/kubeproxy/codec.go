@@ -1,0 +1,29 @@
+package kubeproxy
+
+import (
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+
+	"github.com/dynconfig/dynconfig/merge"
+)
+
+// NewPipeline returns a merge pipeline for the KubeProxyConfiguration profile: the codec
+// (strict decoding with field paths, or lenient with warnings) and the
+// layering of defaults, shared, drop-in, instance and flag layers.
+func NewPipeline(opts merge.Options) (*merge.Pipeline[kubeproxyv1alpha1.KubeProxyConfiguration], error) {
+	return merge.New[kubeproxyv1alpha1.KubeProxyConfiguration](Profile{}, opts)
+}
+
+// Decode strictly decodes one KubeProxyConfiguration document (YAML or JSON), defaults
+// and validates it. Errors name the document and every field at fault
+// (*merge.Error).
+func Decode(name string, data []byte) (*kubeproxyv1alpha1.KubeProxyConfiguration, error) {
+	p, err := NewPipeline(merge.Options{})
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Merge(merge.Layers{Base: &merge.Document{Name: name, Data: data}})
+	if err != nil {
+		return nil, err
+	}
+	return res.Object, nil
+}
