@@ -12,4 +12,16 @@
 //
 // This package is pure: it does not talk to the API server and has no clock;
 // times are arguments.
+//
+// The reporters are the package's I/O edge; the rest above stays pure.
+// NodeReporter reads the Node and sends a strategic merge patch of the
+// status subresource holding only the ConfigOK condition, so the kubelet's
+// conditions are never overwritten; it retries conflicts and transient API
+// errors within a bounded backoff and the caller's context, and it does not
+// retry a missing Node (report again later). EventReporter records
+// ConfigChanged and ConfigRolledBack Events on the Node, best effort: one
+// Create per call, no aggregation or rate limiting. Metrics registers info
+// gauges (assigned, active, last-known-good config; one series each) and
+// error and rollback counters on a caller-given Registerer; a nil *Metrics
+// does nothing. None of them imports another dynconfig package.
 package status

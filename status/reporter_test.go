@@ -189,21 +189,22 @@ func TestNodeReporterRetries(t *testing.T) {
 	ok := Report{Status: corev1.ConditionTrue, Reason: ReasonAllChecksPassed, Message: "using current (default)"}
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, testNode, errors.New("the object has been modified"))
 	tests := []struct {
-		name        string
-		node        bool    // whether the Node exists
-		patchErrs   []error // returned by the first patches, in order
-		wantPatches int
-		wantErr     func(error) bool // nil: success
-		wantInErr   string
+		name         string
+		node         bool    // whether the Node exists
+		patchErrs    []error // returned by the first patches, in order
+		wantPatches  int
+		wantRequests int              // GETs and PATCHes
+		wantErr      func(error) bool // nil: success
+		wantInErr    string
 	}{
-		{name: "conflict is retried", node: true, patchErrs: []error{conflict}, wantPatches: 2},
+		{name: "conflict is retried", node: true, patchErrs: []error{conflict}, wantPatches: 2, wantRequests: 4},
 		{name: "transient errors are retried", node: true,
-			patchErrs: []error{apierrors.NewServerTimeout(nodesGVR.GroupResource(), "patch", 1), apierrors.NewTooManyRequests("slow down", 1)}, wantPatches: 3},
-		{name: "retries are bounded", node: true, patchErrs: []error{conflict, conflict, conflict, conflict}, wantPatches: 3,
+			patchErrs: []error{apierrors.NewServerTimeout(nodesGVR.GroupResource(), "patch", 1), apierrors.NewTooManyRequests("slow down", 1)}, wantPatches: 3, wantRequests: 6},
+		{name: "retries are bounded", node: true, patchErrs: []error{conflict, conflict, conflict, conflict}, wantPatches: 3, wantRequests: 6,
 			wantErr: apierrors.IsConflict, wantInErr: `node "node-1": giving up after 3 attempts`},
 		{name: "forbidden is not retried", node: true, patchErrs: []error{apierrors.NewForbidden(nodesGVR.GroupResource(), testNode, errors.New("no"))},
-			wantPatches: 1, wantErr: apierrors.IsForbidden, wantInErr: `reporting ConfigOK on node "node-1"`},
-		{name: "missing node names the node", node: false, wantPatches: 0,
+			wantPatches: 1, wantRequests: 2, wantErr: apierrors.IsForbidden, wantInErr: `reporting ConfigOK on node "node-1"`},
+		{name: "missing node names the node", node: false, wantPatches: 0, wantRequests: 1,
 			wantErr: apierrors.IsNotFound, wantInErr: `reporting ConfigOK on node "node-1"`},
 	}
 	for _, tc := range tests {
@@ -222,8 +223,8 @@ func TestNodeReporterRetries(t *testing.T) {
 				return false, nil, nil
 			})
 			err := newTestReporter(t, client, clocktesting.NewFakePassiveClock(t0)).ReportConfigOK(context.Background(), ok)
-			if patches != tc.wantPatches {
-				t.Errorf("%d patches, want %d", patches, tc.wantPatches)
+			if patches != tc.wantPatches || len(client.Actions()) != tc.wantRequests {
+				t.Errorf("%d patches in %d requests, want %d in %d", patches, len(client.Actions()), tc.wantPatches, tc.wantRequests)
 			}
 			if tc.wantErr == nil {
 				if err != nil {
