@@ -310,6 +310,7 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 	}
 
 	report := reportFor(d, cur.Source, lkgPtr.Source, c.local())
+	c.observe(ctx, d, cur.Source, lkgPtr.Source, report)
 	c.mu.Lock()
 	c.state = state{current: cur, lastKnownGood: lkgPtr.Source, decision: d, trial: trial, report: report,
 		syncFailed: syncErr != nil, promoted: d.PromoteCurrent || (d.Run != nil && lkg.Key(d.Run) == lkg.Key(lkgPtr.Source))}
@@ -322,6 +323,33 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 		return curCfg, nil
 	default:
 		return lkgCfg, nil
+	}
+}
+
+// observe exports a decision: metrics always, a rollback event when a
+// config has just been found bad.
+func (c *Controller[T]) observe(ctx context.Context, d lkg.Decision, cur, lastKnownGood *corev1.NodeConfigSource, r status.Report) {
+	m := c.opts.Metrics
+	m.SetAssigned(cur)
+	m.SetActive(d.Run)
+	switch {
+	case d.PromoteCurrent:
+		m.SetLastKnownGood(cur)
+	case d.ResetLastKnownGood:
+		m.SetLastKnownGood(nil)
+	default:
+		m.SetLastKnownGood(lastKnownGood)
+	}
+	if d.Problem != lkg.ProblemNone {
+		m.IncError(d.Problem.String())
+	}
+	if d.MarkBad {
+		m.IncRollback()
+		if c.opts.Events != nil {
+			if err := c.opts.Events.RecordRolledBack(ctx, r.Reason+"; "+r.Message); err != nil {
+				klog.FromContext(ctx).Error(err, "Recording the rollback event")
+			}
+		}
 	}
 }
 
@@ -549,6 +577,7 @@ func (c *Controller[T]) maybePromote(ctx context.Context) {
 	c.state.promoted = true
 	c.state.lastKnownGood = s.current.Source
 	c.mu.Unlock()
+	c.opts.Metrics.SetLastKnownGood(s.current.Source)
 	logger.Info("Current config promoted to last-known-good", "config", describe(s.current.Source))
 	if _, err := c.store.GC(); err != nil {
 		logger.Error(err, "Checkpoint GC")
@@ -565,6 +594,7 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 	s := c.state
 	c.mu.Unlock()
 	if err != nil {
+		c.opts.Metrics.IncError(lkg.ProblemSyncFailed.String())
 		logger.Error(err, "Sync failed; config unchanged")
 		c.publish(ctx, status.Report{
 			Status:  corev1.ConditionUnknown,
@@ -579,11 +609,17 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		c.publish(ctx, status.Report{Status: corev1.ConditionUnknown, Reason: status.SyncFailedReason(err), Message: s.report.Message})
 		return nil
 	}
+	c.opts.Metrics.SetAssigned(a.Source)
 	if !changed && !s.syncFailed {
 		// Nothing new; make sure the condition is the decision's, not an
 		// earlier sync failure's.
 		c.publish(ctx, s.report)
 		return nil
+	}
+	if changed && c.opts.Events != nil {
+		if err := c.opts.Events.RecordConfigChanged(ctx, status.ConfigChangedMessage(a.Source)); err != nil {
+			logger.Error(err, "Recording the config-changed event")
+		}
 	}
 	return c.restart(ctx)
 }
@@ -613,10 +649,4 @@ func (c *Controller[T]) restart(ctx context.Context) error {
 }
 
 // describe names a source in logs.
-func describe(src *corev1.NodeConfigSource) string {
-	if src == nil || src.ConfigMap == nil {
-		return "local"
-	}
-	r := src.ConfigMap
-	return fmt.Sprintf("%s/%s (UID: %s, resourceVersion: %s)", r.Namespace, r.Name, r.UID, r.ResourceVersion)
-}
+func describe(src *corev1.NodeConfigSource) string { return status.DescribeSource(src) }

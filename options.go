@@ -58,6 +58,16 @@ type Reporter interface {
 	ReportConfigOK(ctx context.Context, report status.Report) error
 }
 
+// EventRecorder records the Node events of config changes;
+// status.EventReporter implements it.
+type EventRecorder interface {
+	// RecordConfigChanged is called before a restart for a new config.
+	RecordConfigChanged(ctx context.Context, message string) error
+	// RecordRolledBack is called when a config is found bad and the
+	// component rolls back.
+	RecordRolledBack(ctx context.Context, message string) error
+}
+
 // Options configures a Controller. The zero value of each optional field
 // is its documented default.
 type Options[T any] struct {
@@ -84,6 +94,14 @@ type Options[T any] struct {
 	// Reporter publishes the ConfigOK condition. Default: the condition is
 	// only logged.
 	Reporter Reporter
+
+	// Events records ConfigChanged and ConfigRolledBack events. Default:
+	// none.
+	Events EventRecorder
+	// Metrics exports the assigned, active and last-known-good configs,
+	// errors and rollbacks (status.NewMetrics on a caller's Registerer).
+	// Default: none.
+	Metrics *status.Metrics
 
 	// Restart is called after a new config was checkpointed and made
 	// current, so the process manager restarts the component on it.

@@ -1,0 +1,143 @@
+package dynconfig
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/dynconfig/dynconfig/status"
+)
+
+type recordedEvents struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recordedEvents) RecordConfigChanged(_ context.Context, msg string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, "ConfigChanged: "+msg)
+	return nil
+}
+
+func (r *recordedEvents) RecordRolledBack(_ context.Context, msg string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, "ConfigRolledBack: "+msg)
+	return nil
+}
+
+func (r *recordedEvents) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+func activeUID(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == status.MetricActiveConfigInfo {
+			for _, m := range mf.GetMetric() {
+				return label(m, "uid")
+			}
+		}
+	}
+	return "<none>"
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func TestEventsAndMetrics(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`, nil)
+	n.configMap("b", "uid-b", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: -1}`, nil)
+	n.assign("a", "uid-a")
+	reg := prometheus.NewRegistry()
+	metrics, err := status.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &recordedEvents{}
+	withObservers := func(o *Options[testConfig]) { o.Metrics = metrics; o.Events = events }
+
+	c := n.controller(withObservers)
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if uid := activeUID(t, reg); uid != "uid-a" {
+		t.Fatalf("active config metric uid %q, want uid-a", uid)
+	}
+	// A new assignment while running: ConfigChanged, then the restart hook.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	n.assign("b", "uid-b")
+	waitFor(t, n.clock.HasWaiters)
+	n.clock.Step(2 * time.Minute) // a's trial ends (promotion); the resync picks up b
+	waitFor(t, func() bool { return n.restarts == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if ev := events.list(); len(ev) != 1 || !strings.HasPrefix(ev[0], "ConfigChanged: config changed to ConfigMap kube-system/b (UID: uid-b") {
+		t.Fatalf("events %q", ev)
+	}
+
+	// The restarted process finds b invalid: a rollback, counted and recorded.
+	c = n.controller(withObservers)
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	ev := events.list()
+	if len(ev) != 2 || ev[1] != "ConfigRolledBack: failed to validate current (UID: uid-b); using last known good: (UID: uid-a)" {
+		t.Fatalf("events %q", ev)
+	}
+	if got := counterValue(t, reg, status.MetricRollbacksTotal); got != 1 {
+		t.Fatalf("rollbacks %v, want 1", got)
+	}
+	if uid := activeUID(t, reg); uid != "uid-a" {
+		t.Fatalf("active config metric uid %q, want uid-a (promoted while Run waited)", uid)
+	}
+	// A later start on the marked config is not a new rollback.
+	c = n.controller(withObservers)
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := counterValue(t, reg, status.MetricRollbacksTotal); got != 1 || len(events.list()) != 2 {
+		t.Fatalf("rollbacks %v events %d after a repeat start; want 1 and 2", got, len(events.list()))
+	}
+}
