@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// readTree returns every file under dir by its slash path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		out[filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGolden runs the program on the specs under testdata and compares
+// everything it writes and prints with the golden files.
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		dir  string
+		args []string
+	}{
+		{dir: "vsphere"},
+		{dir: "docker-alternate", args: []string{"-policy", "alternate", "-allow", "tlsCipherSuites"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			caseDir := filepath.Join("testdata", tt.dir)
+			out := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			args := append(append([]string{"-out", out}, tt.args...), filepath.Join(caseDir, "cluster.yaml"))
+			if code := run(args, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+			}
+			got := readTree(t, out)
+			got["stdout"] = stdout.String()
+			got["stderr"] = stderr.String()
+			wantDir := filepath.Join(caseDir, "want")
+			if *update {
+				if err := os.RemoveAll(wantDir); err != nil {
+					t.Fatal(err)
+				}
+				for p, data := range got {
+					file := filepath.Join(wantDir, filepath.FromSlash(p))
+					if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if diff := cmp.Diff(readTree(t, wantDir), got); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const cluster = `apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: Cluster
+metadata: {name: c}
+spec:
+  datacenterRef: {kind: VSphereDatacenterConfig}
+`
+
+const kcHeader = "{apiVersion: kubelet.config.k8s.io/v1beta1, kind: KubeletConfiguration"
+
+// TestBadInputs is the table of bad inputs with the exact text the user sees.
+func TestBadInputs(t *testing.T) {
+	const cp = "spec.controlPlaneConfiguration.kubeletConfiguration: "
+	const w0 = "spec.workerNodeGroupConfigurations[0].kubeletConfiguration: "
+	tests := []struct {
+		name string
+		args []string
+		spec string
+		want string
+	}{{
+		name: "wrong kind",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: {apiVersion: kubelet.config.k8s.io/v1beta1, kind: KubeProxyConfiguration}\n",
+		want: cp + `kind: expected "KubeletConfiguration", got "KubeProxyConfiguration"`,
+	}, {
+		name: "unknown key",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", maxPod: 10, nodeLabels: {a: b}}\n",
+		want: cp + `unknown field "maxPod"` + "\n" +
+			cp + `unknown field "nodeLabels": a kubelet flag (--node-labels), not a KubeletConfiguration field`,
+	}, {
+		name: "wrong type",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", maxPods: \"110\", evictionHard: [memory.available]}\n",
+		want: cp + `evictionHard: expected object, got list` + "\n" +
+			cp + `maxPods: expected int32, got string "110"`,
+	}, {
+		name: "blocked field",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", readOnlyPort: 10255}\n",
+		want: cp + `readOnlyPort: field is managed by the platform (owner: "eks-a")`,
+	}, {
+		name: "unsupported Bottlerocket field",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + ", maxPods: 50, staticPodPath: /etc/static, imageGCHighThresholdPercent: 90}\n",
+		want: cp + `unsupported KubeletConfiguration fields for Bottlerocket: staticPodPath`,
+	}, {
+		name: "conflicting explicit field",
+		args: []string{"-error-if-both"},
+		spec: cluster + "  clusterNetwork: {dns: {resolvConf: {path: /etc/eksa.conf}}}\n  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", resolvConf: /etc/mine.conf}\n",
+		want: cp + `resolvConf: field is also set by the platform (owner: "eks-a"); set it in one place only`,
+	}, {
+		name: "kubelet validation",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}\n",
+		want: cp + `imageGCLowThresholdPercent: Invalid value: 60: must be less than imageGCHighThresholdPercent (50)`,
+	}, {
+		name: "every group's problems at once",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", providerID: x, maxPods: -1}\n" +
+			"  workerNodeGroupConfigurations:\n  - name: md-0\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + ", cgroupDriver: systemd}\n" +
+			"  - name: md-1\n    osFamily: ubuntu\n    kubeletConfiguration: {kind: KubeletConfiguration}\n",
+		want: cp + `maxPods: Invalid value: -1: must not be negative` + "\n" +
+			w0 + `unsupported KubeletConfiguration fields for Bottlerocket: cgroupDriver` + "\n" +
+			`spec.workerNodeGroupConfigurations[1].kubeletConfiguration: apiVersion: missing, expected "kubelet.config.k8s.io/v1beta1"`,
+	}, {
+		name: "spec: unknown and duplicate fields",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    count: 3\n  workerNodeGroupConfigurations:\n  - name: md-0\n    osFamily: ubuntu\n    machineGroupRef: {}\n",
+		want: `cluster spec: unknown field "spec.controlPlaneConfiguration.count"` + "\n" +
+			`cluster spec: unknown field "spec.workerNodeGroupConfigurations[0].machineGroupRef"`,
+	}, {
+		name: "spec: duplicate key",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    osFamily: bottlerocket\n",
+		want: "cluster spec: yaml: unmarshal errors:\n  line 8: key \"osFamily\" already set in map",
+	}, {
+		name: "spec: rules",
+		spec: "apiVersion: v1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  datacenterRef: {kind: AWSDatacenterConfig}\n" +
+			"  workerNodeGroupConfigurations:\n  - name: md-0\n    osFamily: windows\n    labels: {node-role.kubernetes.io/worker: \"\"}\n  - name: md-0\n    osFamily: ubuntu\n  - osFamily: ubuntu\n",
+		want: `apiVersion: Invalid value: "v1": must be "anywhere.eks.amazonaws.com/v1alpha1"` + "\n" +
+			`spec.datacenterRef.kind: Unsupported value: "AWSDatacenterConfig": supported values: "CloudStackDatacenterConfig", "DockerDatacenterConfig", "NutanixDatacenterConfig", "SnowDatacenterConfig", "TinkerbellDatacenterConfig", "VSphereDatacenterConfig"` + "\n" +
+			`spec.controlPlaneConfiguration: Required value` + "\n" +
+			`spec.workerNodeGroupConfigurations[0].osFamily: Unsupported value: "windows": supported values: "bottlerocket", "ubuntu"` + "\n" +
+			`spec.workerNodeGroupConfigurations[0].labels[node-role.kubernetes.io/worker]: Forbidden: the kubelet refuses labels in the kubernetes.io and k8s.io namespaces except under kubelet.kubernetes.io, node.kubernetes.io and these keys: beta.kubernetes.io/arch, beta.kubernetes.io/instance-type, beta.kubernetes.io/os, failure-domain.beta.kubernetes.io/region, failure-domain.beta.kubernetes.io/zone, kubernetes.io/arch, kubernetes.io/hostname, kubernetes.io/os, node.kubernetes.io/instance-type, topology.kubernetes.io/region, topology.kubernetes.io/zone` + "\n" +
+			`spec.workerNodeGroupConfigurations[1].name: Duplicate value: "md-0"` + "\n" +
+			`spec.workerNodeGroupConfigurations[2].name: Required value`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			specFile := filepath.Join(dir, "cluster.yaml")
+			if err := os.WriteFile(specFile, []byte(tt.spec), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out")
+			var stdout, stderr bytes.Buffer
+			code := run(append(append([]string{"-out", out}, tt.args...), specFile), &stdout, &stderr)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if diff := cmp.Diff(tt.want, strings.TrimSuffix(stderr.String(), "\n")); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout: %q", stdout.String())
+			}
+			if files := readTree(t, out); len(files) > 0 {
+				t.Errorf("wrote files despite errors: %v", files)
+			}
+		})
+	}
+}
+
+// TestUsage checks the command-line errors, which exit 2.
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"cluster.yaml"},
+		{"-out", "x"},
+		{"-out", "x", "-policy", "strict", "cluster.yaml"},
+		{"-nope"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit code %d, want 2; stderr:\n%s", code, stderr.String())
+			}
+			if stderr.Len() == 0 {
+				t.Error("nothing on stderr")
+			}
+		})
+	}
+}
