@@ -77,8 +77,8 @@ func NewValidator(p Policy) (*Validator, error) {
 // the result is defaulted and validated with the kubelet profile
 // (components/kubelet); the defaulted copy is only used for validation.
 //
-// On failure the error is a *merge.Error (errors.As finds its parts) whose
-// message has one line per problem, each starting with name; a validation
+// When the document has problems the error is a *merge.Error (errors.As
+// finds its parts) whose message has one line per problem, each starting with name; a validation
 // error about a value the user did not set ends with "(set by <owner>)" or
 // "(set by defaults)". An unknown key that is a kubelet flag rather than a
 // configuration field (nodeLabels, cloudProvider, nodeIP) says so. Policy

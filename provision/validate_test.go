@@ -475,3 +475,46 @@ func TestSplitPath(t *testing.T) {
 		})
 	}
 }
+
+// TestValidatorConcurrent shares one Validator between goroutines; run with
+// -race it checks the "read-only" claim, and each result must equal the
+// sequential one.
+func TestValidatorConcurrent(t *testing.T) {
+	v := eksaValidator(t, EKSAProposedPolicy, ProviderNutanix, EKSAOptions{ResolvConf: "/etc/r.conf"})
+	docs := []string{
+		header + "maxPods: 10\n",
+		header + "resolvConf: /x\n",
+		header + "evictionSoft: {memory.available: 1Gi}\nevictionSoftGracePeriod: {memory.available: 1m}\n",
+		header + "readOnlyPort: 1\n",
+	}
+	want := make([]string, len(docs))
+	for i, d := range docs {
+		res, err := v.Validate([]byte(d), "kubelet.yaml")
+		if err != nil {
+			want[i] = err.Error()
+		} else {
+			want[i] = string(res.Document)
+		}
+	}
+	got := make([]string, len(docs)*8)
+	done := make(chan struct{})
+	for i := range got {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			res, err := v.Validate([]byte(docs[i%len(docs)]), "kubelet.yaml")
+			if err != nil {
+				got[i] = err.Error()
+			} else {
+				got[i] = string(res.Document)
+			}
+		}()
+	}
+	for range got {
+		<-done
+	}
+	for i := range got {
+		if got[i] != want[i%len(docs)] {
+			t.Errorf("goroutine %d: got %s, want %s", i, got[i], want[i%len(docs)])
+		}
+	}
+}

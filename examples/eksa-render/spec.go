@@ -82,7 +82,7 @@ const (
 // controlPlaneDir is the output directory of the control plane.
 const controlPlaneDir = "control-plane"
 
-// providers maps datacenterRef kinds to providers.
+// provider maps a datacenterRef kind to its provider.
 func provider(kind string) (provision.Provider, bool) {
 	switch kind {
 	case "DockerDatacenterConfig":
