@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
-
-	"github.com/dynconfig/dynconfig/components/kubelet"
 )
 
 // The four benchmarks below work on the same realistic kubelet layers
@@ -71,34 +69,6 @@ var benchFlags = []Override{
 func BenchmarkPipeline(b *testing.B) {
 	l := loadBenchLayers(b)
 	p := newPipeline(b, Profile[kubeletConfig](kubeletTestProfile{}), Options{})
-	layers := Layers{
-		Base:     &Document{Name: "kubelet.yaml", Data: l.base},
-		Instance: &Document{Name: "instance.yaml", Data: l.instance},
-		Flags:    benchFlags,
-	}
-	for i, d := range l.dropIns {
-		layers.DropIns = append(layers.DropIns, Document{Name: filepath.Join("config.d", string(rune('a'+i))+".conf"), Data: d})
-	}
-	if _, err := p.Merge(layers); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	start := processCPUTime()
-	defer func() { reportCPU(b, start) }()
-	for b.Loop() {
-		res, err := p.Merge(layers)
-		if err != nil || len(res.Provenance) == 0 {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkPipelineKubeletProfile is BenchmarkPipeline with the real
-// components/kubelet profile (its full defaulting and validation) instead of
-// the stand-in.
-func BenchmarkPipelineKubeletProfile(b *testing.B) {
-	l := loadBenchLayers(b)
-	p := newPipeline(b, Profile[kubeletConfig](kubelet.Profile{}), Options{})
 	layers := Layers{
 		Base:     &Document{Name: "kubelet.yaml", Data: l.base},
 		Instance: &Document{Name: "instance.yaml", Data: l.instance},
