@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, defaultDeps())
+	stop()
+	os.Exit(code)
+}
+
+// deps is what the commands take from the outside world, so that tests can
+// replace it: the clock stamps pointers written by reset, the logger receives
+// what package checkpoint reports, and newClient builds the API client of
+// assign from a kubeconfig path ("" for the default loading rules).
+type deps struct {
+	clock     clock.PassiveClock
+	logger    klog.Logger
+	newClient func(kubeconfig string) (kubernetes.Interface, error)
+}
+
+func defaultDeps() deps {
+	return deps{clock: clock.RealClock{}, logger: klog.Background(), newClient: newClientFromKubeconfig}
+}
+
+// usageError is a malformed command line: exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// run executes the command line args and returns the exit code. Errors go to
+// stderr, results to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, d deps) int {
+	root := newRootCommand(stdout, stderr, d)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "dynconfigctl: %v\n", err)
+	var u *usageError
+	if errors.As(err, &u) {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		return exitUsage
+	}
+	return exitError
+}
+
+func newRootCommand(stdout, stderr io.Writer, d deps) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dynconfigctl",
+		Short: "Inspect and repair a node's dynconfig state, and assign configs to nodes",
+		Long: `dynconfigctl inspects and repairs the state dir of a component that uses
+dynconfig (checkpoints, current and last-known-good pointers, bad marks,
+startups), and assigns a ConfigMap to a node through its
+` + configSourceAnnotation + ` annotation.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// A root command with Args set reports unknown subcommands through
+		// Args, so that they are usage errors like every other.
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(stderr)
+			_ = cmd.Help()
+			return usagef("no command given")
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(
+		newInspectCommand(stdout, d),
+		newForgetBadCommand(stdout, d),
+		newResetCommand(stdout, d),
+		newAssignCommand(stdout, d),
+	)
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with a usage error that names the arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == len(names):
+		case len(names) == 0:
+			return usagef("%s takes no arguments, got %q", cmd.Name(), args)
+		default:
+			return usagef("%s takes %d argument(s), %s, got %d", cmd.Name(), len(names), strings.Join(names, " "), len(args))
+		}
+		return nil
+	}
+}

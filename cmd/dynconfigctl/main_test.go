@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/dynconfig/dynconfig/checkpoint"
+)
+
+// TestRun runs whole command lines: flags reach the commands, and errors map
+// to the exit codes (0 ok, 1 error, 2 usage).
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string // "$STATE" is the fixture's state dir
+		locked     bool
+		wantCode   int
+		wantStdout string // substring
+		wantStderr string // substring
+	}{
+		{name: "no command", args: nil, wantCode: exitUsage, wantStderr: "dynconfigctl: no command given"},
+		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitUsage, wantStderr: `unknown command "frobnicate"`},
+		{name: "help", args: []string{"--help"}, wantCode: exitOK, wantStdout: "forget-bad"},
+		{name: "unknown flag", args: []string{"inspect", "--bogus", "$STATE"}, wantCode: exitUsage, wantStderr: "unknown flag: --bogus"},
+		{name: "inspect without DIR", args: []string{"inspect"}, wantCode: exitUsage, wantStderr: "inspect takes 1 argument(s), DIR, got 0"},
+		{name: "inspect", args: []string{"inspect", "$STATE"}, wantCode: exitOK, wantStdout: "Current:          ConfigMap kube-system/kubelet-b"},
+		{name: "inspect json", args: []string{"inspect", "-o", "json", "$STATE"}, wantCode: exitOK, wantStdout: `"stateDir": "$STATE"`},
+		{name: "inspect bad output", args: []string{"inspect", "-o", "yaml", "$STATE"}, wantCode: exitUsage, wantStderr: `--output "yaml": want text or json`},
+		{name: "inspect missing dir", args: []string{"inspect", "$STATE/nope"}, wantCode: exitError, wantStderr: "state dir $STATE/nope does not exist"},
+		{
+			name: "inspect locked", args: []string{"inspect", "$STATE"}, locked: true, wantCode: exitError,
+			wantStderr: "dynconfigctl: state dir $STATE is in use by a running component; stop it or use --no-lock\n",
+		},
+		{name: "inspect locked, no lock", args: []string{"inspect", "--no-lock", "$STATE"}, locked: true, wantCode: exitOK, wantStdout: "without the lock"},
+		{name: "forget-bad", args: []string{"forget-bad", "$STATE", "uid-b/2"}, wantCode: exitOK, wantStdout: "Forgot bad mark uid-b/2"},
+		{name: "forget-bad malformed", args: []string{"forget-bad", "$STATE", "uid-b"}, wantCode: exitUsage, wantStderr: "want UID/RESOURCEVERSION"},
+		{name: "forget-bad unknown", args: []string{"forget-bad", "$STATE", "uid-q/1"}, wantCode: exitError, wantStderr: "no bad mark uid-q/1"},
+		{name: "reset", args: []string{"reset", "$STATE"}, wantCode: exitOK, wantStdout: "last-known-good: ConfigMap kube-system/kubelet-a"},
+		{name: "reset extra arg", args: []string{"reset", "$STATE", "x"}, wantCode: exitUsage, wantStderr: "reset takes 1 argument(s)"},
+		{name: "assign", args: []string{"assign", "--node", "n1", "--configmap", "kube-system/kubelet-b"}, wantCode: exitOK, wantStdout: `"uid":"uid-b"`},
+		{name: "assign missing key", args: []string{"assign", "--node", "n1", "--configmap", "kube-system/kubelet-b", "--key", "k"}, wantCode: exitError, wantStderr: `no data key "k"`},
+		{name: "assign clear", args: []string{"assign", "--node", "n1", "--clear"}, wantCode: exitOK, wantStdout: "nothing to clear"},
+		{name: "assign without node", args: []string{"assign", "--clear"}, wantCode: exitUsage, wantStderr: "--node is required"},
+		{name: "assign argument", args: []string{"assign", "n1"}, wantCode: exitUsage, wantStderr: `assign takes no arguments, got ["n1"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tt.locked {
+				f.holdLock(t)
+			}
+			d := testDeps(t, f.clock)
+			client := fake.NewClientset(
+				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
+				f.currentCM,
+			)
+			d.newClient = func(string) (kubernetes.Interface, error) { return client, nil }
+			var args []string
+			for _, a := range tt.args {
+				args = append(args, strings.ReplaceAll(a, "$STATE", f.dir))
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), args, &stdout, &stderr, d)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			if want := strings.ReplaceAll(tt.wantStdout, "$STATE", f.dir); !strings.Contains(stdout.String(), want) {
+				t.Errorf("stdout does not contain %q:\n%s", want, stdout.String())
+			}
+			if want := strings.ReplaceAll(tt.wantStderr, "$STATE", f.dir); !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+			}
+			if tt.wantCode != exitOK && stdout.Len() != 0 {
+				t.Errorf("a failing command wrote to stdout:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+// TestNoLockNeverWrites is the guarantee of --no-lock, against every state
+// the fixture can be in: with and without a lock holder.
+func TestNoLockNeverWrites(t *testing.T) {
+	for _, locked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unlocked", true: "locked"}[locked], func(t *testing.T) {
+			f := newFixture(t)
+			if locked {
+				f.holdLock(t)
+			}
+			before := snapshot(t, f.dir)
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), []string{"inspect", "--no-lock", f.dir}, &stdout, &stderr, testDeps(t, f.clock)); code != exitOK {
+				t.Fatalf("exit code %d: %s", code, stderr.String())
+			}
+			if diff := cmp.Diff(before, snapshot(t, f.dir)); diff != "" {
+				t.Errorf("inspect --no-lock changed the state dir (-before +after):\n%s", diff)
+			}
+			// And the lock was not taken: a component can open the dir
+			// right after, which it could not if inspect had leaked it.
+			if !locked {
+				s, err := checkpoint.Open(checkpoint.Options{Dir: f.dir, ComponentVersion: f.currentVersion, Clock: f.clock})
+				if err != nil {
+					t.Fatalf("open after inspect: %v", err)
+				}
+				s.Close()
+			}
+		})
+	}
+}
+
+func FuzzParseMarkKey(f *testing.F) {
+	for _, s := range []string{"uid/1", "", "/", "a/", "/b", "a/b/c", "../1", "a/..", "\x00/1", ".tmp-x/1", "é/ü", strings.Repeat("u", 300) + "/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := parseMarkKey(s)
+		if err != nil {
+			if _, ok := err.(*usageError); !ok {
+				t.Fatalf("parseMarkKey(%q): error %T, want a usage error", s, err)
+			}
+			return
+		}
+		if k.String() != s {
+			t.Errorf("parseMarkKey(%q) = %q: does not round-trip", s, k.String())
+		}
+		if err := checkpoint.ValidateKey(k); err != nil {
+			t.Errorf("parseMarkKey(%q) accepted an invalid key: %v", s, err)
+		}
+	})
+}
+
+func FuzzParseNamespacedName(f *testing.F) {
+	for _, s := range []string{"ns/name", "", "/", "ns/", "/name", "a/b/c", "name"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ns, name, err := parseNamespacedName(s)
+		if err != nil {
+			return
+		}
+		if ns == "" || name == "" || ns+"/"+name != s || strings.Contains(name, "/") || strings.Contains(ns, "/") {
+			t.Errorf("parseNamespacedName(%q) = %q, %q", s, ns, name)
+		}
+	})
+}
