@@ -488,40 +488,27 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	defer resync.Stop()
 	for {
 		trialC, stopTrial := c.trialTimer()
+		syncDue := false
 		select {
 		case <-ctx.Done():
 			stopTrial()
 			return nil
 		case <-changed:
+			syncDue = true
 		case <-resync.C():
 			resync.Reset(c.jitter())
-			if c.remoteEnabled() {
-				notify()
-			}
+			syncDue = true
 		case <-trialC:
 		case <-c.healthyC():
 		}
 		stopTrial()
-		if err := c.step(ctx, changed); err != nil {
-			return err
-		}
-	}
-}
-
-// step does whatever is due: sync when a change is pending, promote when
-// the trial is over.
-func (c *Controller[T]) step(ctx context.Context, changed chan struct{}) error {
-	select {
-	case <-changed:
-		if c.remoteEnabled() {
+		if syncDue && c.remoteEnabled() {
 			if err := c.sync(ctx); err != nil {
 				return err
 			}
 		}
-	default:
+		c.maybePromote(ctx)
 	}
-	c.maybePromote(ctx)
-	return nil
 }
 
 func (c *Controller[T]) jitter() time.Duration {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,5 +414,35 @@ func TestNewValidatesOptions(t *testing.T) {
 		if !contains(err.Error(), name) {
 			t.Errorf("error %q does not name %s", err, name)
 		}
+	}
+}
+
+// TestRunSyncsOnNotification: a change reported by the source is acted on
+// at once, not at the next resync.
+func TestRunSyncsOnNotification(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`, nil)
+	var restarts atomic.Int32
+	c := n.controller(func(o *Options[testConfig]) {
+		src, err := source.NewDir(source.DirOptions{Path: n.srcDir, PayloadKey: "config", PollInterval: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Remote = src
+		o.ResyncPeriod = time.Hour
+		o.Restart = func() { restarts.Add(1) }
+	})
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	n.assign("a", "uid-a") // the fake clock never moves: only the notification can trigger the sync
+	waitFor(t, func() bool { return restarts.Load() == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
