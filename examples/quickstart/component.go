@@ -40,8 +40,6 @@ const componentVersion = "quickstart-v1"
 // pollInterval is how often the directory source looks for changes.
 const pollInterval = 100 * time.Millisecond
 
-// resyncPeriod is how often the Controller re-reads the assignment.
-const resyncPeriod = 200 * time.Millisecond
 
 // errCrashAtStartup is the demo component's deliberate startup failure.
 var errCrashAtStartup = errors.New("config enables the " + crashGate + " feature gate: crashing at startup")
@@ -181,11 +179,6 @@ func runComponent(ctx context.Context, l layout) error {
 		ComponentVersion: componentVersion,
 		Remote:           src,
 		Reporter:         reporter,
-		// Workaround: Controller.Run drops the change notifications of its
-		// Remote (the select in Run receives from its changed channel, then
-		// step finds it empty), so an assignment is only picked up by the
-		// periodic resync. A short resync keeps the demo quick.
-		ResyncPeriod: resyncPeriod,
 	})
 	if err != nil {
 		return err
