@@ -61,6 +61,8 @@ type FixedSource struct {
 	watch *configMapWatch // set while Run runs
 }
 
+var _ Remote = (*FixedSource)(nil)
+
 // NewFixed validates opts and returns a FixedSource. It makes no API call.
 func NewFixed(opts FixedOptions) (*FixedSource, error) {
 	if opts.Client == nil {

@@ -60,6 +60,8 @@ type NodeSource struct {
 	watch *configMapWatch           // the assigned ConfigMap's, while Run runs
 }
 
+var _ Remote = (*NodeSource)(nil)
+
 // NewNode validates opts and returns a NodeSource. It makes no API call.
 func NewNode(opts NodeOptions) (*NodeSource, error) {
 	if opts.Client == nil {
