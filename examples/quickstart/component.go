@@ -40,7 +40,6 @@ const componentVersion = "quickstart-v1"
 // pollInterval is how often the directory source looks for changes.
 const pollInterval = 100 * time.Millisecond
 
-
 // errCrashAtStartup is the demo component's deliberate startup failure.
 var errCrashAtStartup = errors.New("config enables the " + crashGate + " feature gate: crashing at startup")
 
