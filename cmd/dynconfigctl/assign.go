@@ -22,9 +22,8 @@ import (
 )
 
 // configSourceAnnotation is the Node annotation that assigns a config: a JSON
-// NodeConfigSource. It must match the annotation the Node source of package
-// source reads (DESIGN.md, "Decisions beyond the seeds").
-const configSourceAnnotation = "dynconfig.io/config-source"
+// NodeConfigSource, as the Node source reads it.
+const configSourceAnnotation = source.AnnotationKey
 
 // defaultPayloadKey is the kubelet profile's payload key, the default of
 // --key.
