@@ -1,0 +1,600 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// node is the files of one simulated node: a state dir, a directory
+// source, a status file and the local config layers.
+type node struct {
+	dir string
+}
+
+func newNode(t *testing.T) node {
+	t.Helper()
+	n := node{dir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(n.sourceDir(), source.ConfigMapsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (n node) stateDir() string   { return filepath.Join(n.dir, "state") }
+func (n node) sourceDir() string  { return filepath.Join(n.dir, "source") }
+func (n node) statusPath() string { return filepath.Join(n.dir, "configok.json") }
+func (n node) startupsPath() string {
+	return filepath.Join(n.stateDir(), "tracking", componentVersion, "startups.json")
+}
+
+// args are the flags every test passes: state dir, directory source
+// polled often, status file, a free port.
+func (n node) args(extra ...string) []string {
+	return append([]string{
+		"--dynamic-config-dir=" + n.stateDir(),
+		"--source-dir=" + n.sourceDir(),
+		"--source-poll-interval=50ms",
+		"--status-file=" + n.statusPath(),
+		"--port=0",
+	}, extra...)
+}
+
+// writeFile writes data to path through a dot-file and a rename, so the
+// directory source (which skips dot-files) never reads half a file.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubeletDoc is a KubeletConfiguration document with the given body lines.
+func kubeletDoc(body ...string) string {
+	return "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" + strings.Join(body, "\n") + "\n"
+}
+
+// remoteConfig is a ConfigMap of the directory source.
+type remoteConfig struct {
+	name      string
+	uid       types.UID
+	trial     string // dynconfig.io/trial-duration, if set
+	threshold int    // dynconfig.io/crash-loop-threshold, if >= 0
+	payload   string
+}
+
+// put writes the ConfigMap into the directory source.
+func (n node) put(t *testing.T, rc remoteConfig) {
+	t.Helper()
+	ann := map[string]string{}
+	if rc.trial != "" {
+		ann[components.TrialDurationAnnotation] = rc.trial
+	}
+	if rc.threshold >= 0 {
+		ann[components.CrashLoopThresholdAnnotation] = strconv.Itoa(rc.threshold)
+	}
+	cm := corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: rc.name, UID: rc.uid, Annotations: ann},
+		Data:       map[string]string{kubelet.PayloadKey: rc.payload},
+	}
+	data, err := yaml.Marshal(&cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(n.sourceDir(), source.ConfigMapsDir, rc.name+".yaml"), string(data))
+}
+
+// assign points the directory source's assignment at rc.
+func (n node) assign(t *testing.T, rc remoteConfig) {
+	t.Helper()
+	src := corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+		Namespace: "kube-system", Name: rc.name, UID: rc.uid, KubeletConfigKey: kubelet.PayloadKey,
+	}}
+	data, err := yaml.Marshal(&src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(n.sourceDir(), source.AssignmentFile), string(data))
+}
+
+// readStatus reads the status file; ok is false while there is none.
+func (n node) readStatus() (conditionJSON, bool, error) {
+	data, err := os.ReadFile(n.statusPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return conditionJSON{}, false, nil
+	}
+	if err != nil {
+		return conditionJSON{}, false, err
+	}
+	var c conditionJSON
+	if err := json.Unmarshal(data, &c); err != nil {
+		return conditionJSON{}, false, fmt.Errorf("status file %q: %w", data, err)
+	}
+	return c, true, nil
+}
+
+// lastKnownGoodUID reads the last-known-good pointer of the state dir (its
+// documented envelope) and returns the UID it names, "" for local.
+func (n node) lastKnownGoodUID() (types.UID, error) {
+	data, err := os.ReadFile(filepath.Join(n.stateDir(), "meta", "last-known-good"))
+	if errors.Is(err, fs.ErrNotExist) || len(data) == 0 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var env struct {
+		Pointer struct {
+			Source *corev1.NodeConfigSource `json:"source"`
+		} `json:"pointer"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil {
+		return "", fmt.Errorf("last-known-good pointer: %w", err)
+	}
+	if env.Pointer.Source == nil || env.Pointer.Source.ConfigMap == nil {
+		return "", nil
+	}
+	return env.Pointer.Source.ConfigMap.UID, nil
+}
+
+// getConfigz fetches /configz from addr.
+func getConfigz(addr string) (configzResponse, error) {
+	body, code, err := get(addr, "/configz")
+	if err != nil {
+		return configzResponse{}, err
+	}
+	if code != http.StatusOK {
+		return configzResponse{}, fmt.Errorf("/configz: HTTP %d: %s", code, body)
+	}
+	var z configzResponse
+	if err := json.Unmarshal([]byte(body), &z); err != nil {
+		return configzResponse{}, fmt.Errorf("/configz: %w", err)
+	}
+	return z, nil
+}
+
+func get(addr, path string) (string, int, error) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), resp.StatusCode, err
+}
+
+// waitStatus waits until the status file satisfies want and was written by
+// the running process of l that serves; it returns that process.
+func waitStatus(t *testing.T, n node, l *restartLoop, what string, want func(conditionJSON) bool) *proc {
+	t.Helper()
+	var serving *proc
+	waitFor(t, what, func() (bool, string) {
+		if err := l.failure(); err != nil {
+			t.Fatalf("restart loop: %v", err)
+		}
+		c, ok, err := n.readStatus()
+		if err != nil || !ok {
+			return false, fmt.Sprintf("status file: ok=%t err=%v", ok, err)
+		}
+		if !want(c) {
+			return false, fmt.Sprintf("status %+v", c)
+		}
+		procs := l.all()
+		last := procs[len(procs)-1]
+		if last.pid != c.PID || last.exited() || last.servingAddr() == "" {
+			return false, fmt.Sprintf("status %+v, last process pid %d exited=%t serving=%q", c, last.pid, last.exited(), last.servingAddr())
+		}
+		serving = last
+		return true, ""
+	}, func() string { return describeProcs(l.all()) })
+	return serving
+}
+
+// initMaxPods is maxPods in the local init file of the tests.
+const initMaxPods = 50
+
+// TestCrashLoopRollsBackAfterThresholdPlusOneStarts assigns a config that
+// crashes the component at startup and counts the process starts: the
+// config is marked bad and rolled back at exactly the threshold+1-th start
+// after it was set, whatever the threshold its ConfigMap annotation sets.
+func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
+	bin := buildBinary(t)
+	for _, threshold := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("threshold %d", threshold), func(t *testing.T) {
+			n := newNode(t)
+			initFile := filepath.Join(n.dir, "init.yaml")
+			writeFile(t, initFile, kubeletDoc(fmt.Sprintf("maxPods: %d", initMaxPods)))
+			l := startLoop(t, bin, n.args("--config="+initFile), nil)
+
+			waitStatus(t, n, l, "the local init config", func(c conditionJSON) bool {
+				return c.Status == corev1.ConditionTrue && c.Reason == status.ReasonLocalInit
+			})
+
+			crash := remoteConfig{name: "kubelet-crash", uid: "c0000000-0000-4000-8000-000000000001",
+				trial: "10m", threshold: threshold,
+				payload: kubeletDoc("maxPods: 77", "featureGates:", "  "+DemoCrashGate+": true")}
+			n.put(t, crash)
+			n.assign(t, crash)
+			serving := waitStatus(t, n, l, "the crash-loop rollback", func(c conditionJSON) bool {
+				return c.Reason == status.CrashLoopReason(crash.uid)
+			})
+
+			// The first process saw the assignment and exited 0 to restart;
+			// every start after it counts. threshold of them crashed, and
+			// the next one rolled back and serves.
+			procs := l.all()
+			want := []string{"exit 0"}
+			for range threshold {
+				want = append(want, "exit 1")
+			}
+			want = append(want, "running")
+			if diff := cmp.Diff(want, exitCodes(procs)); diff != "" {
+				t.Errorf("process exits (-want +got):\n%s\n%s", diff, describeProcs(procs))
+			}
+			t.Logf("threshold %d: %d starts after the crash config was set", threshold, len(procs)-1)
+			for i, p := range procs[1 : len(procs)-1] {
+				if !strings.Contains(p.stderr.String(), "demo hook: crashing at startup") {
+					t.Errorf("process %d exited 1 without the demo hook's error; stderr:\n%s", i+2, tail(p.stderr.String(), 4))
+				}
+			}
+
+			got, _, err := n.readStatus()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStatus := conditionJSON{Status: corev1.ConditionFalse, Reason: status.CrashLoopReason(crash.uid),
+				Message: status.LastKnownGoodMessage(status.Ref{}, status.LocalInit), PID: serving.pid}
+			if diff := cmp.Diff(wantStatus, got); diff != "" {
+				t.Errorf("status file (-want +got):\n%s", diff)
+			}
+			z, err := getConfigz(serving.servingAddr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if z.KubeletConfig.MaxPods != initMaxPods || z.KubeletConfig.FeatureGates[DemoCrashGate] {
+				t.Errorf("/configz serves maxPods %d, gates %v; want the local init config (maxPods %d, no crash gate)",
+					z.KubeletConfig.MaxPods, z.KubeletConfig.FeatureGates, initMaxPods)
+			}
+			wantStatus.PID = 0
+			if diff := cmp.Diff(&wantStatus, z.ConfigOK); diff != "" {
+				t.Errorf("/configz configOK (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDeadEnd promotes a good config, crash-loops on a new one (rolled back
+// to the good one after threshold+1 starts), and then makes every start
+// crash whatever the config (DYNCONFIG_DEMO_CRASH=1): the rollback target
+// crash-loops too, and after threshold+1 more starts the condition says
+// "dead end:", with the bad mark kept as evidence.
+func TestDeadEnd(t *testing.T) {
+	bin := buildBinary(t)
+	const threshold = 2
+	n := newNode(t)
+	good := remoteConfig{name: "kubelet-good", uid: "a0000000-0000-4000-8000-000000000001",
+		trial: "1s", threshold: -1, payload: kubeletDoc("maxPods: 42")}
+	crash := remoteConfig{name: "kubelet-crash", uid: "b0000000-0000-4000-8000-000000000002",
+		trial: "10m", threshold: threshold,
+		payload: kubeletDoc("maxPods: 77", "featureGates:", "  "+DemoCrashGate+": true")}
+	n.put(t, good)
+	n.put(t, crash)
+	n.assign(t, good)
+	deadEnd := func() bool {
+		c, ok, err := n.readStatus()
+		return err == nil && ok && strings.HasPrefix(c.Reason, "dead end:")
+	}
+	l := startLoop(t, bin, n.args(), deadEnd)
+
+	// 1. The good config runs and, after its 1s trial, becomes last-known-good.
+	waitStatus(t, n, l, "the good config", func(c conditionJSON) bool {
+		return c.Status == corev1.ConditionTrue && c.Message == status.CurrentMessage(status.Ref{UID: good.uid}, status.LocalDefault)
+	})
+	waitFor(t, "the good config's promotion to last-known-good", func() (bool, string) {
+		uid, err := n.lastKnownGoodUID()
+		return err == nil && uid == good.uid, fmt.Sprintf("last-known-good %q, err %v", uid, err)
+	}, func() string { return describeProcs(l.all()) })
+
+	// 2. The crash config: rolled back to the good one at the
+	// threshold+1-th start after it was set.
+	n.assign(t, crash)
+	rollback := waitStatus(t, n, l, "the crash-loop rollback", func(c conditionJSON) bool {
+		return c.Reason == status.CrashLoopReason(crash.uid)
+	})
+	procs := l.all()
+	if diff := cmp.Diff([]string{"exit 0", "exit 1", "exit 1", "running"}, exitCodes(procs)); diff != "" {
+		t.Fatalf("process exits up to the rollback (-want +got):\n%s\n%s", diff, describeProcs(procs))
+	}
+	c, _, _ := n.readStatus()
+	if want := status.LastKnownGoodMessage(status.Ref{UID: good.uid}, status.LocalDefault); c.Message != want {
+		t.Errorf("message after the rollback = %q, want %q", c.Message, want)
+	}
+	if z, err := getConfigz(rollback.servingAddr()); err != nil || z.KubeletConfig.MaxPods != 42 {
+		t.Errorf("/configz after the rollback: err %v; want the good config's maxPods 42", err)
+	}
+
+	// 3. Now every start crashes, not because of any config. Stop the
+	// serving process (exit 0, restarted by the loop) and count again.
+	startsBefore := len(procs)
+	l.setEnv(DemoCrashEnv + "=1")
+	if code := rollback.terminate(t); code != 0 {
+		t.Fatalf("SIGTERM: exit code %d, want 0", code)
+	}
+	select {
+	case <-l.stopped:
+	case <-time.After(waitTimeout):
+		t.Fatalf("no dead end reported\n%s", describeProcs(l.all()))
+	}
+	procs = l.all()[startsBefore:]
+	want := make([]string, threshold+1)
+	for i := range want {
+		want[i] = "exit 1"
+	}
+	if diff := cmp.Diff(want, exitCodes(procs)); diff != "" {
+		t.Errorf("process exits after the rollback (-want +got):\n%s\n%s", diff, describeProcs(procs))
+	}
+	t.Logf("dead end reported at start %d after the rollback (threshold %d)", len(procs), threshold)
+	for i, p := range procs {
+		if !strings.Contains(p.stderr.String(), DemoCrashEnv+"=1") {
+			t.Errorf("start %d after the rollback did not crash through %s; stderr:\n%s", i+1, DemoCrashEnv, tail(p.stderr.String(), 4))
+		}
+	}
+	got, _, err := n.readStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus := conditionJSON{Status: corev1.ConditionFalse,
+		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.uid)),
+		Message: status.LastKnownGoodMessage(status.Ref{UID: good.uid}, status.LocalDefault),
+		PID:     procs[len(procs)-1].pid}
+	if diff := cmp.Diff(wantStatus, got); diff != "" {
+		t.Errorf("status file (-want +got):\n%s", diff)
+	}
+	// The evidence stays: the crash config is still marked bad, and the
+	// good one is still last-known-good.
+	data, err := os.ReadFile(filepath.Join(n.stateDir(), "tracking", componentVersion, "bad-configs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), string(crash.uid)+"/") || !strings.Contains(string(data), status.CrashLoopReason(crash.uid)) {
+		t.Errorf("bad-configs.json does not hold the crash config's mark: %s", data)
+	}
+	if uid, err := n.lastKnownGoodUID(); err != nil || uid != good.uid {
+		t.Errorf("last-known-good after the dead end = %q (err %v), want %q", uid, err, good.uid)
+	}
+}
+
+// runToExit runs bin to completion and returns its exit code, stdout and
+// stderr.
+func runToExit(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	p := startProc(t, bin, args, nil)
+	select {
+	case <-p.done:
+	case <-time.After(waitTimeout):
+		t.Fatalf("%s %v still runs after %v", bin, args, waitTimeout)
+	}
+	return p.code, p.stdout.String(), p.stderr.String()
+}
+
+// TestInvalidLocalConfigStops runs the binary on a broken local layer: it
+// must exit 1 before serving, with an error naming the file (or flag) and
+// the field, and without counting a startup.
+func TestInvalidLocalConfigStops(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name  string
+		files map[string]string // relative path -> content
+		args  []string          // "DIR" is replaced by the test's dir
+		want  []string          // substrings of the error; "DIR" replaced too
+	}{{
+		name:  "unknown field in the init file",
+		files: map[string]string{"init.yaml": kubeletDoc("maxPods: 10", "maxPodz: 3")},
+		args:  []string{"--config=DIR/init.yaml"},
+		want:  []string{"invalid local config", "DIR/init.yaml", `unknown field "maxPodz"`},
+	}, {
+		name:  "invalid value in the init file",
+		files: map[string]string{"init.yaml": kubeletDoc("maxPods: -5")},
+		args:  []string{"--config=DIR/init.yaml"},
+		want:  []string{"invalid local config", "maxPods: Invalid value: -5", "(set by DIR/init.yaml)"},
+	}, {
+		name:  "wrong type in a drop-in",
+		files: map[string]string{"init.yaml": kubeletDoc("maxPods: 10"), "conf.d/10-qps.conf": kubeletDoc(`kubeAPIQPS: "fast"`)},
+		args:  []string{"--config=DIR/init.yaml", "--config-dir=DIR/conf.d"},
+		want:  []string{"invalid local config", `DIR/conf.d/10-qps.conf: kubeAPIQPS: expected int32, got string "fast"`},
+	}, {
+		name: "instance config of another kind",
+		files: map[string]string{"instance.yaml": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n" +
+			"kind: KubeProxyConfiguration\n"},
+		args: []string{"--instance-config=DIR/instance.yaml"},
+		want: []string{"invalid local config", `DIR/instance.yaml: kind: expected "KubeletConfiguration", got "KubeProxyConfiguration"`},
+	}, {
+		name:  "invalid flag over a valid file",
+		files: map[string]string{"init.yaml": kubeletDoc("maxPods: 10")},
+		args:  []string{"--config=DIR/init.yaml", "--max-pods=-1"},
+		want:  []string{"invalid local config", "maxPods: Invalid value: -1", "(set by flag --max-pods)"},
+	}, {
+		name: "missing init file",
+		args: []string{"--config=DIR/nope.yaml"},
+		want: []string{"invalid local config", "DIR/nope.yaml: no such file or directory"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			for rel, content := range tc.files {
+				path := filepath.Join(n.dir, rel)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, path, content)
+			}
+			var args []string
+			for _, a := range tc.args {
+				args = append(args, strings.ReplaceAll(a, "DIR", n.dir))
+			}
+			code, stdout, stderr := runToExit(t, bin, n.args(args...)...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing (it must not serve)", stdout)
+			}
+			// The error is the last thing written; klog lines may precede it.
+			i := strings.LastIndex(stderr, "kubelet-like: ")
+			if i < 0 {
+				t.Fatalf("no error on stderr:\n%s", stderr)
+			}
+			msg := stderr[i:]
+			for _, w := range tc.want {
+				if w = strings.ReplaceAll(w, "DIR", n.dir); !strings.Contains(msg, w) {
+					t.Errorf("error does not contain %q:\n%s", w, msg)
+				}
+			}
+			if _, err := os.Stat(n.startupsPath()); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("startups file: %v; an invalid local config must not count as a startup", err)
+			}
+		})
+	}
+}
+
+// served is what TestConfigzServesLayersAndFlags compares in /configz.
+type served struct {
+	MaxPods      int32
+	KubeAPIQPS   int32
+	FeatureGates map[string]bool
+	ConfigOK     conditionJSON
+}
+
+// TestConfigzServesLayersAndFlags starts the binary on every local layer,
+// with and without a remote config and config flags, and reads /configz:
+// defaults < init file (or the remote config) < drop-ins < instance file <
+// flags. It also checks /healthz, /metrics and a clean exit 0 on SIGTERM.
+func TestConfigzServesLayersAndFlags(t *testing.T) {
+	bin := buildBinary(t)
+	remote := remoteConfig{name: "kubelet-remote", uid: "d0000000-0000-4000-8000-000000000001", threshold: -1,
+		payload: kubeletDoc("maxPods: 80", "featureGates:", "  B: true")}
+	remoteOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+		Message: status.CurrentMessage(status.Ref{UID: remote.uid}, status.LocalInit)}
+	localOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
+		Message: status.CurrentMessage(status.Ref{}, status.LocalInit)}
+	for _, tc := range []struct {
+		name       string
+		assign     bool
+		flags      []string
+		want       served
+		wantActive string // a label of dynconfig_active_config_info
+	}{{
+		name:       "local layers",
+		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"A": true}, ConfigOK: localOK},
+		wantActive: `source="local"`,
+	}, {
+		name:       "a remote config replaces the init file only",
+		assign:     true,
+		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"B": true}, ConfigOK: remoteOK},
+		wantActive: `uid="` + string(remote.uid) + `"`,
+	}, {
+		name:   "flags win over every layer, feature gates merge",
+		assign: true,
+		flags:  []string{"--max-pods=111", "--kube-api-qps=33", "--feature-gates=C=true"},
+		want: served{MaxPods: 111, KubeAPIQPS: 33, FeatureGates: map[string]bool{"B": true, "C": true},
+			ConfigOK: remoteOK},
+		wantActive: `uid="` + string(remote.uid) + `"`,
+	}, {
+		name:       "remote config disabled",
+		assign:     true,
+		flags:      []string{"--disable-remote-config"},
+		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"A": true}, ConfigOK: localOK},
+		wantActive: `source="local"`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			writeFile(t, filepath.Join(n.dir, "init.yaml"), kubeletDoc("maxPods: 50", "featureGates:", "  A: true"))
+			if err := os.Mkdir(filepath.Join(n.dir, "conf.d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(n.dir, "conf.d", "10-limits.conf"), kubeletDoc("maxPods: 60", "kubeAPIQPS: 7"))
+			writeFile(t, filepath.Join(n.dir, "instance.yaml"), kubeletDoc("maxPods: 70"))
+			if tc.assign {
+				n.put(t, remote)
+				n.assign(t, remote)
+			}
+			args := n.args(append([]string{
+				"--config=" + filepath.Join(n.dir, "init.yaml"),
+				"--config-dir=" + filepath.Join(n.dir, "conf.d"),
+				"--instance-config=" + filepath.Join(n.dir, "instance.yaml"),
+			}, tc.flags...)...)
+			p := startProc(t, bin, args, nil)
+			waitFor(t, "the serving line", func() (bool, string) {
+				if p.exited() {
+					t.Fatalf("exited with code %d:\n%s", p.code, p.stderr.String())
+				}
+				return p.servingAddr() != "", p.stdout.String()
+			}, nil)
+			addr := p.servingAddr()
+
+			if body, code, err := get(addr, "/healthz"); err != nil || code != http.StatusOK || body != "ok" {
+				t.Errorf("/healthz = %d %q, %v; want 200 \"ok\"", code, body, err)
+			}
+			z, err := getConfigz(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := served{MaxPods: z.KubeletConfig.MaxPods, FeatureGates: z.KubeletConfig.FeatureGates}
+			if q := z.KubeletConfig.KubeAPIQPS; q != nil {
+				got.KubeAPIQPS = *q
+			}
+			if z.ConfigOK != nil {
+				got.ConfigOK = *z.ConfigOK
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("/configz (-want +got):\n%s", diff)
+			}
+			metrics, _, err := get(addr, "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !metricHasLabel(metrics, status.MetricActiveConfigInfo, tc.wantActive) {
+				t.Errorf("/metrics has no %s series with %s:\n%s", status.MetricActiveConfigInfo, tc.wantActive, metrics)
+			}
+
+			if code := p.terminate(t); code != 0 {
+				t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, tail(p.stderr.String(), 5))
+			}
+		})
+	}
+}
+
+// metricHasLabel reports whether exposition has a series of metric whose
+// labels contain label.
+func metricHasLabel(exposition, metric, label string) bool {
+	for _, line := range strings.Split(exposition, "\n") {
+		if strings.HasPrefix(line, metric+"{") && strings.Contains(line, label) {
+			return true
+		}
+	}
+	return false
+}
