@@ -162,7 +162,11 @@ replace github.com/dynconfig/dynconfig => ../
 
 // k8s.io/kubernetes requires its staging modules at v0.0.0 and points them at
 // ./staging in its own go.mod; replace directives of a dependency do not apply
-// here, so each one is pinned to the published release matching the library.
+// here, so each one is pinned to the published release the library uses.
+// k8s.io/kubernetes itself is v1.37.0: the module proxy refuses the v1.37.2
+// zip ("not available"); its go.mod is identical to v1.37.2's (same etcd
+// v3.7.0, same dependency pins). sample-cli-plugin and sample-controller are
+// left out: nothing imports them and v0.37.2 is not served.
 replace (
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2

@@ -64,6 +64,9 @@ type Cluster struct {
 	Config *rest.Config
 	// Client is a clientset built from Config.
 	Client kubernetes.Interface
+	// KubeConfig is Config as a kubeconfig file's content, for processes
+	// started by a test (write it under t.TempDir()).
+	KubeConfig []byte
 
 	tb      testing.TB
 	timeout time.Duration
@@ -168,6 +171,7 @@ func StartWithOptions(tb testing.TB, o Options) *Cluster {
 	}
 	c.Config = cfg
 	c.Client = client
+	c.KubeConfig = c.env.KubeConfig
 	return c
 }
 

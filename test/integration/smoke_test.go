@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -108,7 +110,16 @@ func TestSmoke(t *testing.T) {
 	if diff := cmp.Diff(want, again.Status.Conditions, byType); diff != "" {
 		t.Errorf("node conditions after the restart (-want +got):\n%s", diff)
 	}
-	cmAgain, err := c.Client.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, cm.Name, metav1.GetOptions{})
+	// The kubeconfig handed to processes stays valid across the restart too.
+	fromFile, err := clientcmd.RESTConfigFromKubeConfig(c.KubeConfig)
+	if err != nil {
+		t.Fatalf("loading the cluster's kubeconfig: %v", err)
+	}
+	fileClient, err := kubernetes.NewForConfig(fromFile)
+	if err != nil {
+		t.Fatalf("building a client from the kubeconfig: %v", err)
+	}
+	cmAgain, err := fileClient.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, cm.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting the configmap after the restart: %v", err)
 	}
