@@ -1,14 +1,23 @@
 # dynconfig — developer targets. `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: test unit vet fmt-check bench fuzz-smoke
+.PHONY: test unit integration bins vet fmt-check bench fuzz-smoke
 
-## test: everything CI checks, on a fresh machine.
-test: fmt-check vet unit
+## test: everything CI checks, on a fresh machine (the first run builds
+## kube-apiserver and etcd into bin/: 10+ minutes on 2 cores).
+test: fmt-check vet unit integration
 
 ## unit: the library module's tests (including fuzz seed corpora).
 unit:
 	$(GO) test -count=1 ./...
+
+## integration: the separate test/ module against a real kube-apiserver and etcd.
+integration: bins
+	cd test && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## bins: build kube-apiserver and etcd into bin/ when missing or stale.
+bins:
+	test/hack/ensure-bins.sh
 
 vet:
 	$(GO) vet ./...
