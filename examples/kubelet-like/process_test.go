@@ -205,6 +205,9 @@ func waitStatus(t *testing.T, n node, l *restartLoop, what string, want func(con
 			return false, fmt.Sprintf("status %+v", c)
 		}
 		procs := l.all()
+		if len(procs) == 0 {
+			return false, "no process started yet"
+		}
 		last := procs[len(procs)-1]
 		if last.pid != c.PID || last.exited() || last.servingAddr() == "" {
 			return false, fmt.Sprintf("status %+v, last process pid %d exited=%t serving=%q", c, last.pid, last.exited(), last.servingAddr())

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/components/kubeproxy"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// node is the files of one simulated node: a state dir, a directory
+// source, a status file and the local config layers.
+type node struct {
+	dir string
+}
+
+func newNode(t *testing.T) node {
+	t.Helper()
+	n := node{dir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(n.sourceDir(), source.ConfigMapsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (n node) stateDir() string   { return filepath.Join(n.dir, "state") }
+func (n node) sourceDir() string  { return filepath.Join(n.dir, "source") }
+func (n node) statusPath() string { return filepath.Join(n.dir, "configok.json") }
+func (n node) file(name string) string {
+	return filepath.Join(n.dir, name)
+}
+
+// args are the flags every test passes: state dir, directory source
+// polled often, status file, a free port.
+func (n node) args(extra ...string) []string {
+	return append([]string{
+		"--dynamic-config-dir=" + n.stateDir(),
+		"--source-dir=" + n.sourceDir(),
+		"--source-poll-interval=50ms",
+		"--status-file=" + n.statusPath(),
+		"--port=0",
+	}, extra...)
+}
+
+// writeFile writes data to path through a dot-file and a rename, so the
+// directory source (which skips dot-files) never reads half a file.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// proxyDoc is a KubeProxyConfiguration document with the given body lines.
+func proxyDoc(body ...string) string {
+	return "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n" + strings.Join(body, "\n") + "\n"
+}
+
+// shared is the shared ConfigMap kube-system/kube-proxy of the directory
+// source, as kubeadm names it. Each put is an edit: the directory source
+// derives a new resourceVersion from the new content.
+const sharedUID types.UID = "e0000000-0000-4000-8000-000000000001"
+
+// put writes the shared ConfigMap with payload and a 1s trial.
+func (n node) put(t *testing.T, payload string) {
+	t.Helper()
+	cm := corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy", UID: sharedUID,
+			Annotations: map[string]string{components.TrialDurationAnnotation: "1s"}},
+		Data: map[string]string{kubeproxy.Profile{}.PayloadKey(): payload},
+	}
+	data, err := yaml.Marshal(&cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(n.sourceDir(), source.ConfigMapsDir, "kube-proxy.yaml"), string(data))
+}
+
+// assignShared points the directory source's assignment at the shared
+// ConfigMap (what --configmap does against an API server).
+func (n node) assignShared(t *testing.T) {
+	t.Helper()
+	src := corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+		Namespace: "kube-system", Name: "kube-proxy", UID: sharedUID, KubeletConfigKey: kubeproxy.Profile{}.PayloadKey(),
+	}}
+	data, err := yaml.Marshal(&src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(n.sourceDir(), source.AssignmentFile), string(data))
+}
+
+// readStatus reads the status file; ok is false while there is none.
+func (n node) readStatus() (conditionJSON, bool, error) {
+	data, err := os.ReadFile(n.statusPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return conditionJSON{}, false, nil
+	}
+	if err != nil {
+		return conditionJSON{}, false, err
+	}
+	var c conditionJSON
+	if err := json.Unmarshal(data, &c); err != nil {
+		return conditionJSON{}, false, fmt.Errorf("status file %q: %w", data, err)
+	}
+	return c, true, nil
+}
+
+func get(addr, path string) (string, int, error) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), resp.StatusCode, err
+}
+
+// getConfigz fetches /configz from addr.
+func getConfigz(addr string) (configzResponse, error) {
+	body, code, err := get(addr, "/configz")
+	if err != nil {
+		return configzResponse{}, err
+	}
+	if code != http.StatusOK {
+		return configzResponse{}, fmt.Errorf("/configz: HTTP %d: %s", code, body)
+	}
+	var z configzResponse
+	if err := json.Unmarshal([]byte(body), &z); err != nil {
+		return configzResponse{}, fmt.Errorf("/configz: %w", err)
+	}
+	return z, nil
+}
+
+// seriesLabels returns the label set of the one series of an info metric
+// in exposition, or "".
+func seriesLabels(exposition, metric string) string {
+	for _, line := range strings.Split(exposition, "\n") {
+		if rest, ok := strings.CutPrefix(line, metric+"{"); ok {
+			labels, _, _ := strings.Cut(rest, "}")
+			return labels
+		}
+	}
+	return ""
+}
+
+// proxyView is what the tests compare in /configz.
+type proxyView struct {
+	ClusterCIDR      string
+	HostnameOverride string
+	BindAddress      string
+	FeatureGates     map[string]bool
+	ConfigOK         conditionJSON
+}
+
+func viewOf(z configzResponse) proxyView {
+	v := proxyView{
+		ClusterCIDR:      z.KubeProxyConfig.ClusterCIDR,
+		HostnameOverride: z.KubeProxyConfig.HostnameOverride,
+		BindAddress:      z.KubeProxyConfig.BindAddress,
+		FeatureGates:     z.KubeProxyConfig.FeatureGates,
+	}
+	if z.ConfigOK != nil {
+		v.ConfigOK = *z.ConfigOK
+	}
+	return v
+}
+
+// TestReloadsInProcess edits the shared ConfigMap three times under a
+// restart loop: a new valid version, an invalid one, and a fixed one. Each
+// is applied in the same process (one start, one PID): /configz changes to
+// the new version, the invalid version is marked bad and the process
+// serves the last-known-good version instead, and the instance file's
+// fields stay on top of every version.
+func TestReloadsInProcess(t *testing.T) {
+	bin := buildBinary(t)
+	n := newNode(t)
+	writeFile(t, n.file("instance.yaml"), proxyDoc("hostnameOverride: node-a", "bindAddress: 10.1.2.3"))
+	n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16"))
+	n.assignShared(t)
+	l := startLoop(t, bin, n.args("--instance-config="+n.file("instance.yaml"), "--feature-gates=Local=true"), nil)
+
+	using := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}
+	var addr string
+	var pid int
+	// expect waits until /configz serves want, and checks that the one
+	// process started so far is still the one serving.
+	expect := func(step string, want proxyView) {
+		t.Helper()
+		waitFor(t, step, func() (bool, string) {
+			procs := l.all()
+			if len(procs) == 0 {
+				return false, "not started yet"
+			}
+			if len(procs) != 1 || procs[0].exited() {
+				t.Fatalf("%s: the process restarted or exited; want one process that reloads\n%s", step, describeProcs(procs))
+			}
+			if addr == "" {
+				addr, pid = procs[0].servingAddr(), procs[0].pid
+				if addr == "" {
+					return false, "not serving yet"
+				}
+			}
+			z, err := getConfigz(addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := viewOf(z)
+			diff := cmp.Diff(want, got)
+			return diff == "", "(-want +got):\n" + diff
+		}, func() string { return describeProcs(l.all()) })
+		c, _, err := n.readStatus()
+		if err != nil || c.PID != pid {
+			t.Errorf("%s: status file written by pid %d (err %v), want %d", step, c.PID, err, pid)
+		}
+	}
+	// waitPromoted waits until the process reports, in its metrics, that
+	// the version it runs is last-known-good.
+	waitPromoted := func(step string) {
+		t.Helper()
+		waitFor(t, step, func() (bool, string) {
+			body, _, err := get(addr, "/metrics")
+			if err != nil {
+				return false, err.Error()
+			}
+			active := seriesLabels(body, status.MetricActiveConfigInfo)
+			lkg := seriesLabels(body, status.MetricLastKnownGoodConfigInfo)
+			return active != "" && active == lkg && strings.Contains(lkg, string(sharedUID)),
+				fmt.Sprintf("active {%s}, last-known-good {%s}", active, lkg)
+		}, nil)
+	}
+
+	expect("version 1", proxyView{ClusterCIDR: "10.244.0.0/16", HostnameOverride: "node-a", BindAddress: "10.1.2.3",
+		FeatureGates: map[string]bool{"Local": true}, ConfigOK: using})
+
+	n.put(t, proxyDoc("clusterCIDR: 10.96.0.0/12", "featureGates:", "  Shared: true"))
+	expect("version 2, reloaded", proxyView{ClusterCIDR: "10.96.0.0/12", HostnameOverride: "node-a", BindAddress: "10.1.2.3",
+		FeatureGates: map[string]bool{"Local": true, "Shared": true}, ConfigOK: using})
+	waitPromoted("version 2 promoted to last-known-good after its 1s trial")
+
+	n.put(t, proxyDoc("clusterCIDR: 10.200.0.0/16", "mode: bogus"))
+	expect("version 3 (invalid), rolled back to version 2", proxyView{ClusterCIDR: "10.96.0.0/12", HostnameOverride: "node-a",
+		BindAddress: "10.1.2.3", FeatureGates: map[string]bool{"Local": true, "Shared": true},
+		ConfigOK: conditionJSON{Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(sharedUID),
+			Message: status.LastKnownGoodMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}})
+
+	n.put(t, proxyDoc("clusterCIDR: 10.100.0.0/16"))
+	expect("version 4, reloaded", proxyView{ClusterCIDR: "10.100.0.0/16", HostnameOverride: "node-a", BindAddress: "10.1.2.3",
+		FeatureGates: map[string]bool{"Local": true}, ConfigOK: using})
+
+	if diff := cmp.Diff([]string{"running"}, exitCodes(l.all())); diff != "" {
+		t.Errorf("processes (-want +got):\n%s", diff)
+	}
+	t.Logf("4 versions applied by 1 process (pid %d), %d start(s)", pid, len(l.all()))
+}
+
+// TestLayersAndFlags starts the binary on local layers, with and without
+// the shared config and config flags, and reads /configz: init file (or the
+// shared config) < drop-ins < instance file < flags.
+func TestLayersAndFlags(t *testing.T) {
+	bin := buildBinary(t)
+	sharedOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalInit)}
+	localOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
+		Message: status.CurrentMessage(status.Ref{}, status.LocalInit)}
+	for _, tc := range []struct {
+		name   string
+		shared bool
+		flags  []string
+		want   proxyView
+	}{{
+		name: "local layers",
+		want: proxyView{ClusterCIDR: "10.1.0.0/16", HostnameOverride: "instance-host", BindAddress: "10.9.9.9",
+			FeatureGates: map[string]bool{"Init": true}, ConfigOK: localOK},
+	}, {
+		name:   "the shared config replaces the init file only",
+		shared: true,
+		want: proxyView{ClusterCIDR: "10.244.0.0/16", HostnameOverride: "instance-host", BindAddress: "10.9.9.9",
+			FeatureGates: map[string]bool{"Shared": true}, ConfigOK: sharedOK},
+	}, {
+		name:   "flags win over every layer",
+		shared: true,
+		flags:  []string{"--hostname-override=flag-host", "--cluster-cidr=192.168.0.0/16", "--feature-gates=Flag=true"},
+		want: proxyView{ClusterCIDR: "192.168.0.0/16", HostnameOverride: "flag-host", BindAddress: "10.9.9.9",
+			FeatureGates: map[string]bool{"Shared": true, "Flag": true}, ConfigOK: sharedOK},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			writeFile(t, n.file("init.yaml"), proxyDoc("clusterCIDR: 10.1.0.0/16", "bindAddress: 10.0.0.1",
+				"featureGates:", "  Init: true"))
+			if err := os.Mkdir(n.file("conf.d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, n.file("conf.d/10-bind.conf"), proxyDoc("bindAddress: 10.0.0.2", "hostnameOverride: dropin-host"))
+			writeFile(t, n.file("instance.yaml"), proxyDoc("hostnameOverride: instance-host", "bindAddress: 10.9.9.9"))
+			if tc.shared {
+				n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16", "featureGates:", "  Shared: true"))
+				n.assignShared(t)
+			}
+			p := startProc(t, bin, n.args(append([]string{"--config=" + n.file("init.yaml"),
+				"--config-dir=" + n.file("conf.d"), "--instance-config=" + n.file("instance.yaml")}, tc.flags...)...), nil)
+			waitFor(t, "the serving line", func() (bool, string) {
+				if p.exited() {
+					t.Fatalf("exited with code %d:\n%s", p.code, p.stderr.String())
+				}
+				return p.servingAddr() != "", p.stdout.String()
+			}, nil)
+			if body, code, err := get(p.servingAddr(), "/healthz"); err != nil || code != http.StatusOK || body != "ok" {
+				t.Errorf("/healthz = %d %q, %v; want 200 \"ok\"", code, body, err)
+			}
+			z, err := getConfigz(p.servingAddr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, viewOf(z)); diff != "" {
+				t.Errorf("/configz (-want +got):\n%s", diff)
+			}
+			if code := p.terminate(t); code != 0 {
+				t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, tail(p.stderr.String(), 5))
+			}
+		})
+	}
+}
+
+// TestInvalidLocalConfigStops runs the binary on a broken local layer: it
+// must exit 1 before serving, with an error naming the file (or flag) and
+// the field.
+func TestInvalidLocalConfigStops(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name  string
+		files map[string]string // name -> content
+		args  []string          // "DIR" is replaced by the test's dir
+		want  []string          // substrings of the error; "DIR" replaced too
+	}{{
+		name:  "unknown field in the init file",
+		files: map[string]string{"init.yaml": proxyDoc("clusterCIDR: 10.1.0.0/16", "clusterCidr: 10.2.0.0/16")},
+		args:  []string{"--config=DIR/init.yaml"},
+		want:  []string{"invalid local config", "DIR/init.yaml", `unknown field "clusterCidr"`},
+	}, {
+		name:  "invalid address in the instance file",
+		files: map[string]string{"instance.yaml": proxyDoc("bindAddress: node-a")},
+		args:  []string{"--instance-config=DIR/instance.yaml"},
+		want:  []string{"invalid local config", "bindAddress: Invalid value: \"node-a\"", "(set by DIR/instance.yaml)"},
+	}, {
+		name: "invalid flag",
+		args: []string{"--cluster-cidr=10.0.0.0/33"},
+		want: []string{"invalid local config", "clusterCIDR: Invalid value: \"10.0.0.0/33\"", "(set by flag --cluster-cidr)"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			for name, content := range tc.files {
+				writeFile(t, n.file(name), content)
+			}
+			var args []string
+			for _, a := range tc.args {
+				args = append(args, strings.ReplaceAll(a, "DIR", n.dir))
+			}
+			p := startProc(t, bin, n.args(args...), nil)
+			select {
+			case <-p.done:
+			case <-time.After(waitTimeout):
+				t.Fatalf("still runs after %v", waitTimeout)
+			}
+			if p.code != 1 {
+				t.Errorf("exit code %d, want 1", p.code)
+			}
+			if out := p.stdout.String(); out != "" {
+				t.Errorf("stdout %q, want nothing (it must not serve)", out)
+			}
+			stderr := p.stderr.String()
+			i := strings.LastIndex(stderr, "kube-proxy-like: ")
+			if i < 0 {
+				t.Fatalf("no error on stderr:\n%s", stderr)
+			}
+			for _, w := range tc.want {
+				if w = strings.ReplaceAll(w, "DIR", n.dir); !strings.Contains(stderr[i:], w) {
+					t.Errorf("error does not contain %q:\n%s", w, stderr[i:])
+				}
+			}
+		})
+	}
+}

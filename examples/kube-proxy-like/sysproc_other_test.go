@@ -1,0 +1,11 @@
+//go:build unix && !linux
+
+package main
+
+import "syscall"
+
+// sysProcAttr puts a child in its own process group, so the whole group can
+// be killed.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
