@@ -210,7 +210,7 @@ func (c *Controller[T]) recordStartup(ctx context.Context) {
 	if cur, err := c.store.Current(); err == nil {
 		if key, ok := checkpoint.KeyFromSource(cur.Source); ok {
 			if cm, err := c.store.Load(key); err == nil {
-				if t, err := c.opts.Profile.Trial(cm.Annotations); err == nil {
+				if t, err := components.TrialFromAnnotations(cm.Annotations, c.opts.DefaultTrial); err == nil {
 					trial = t
 				}
 			}
@@ -246,7 +246,7 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 	if key, ok := checkpoint.KeyFromSource(cur.Source); ok {
 		curCM, curLoadErr = c.store.Load(key)
 		if curLoadErr == nil {
-			if t, err := c.opts.Profile.Trial(curCM.Annotations); err != nil {
+			if t, err := components.TrialFromAnnotations(curCM.Annotations, c.opts.DefaultTrial); err != nil {
 				trialErr = err
 			} else {
 				trial = t
@@ -503,7 +503,9 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 		}
 		stopTrial()
 		if syncDue && c.remoteEnabled() {
-			if err := c.sync(ctx); err != nil {
+			if err := c.sync(ctx); errors.Is(err, errRestarted) {
+				return nil
+			} else if err != nil {
 				return err
 			}
 		}
@@ -611,6 +613,10 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 	return c.restart(ctx)
 }
 
+// errRestarted tells Run that Options.Restart was called: the process is
+// going away, and the state Run holds is stale.
+var errRestarted = errors.New("restarted")
+
 // restart applies the new current: in process through Reload, or by ending
 // the process for its manager to restart.
 func (c *Controller[T]) restart(ctx context.Context) error {
@@ -620,7 +626,7 @@ func (c *Controller[T]) restart(ctx context.Context) error {
 		klog.Flush()
 		if c.opts.Restart != nil {
 			c.opts.Restart()
-			return nil
+			return errRestarted
 		}
 		os.Exit(0)
 	}

@@ -50,9 +50,6 @@ func (testProfile) Validate(c *testConfig) field.ErrorList {
 	}
 	return nil
 }
-func (testProfile) Trial(ann map[string]string) (components.Trial, error) {
-	return components.TrialFromAnnotations(ann, components.Trial{Duration: time.Minute, CrashLoopThreshold: 2})
-}
 
 // testLayers decodes one document strictly; the init file is a plain file.
 type testLayers struct{ initFile string }
@@ -127,7 +124,13 @@ func (n *node) write(path, content string) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		n.t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	// Atomically, as source.Dir asks: a running Controller may read the
+	// file at any moment, and a half-written assignment is a different one.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		n.t.Fatal(err)
 	}
 }
@@ -157,7 +160,7 @@ func (n *node) assign(name, uid string) {
 
 func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[testConfig] {
 	n.t.Helper()
-	src, err := source.NewDir(source.DirOptions{Path: n.srcDir, PayloadKey: "config", PollInterval: time.Hour})
+	src, err := source.NewDir(source.DirOptions{Path: n.srcDir, PayloadKey: "config", PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -165,7 +168,8 @@ func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[test
 		Profile: testProfile{}, Layers: testLayers{initFile: n.initFile},
 		StateDir: n.stateDir, ComponentVersion: "v1.0.0",
 		Remote: src, Reporter: n.reporter, Clock: n.clock,
-		Restart: func() { n.restarts++ },
+		Restart:      func() { n.restarts++ },
+		DefaultTrial: components.Trial{Duration: time.Minute, CrashLoopThreshold: 2},
 	}
 	for _, m := range mutate {
 		m(&opts)

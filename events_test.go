@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -102,9 +101,7 @@ func TestEventsAndMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
-	n.assign("b", "uid-b")
-	waitFor(t, n.clock.HasWaiters)
-	n.clock.Step(2 * time.Minute) // a's trial ends (promotion); the resync picks up b
+	n.assign("b", "uid-b") // Run's first sync, or the source's notification, picks it up
 	waitFor(t, func() bool { return n.restarts == 1 })
 	cancel()
 	if err := <-done; err != nil {
@@ -122,14 +119,14 @@ func TestEventsAndMetrics(t *testing.T) {
 	}
 	c.Close()
 	ev := events.list()
-	if len(ev) != 2 || ev[1] != "ConfigRolledBack: failed to validate current (UID: uid-b); using last known good: (UID: uid-a)" {
+	if len(ev) != 2 || ev[1] != "ConfigRolledBack: failed to validate current (UID: uid-b); using last-known-good (default)" {
 		t.Fatalf("events %q", ev)
 	}
 	if got := counterValue(t, reg, status.MetricRollbacksTotal); got != 1 {
 		t.Fatalf("rollbacks %v, want 1", got)
 	}
-	if uid := activeUID(t, reg); uid != "uid-a" {
-		t.Fatalf("active config metric uid %q, want uid-a (promoted while Run waited)", uid)
+	if uid := activeUID(t, reg); uid != "" {
+		t.Fatalf("active config metric uid %q, want local (a was still on trial)", uid)
 	}
 	// A later start on the marked config is not a new rollback.
 	c = n.controller(withObservers)

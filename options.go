@@ -28,9 +28,6 @@ type Profile[T any] interface {
 	Default(obj *T)
 	// Validate returns every problem of obj, with field paths.
 	Validate(obj *T) field.ErrorList
-	// Trial reads a config's trial settings from its ConfigMap's
-	// annotations (components.TrialFromAnnotations).
-	Trial(annotations map[string]string) (components.Trial, error)
 }
 
 // Document is one named config document: a file, or a ConfigMap's payload.
@@ -105,8 +102,9 @@ type Options[T any] struct {
 
 	// Restart is called after a new config was checkpointed and made
 	// current, so the process manager restarts the component on it.
-	// Default: os.Exit(0) (systemd with Restart=always restarts it). Ignored
-	// when Reload is set.
+	// Default: os.Exit(0) (systemd with Restart=always restarts it). If
+	// Restart returns, Run returns nil: the process is expected to exit and
+	// start again with a new Controller. Ignored when Reload is set.
 	Restart func()
 	// Reload, when set, applies a new config in process instead of a
 	// restart; the Controller re-runs its startup decision and calls Reload
@@ -117,7 +115,9 @@ type Options[T any] struct {
 	// component called MarkHealthy, in addition to the trial period.
 	RequireHealthy bool
 	// DefaultTrial is the trial used when a ConfigMap has no trial
-	// annotations. Default: components.DefaultTrial() (10m, threshold 3).
+	// annotations (components.TrialFromAnnotations reads them), and for
+	// the startups file of the local config. Default:
+	// components.DefaultTrial() (10m, threshold 3).
 	DefaultTrial components.Trial
 	// StartupSyncTimeout bounds the read of the assignment during
 	// Bootstrap; when it cannot be read in time the desired config is

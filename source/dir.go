@@ -40,7 +40,10 @@ type DirOptions struct {
 
 // Dir is a Remote backed by a folder, for nodes without an API server and
 // for demos: <Path>/assignment.yaml names the ConfigMap to run, and
-// <Path>/configmaps/ holds ConfigMaps. A ConfigMap without a
+// <Path>/configmaps/ holds ConfigMaps. Replace files atomically (write a
+// temporary file in the same folder, then rename it): a half-written
+// assignment is read as whatever it says, an empty one as the empty
+// assignment. A ConfigMap without a
 // resourceVersion gets one derived from its content, so an edit is a new
 // version, as on an API server.
 type Dir struct {
