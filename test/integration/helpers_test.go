@@ -520,17 +520,34 @@ func checkpointKey(cm *corev1.ConfigMap) string {
 	return string(cm.UID) + "/" + cm.ResourceVersion
 }
 
-// nodeEvents lists the core/v1 Events about a node with a reason, oldest
-// first.
+// nodeEvents lists the core/v1 Events about a node with a reason.
 func (h *harness) nodeEvents(ctx context.Context, t *testing.T, node, reason string) []corev1.Event {
 	t.Helper()
+	evs, err := listEvents(ctx, h, node, reason)
+	if err != nil {
+		t.Fatalf("listing %s events of node %s: %v", reason, node, err)
+	}
+	return evs
+}
+
+// listEvents lists the Events of a node with a reason; it is safe to call
+// from any goroutine.
+func listEvents(ctx context.Context, h *harness, node, reason string) ([]corev1.Event, error) {
 	sel := fields.AndSelectors(
 		fields.OneTermEqualSelector("involvedObject.name", node),
 		fields.OneTermEqualSelector("reason", reason),
 	).String()
 	list, err := h.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
-		t.Fatalf("listing %s events of node %s: %v", reason, node, err)
+		return nil, err
 	}
-	return list.Items
+	return list.Items, nil
+}
+
+func eventMessages(events []corev1.Event) []string {
+	out := make([]string, 0, len(events))
+	for _, ev := range events {
+		out = append(out, ev.Message)
+	}
+	return out
 }
