@@ -157,9 +157,12 @@ func (d *Dir) configMapFiles() ([]string, error) {
 }
 
 // Run polls the folder every PollInterval and calls changed when the
-// assignment file or any ConfigMap file changed (by content).
+// assignment file or any ConfigMap file changed (by content). It also calls
+// changed once right after it took its first look, so that a change made
+// between an earlier Assigned and the start of Run is not missed.
 func (d *Dir) Run(ctx context.Context, changed func()) error {
 	last := d.fingerprint()
+	changed()
 	t := time.NewTicker(d.opts.PollInterval)
 	defer t.Stop()
 	for {

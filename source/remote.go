@@ -24,6 +24,7 @@ type Remote interface {
 	Assigned(ctx context.Context) (Assignment, error)
 	// Run blocks until ctx ends, calling changed whenever the assignment or
 	// the ConfigMap it names may have changed (spurious calls are allowed;
-	// calls never overlap). It returns nil when ctx ends.
+	// calls never overlap), including once after it starts watching, for
+	// changes made since an earlier Assigned. It returns nil when ctx ends.
 	Run(ctx context.Context, changed func()) error
 }
