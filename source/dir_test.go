@@ -112,8 +112,12 @@ func TestDirRunNotifiesOnChange(t *testing.T) {
 			}
 		})
 	}()
-	// Run takes its first fingerprint when it starts, so keep changing the
-	// file until a change is seen.
+	// The first call comes when Run has taken its first look.
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no initial notification within 10s")
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
 		write(t, filepath.Join(dir, AssignmentFile), fmt.Sprintf("configMap: {namespace: a, name: b, uid: c%d}", i))
