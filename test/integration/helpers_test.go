@@ -66,12 +66,17 @@ func newHarness(t *testing.T) *harness {
 	return &harness{cl: cl, client: newClient(t, cl.Config, 200, 400)}
 }
 
+// limited returns a copy of cfg with its own client-side rate limit.
+func limited(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = qps, burst
+	return cfg
+}
+
 // newClient returns a clientset over a copy of cfg with its own rate limit.
 func newClient(tb testing.TB, cfg *rest.Config, qps float32, burst int) kubernetes.Interface {
 	tb.Helper()
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = qps, burst
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := kubernetes.NewForConfig(limited(cfg, qps, burst))
 	if err != nil {
 		tb.Fatalf("building a clientset: %v", err)
 	}
