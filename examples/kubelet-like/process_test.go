@@ -18,10 +18,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -123,17 +125,17 @@ func (n node) assign(t *testing.T, rc remoteConfig) {
 }
 
 // readStatus reads the status file; ok is false while there is none.
-func (n node) readStatus() (conditionJSON, bool, error) {
+func (n node) readStatus() (demo.Condition, bool, error) {
 	data, err := os.ReadFile(n.statusPath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return conditionJSON{}, false, nil
+		return demo.Condition{}, false, nil
 	}
 	if err != nil {
-		return conditionJSON{}, false, err
+		return demo.Condition{}, false, err
 	}
-	var c conditionJSON
+	var c demo.Condition
 	if err := json.Unmarshal(data, &c); err != nil {
-		return conditionJSON{}, false, fmt.Errorf("status file %q: %w", data, err)
+		return demo.Condition{}, false, fmt.Errorf("status file %q: %w", data, err)
 	}
 	return c, true, nil
 }
@@ -160,6 +162,12 @@ func (n node) lastKnownGoodUID() (types.UID, error) {
 		return "", nil
 	}
 	return env.Pointer.Source.ConfigMap.UID, nil
+}
+
+// configzResponse is the body of /configz.
+type configzResponse struct {
+	KubeletConfig *kubeletv1beta1.KubeletConfiguration `json:"kubeletconfig"`
+	ConfigOK      *demo.Condition                      `json:"configOK"`
 }
 
 // getConfigz fetches /configz from addr.
@@ -190,7 +198,7 @@ func get(addr, path string) (string, int, error) {
 
 // waitStatus waits until the status file satisfies want and was written by
 // the running process of l that serves; it returns that process.
-func waitStatus(t *testing.T, n node, l *restartLoop, what string, want func(conditionJSON) bool) *proc {
+func waitStatus(t *testing.T, n node, l *restartLoop, what string, want func(demo.Condition) bool) *proc {
 	t.Helper()
 	var serving *proc
 	waitFor(t, what, func() (bool, string) {
@@ -234,7 +242,7 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 			writeFile(t, initFile, kubeletDoc(fmt.Sprintf("maxPods: %d", initMaxPods)))
 			l := startLoop(t, bin, n.args("--config="+initFile), nil)
 
-			waitStatus(t, n, l, "the local init config", func(c conditionJSON) bool {
+			waitStatus(t, n, l, "the local init config", func(c demo.Condition) bool {
 				return c.Status == corev1.ConditionTrue && c.Reason == status.ReasonLocalInit
 			})
 
@@ -243,7 +251,7 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 				payload: kubeletDoc("maxPods: 77", "featureGates:", "  "+DemoCrashGate+": true")}
 			n.put(t, crash)
 			n.assign(t, crash)
-			serving := waitStatus(t, n, l, "the crash-loop rollback", func(c conditionJSON) bool {
+			serving := waitStatus(t, n, l, "the crash-loop rollback", func(c demo.Condition) bool {
 				return c.Reason == status.CrashLoopReason(crash.uid)
 			})
 
@@ -270,7 +278,7 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantStatus := conditionJSON{Status: corev1.ConditionFalse, Reason: status.CrashLoopReason(crash.uid),
+			wantStatus := demo.Condition{Status: corev1.ConditionFalse, Reason: status.CrashLoopReason(crash.uid),
 				Message: status.LastKnownGoodMessage(status.Ref{}, status.LocalInit), PID: serving.pid}
 			if diff := cmp.Diff(wantStatus, got); diff != "" {
 				t.Errorf("status file (-want +got):\n%s", diff)
@@ -315,7 +323,7 @@ func TestDeadEnd(t *testing.T) {
 	l := startLoop(t, bin, n.args(), deadEnd)
 
 	// 1. The good config runs and, after its 1s trial, becomes last-known-good.
-	waitStatus(t, n, l, "the good config", func(c conditionJSON) bool {
+	waitStatus(t, n, l, "the good config", func(c demo.Condition) bool {
 		return c.Status == corev1.ConditionTrue && c.Message == status.CurrentMessage(status.Ref{UID: good.uid}, status.LocalDefault)
 	})
 	waitFor(t, "the good config's promotion to last-known-good", func() (bool, string) {
@@ -326,7 +334,7 @@ func TestDeadEnd(t *testing.T) {
 	// 2. The crash config: rolled back to the good one at the
 	// threshold+1-th start after it was set.
 	n.assign(t, crash)
-	rollback := waitStatus(t, n, l, "the crash-loop rollback", func(c conditionJSON) bool {
+	rollback := waitStatus(t, n, l, "the crash-loop rollback", func(c demo.Condition) bool {
 		return c.Reason == status.CrashLoopReason(crash.uid)
 	})
 	procs := l.all()
@@ -371,7 +379,7 @@ func TestDeadEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus := conditionJSON{Status: corev1.ConditionFalse,
+	wantStatus := demo.Condition{Status: corev1.ConditionFalse,
 		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.uid)),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: good.uid}, status.LocalDefault),
 		PID:     procs[len(procs)-1].pid}
@@ -489,7 +497,7 @@ type served struct {
 	MaxPods      int32
 	KubeAPIQPS   int32
 	FeatureGates map[string]bool
-	ConfigOK     conditionJSON
+	ConfigOK     demo.Condition
 }
 
 // TestConfigzServesLayersAndFlags starts the binary on every local layer,
@@ -500,9 +508,9 @@ func TestConfigzServesLayersAndFlags(t *testing.T) {
 	bin := buildBinary(t)
 	remote := remoteConfig{name: "kubelet-remote", uid: "d0000000-0000-4000-8000-000000000001", threshold: -1,
 		payload: kubeletDoc("maxPods: 80", "featureGates:", "  B: true")}
-	remoteOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+	remoteOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: remote.uid}, status.LocalInit)}
-	localOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
+	localOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
 		Message: status.CurrentMessage(status.Ref{}, status.LocalInit)}
 	for _, tc := range []struct {
 		name       string

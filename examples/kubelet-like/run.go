@@ -5,23 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
@@ -35,9 +29,6 @@ const DemoCrashGate = "DemoCrashAtStartup"
 // whatever its config: a demo hook for a crash that is not the config's
 // fault.
 const DemoCrashEnv = "DYNCONFIG_DEMO_CRASH"
-
-// shutdownTimeout bounds the graceful stop of the HTTP server.
-const shutdownTimeout = 5 * time.Second
 
 // errDemoCrash is the deliberate startup failure of the demo hooks.
 var errDemoCrash = errors.New("demo hook: crashing at startup")
@@ -53,24 +44,15 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	flags, err := pipeline.FlagOverrides(fs, configFlagBindings())
-	if err != nil {
-		return err
-	}
-	layers, err := dynconfig.NewLayers(pipeline, dynconfig.LocalConfig{
-		InitFile:     o.configFile,
-		DropInDir:    o.configDir,
-		InstanceFile: o.instanceConfig,
-		Flags:        flags,
-	})
+	layers, err := demo.LocalLayers(pipeline, &o.Flags, fs, configFlagBindings())
 	if err != nil {
 		return err
 	}
 
-	z := &configz{}
-	reporters := reporterChain{logReporter{}, z}
-	if o.statusFile != "" {
-		reporters = append(reporters, &statusFile{path: o.statusFile, pid: os.Getpid()})
+	z := newConfigz()
+	reporters := demo.ReporterChain{demo.LogReporter{}, z}
+	if o.StatusFile != "" {
+		reporters = append(reporters, &demo.StatusFile{Path: o.StatusFile, PID: os.Getpid()})
 	}
 	registry := prometheus.NewRegistry()
 	metrics, err := status.NewMetrics(registry)
@@ -86,9 +68,9 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	opts := dynconfig.Options[kubeletv1beta1.KubeletConfiguration]{
 		Profile:             kubelet.Profile{},
 		Layers:              layers,
-		StateDir:            o.stateDir,
+		StateDir:            o.StateDir,
 		ComponentVersion:    componentVersion,
-		DisableRemoteConfig: o.disableRemote,
+		DisableRemoteConfig: o.DisableRemote,
 		Metrics:             metrics,
 		RequireHealthy:      true,
 		Restart: func() {
@@ -97,15 +79,15 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 		},
 	}
 	switch {
-	case o.kubeconfig != "":
+	case o.Kubeconfig != "":
 		remote, node, events, err := apiServerSource(o)
 		if err != nil {
 			return err
 		}
 		opts.Remote, opts.Events = remote, events
 		reporters = append(reporters, node)
-	case o.sourceDir != "":
-		dir, err := source.NewDir(source.DirOptions{Path: o.sourceDir, PayloadKey: kubelet.PayloadKey, PollInterval: o.sourcePoll})
+	case o.SourceDir != "":
+		dir, err := source.NewDir(source.DirOptions{Path: o.SourceDir, PayloadKey: kubelet.PayloadKey, PollInterval: o.SourcePoll})
 		if err != nil {
 			return fmt.Errorf("--source-dir: %w", err)
 		}
@@ -128,26 +110,18 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	if os.Getenv(DemoCrashEnv) == "1" {
 		return fmt.Errorf("%w: %s=1 in the environment", errDemoCrash, DemoCrashEnv)
 	}
-	z.setConfig(cfg)
+	z.SetConfig(cfg)
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.address, strconv.Itoa(o.port)))
+	srv, err := demo.Listen(o.Address, o.Port, demo.NewHandler(z, registry))
 	if err != nil {
-		return fmt.Errorf("--address/--port: %w", err)
+		return err
 	}
-	srv := &http.Server{Handler: newHandler(z, registry), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "serving on %s\n", ln.Addr())
-	logger.Info("Serving", "address", ln.Addr().String(), "maxPods", cfg.MaxPods)
+	fmt.Fprintf(stdout, "serving on %s\n", srv.Addr())
+	logger.Info("Serving", "address", srv.Addr().String(), "maxPods", cfg.MaxPods)
 	c.MarkHealthy()
 
 	runErr := c.Run(runCtx)
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer scancel()
-	shutErr := srv.Shutdown(sctx)
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		shutErr = errors.Join(shutErr, err)
-	}
+	shutErr := srv.Shutdown(ctx)
 	if restarting.Load() {
 		logger.Info("Exiting with code 0 to restart onto the new config")
 	} else {
@@ -156,24 +130,21 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	return errors.Join(runErr, shutErr)
 }
 
+// newConfigz returns what /configz serves, under the kubelet's own key.
+func newConfigz() *demo.Configz[kubeletv1beta1.KubeletConfiguration] {
+	return demo.NewConfigz[kubeletv1beta1.KubeletConfiguration]("kubeletconfig")
+}
+
 // apiServerSource builds the API-server side from --kubeconfig: the Node
 // annotation source, the Node status reporter and the Event recorder.
 func apiServerSource(o *options) (source.Remote, dynconfig.Reporter, dynconfig.EventRecorder, error) {
-	nodeName := o.nodeName
-	if nodeName == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--node-name not set and the host name is unknown: %w", err)
-		}
-		nodeName = strings.ToLower(host)
-	}
-	restConfig, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	nodeName, err := demo.NodeName(o.NodeName)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		return nil, nil, nil, err
 	}
-	client, err := kubernetes.NewForConfig(restConfig)
+	client, err := demo.NewClient(o.Kubeconfig)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		return nil, nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.Kubeconfig, err)
 	}
 	remote, err := source.NewNode(source.NodeOptions{Client: client, NodeName: nodeName, PayloadKey: kubelet.PayloadKey})
 	if err != nil {
