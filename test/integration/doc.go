@@ -2,8 +2,30 @@
 // and etcd started by package cluster. Build the binaries first with
 // test/hack/ensure-bins.sh; the tests fail, saying so, when they are missing.
 //
-// The tests prove what the library relies on from the API server (the Node
-// status subresource, strategic merge of conditions by type, objects kept
-// across an API server restart); they are not run by the root module's
-// `go test ./...`.
+// The smoke test proves what the library relies on from the API server (the
+// Node status subresource, strategic merge of conditions by type, objects
+// kept across an API server restart). The Controller tests run the library
+// as a component would — kubelet profile, the Node annotation as the
+// assignment, the Node status and Event reporters — each scenario with its
+// own Node and state dir, and read the ConfigOK condition back from the
+// Node's status with a real client. A process start is a new Controller over
+// the same state dir and its Bootstrap; the Restart hook only records the
+// call, so a restart is observable. They cover: the empty, invalid and
+// correct assignments at startup; invalid assignments while running (only
+// the condition changes); decode and validation failures rolling back to a
+// last-known-good config promoted by a short trial, and the recovery; an
+// in-place ConfigMap edit; a ConfigMap deleted and recreated; the API server
+// down during Bootstrap; 100 successive assignments without goroutine or
+// checkpoint leaks; the ConfigChanged and ConfigRolledBack Events.
+//
+// TestScale is a benchmark run only when DYNCONFIG_SCALE=N is set: N
+// Controllers in one process, one reassignment of all their Nodes, with
+// latency percentiles, API requests per node and memory per Controller.
+//
+// What these tests do not prove: they use the real clock for trials (short
+// ones) and deadlines, so they show that things happen, never how fast
+// (that is TestScale's job, and it measures rather than asserts); no real
+// kubelet or process restart is involved (examples/kubelet-like has those);
+// the API server runs without controllers, so nothing else writes the Nodes.
+// They are not run by the root module's `go test ./...`.
 package integration
