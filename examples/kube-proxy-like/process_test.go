@@ -17,10 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
+	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -113,17 +115,17 @@ func (n node) assignShared(t *testing.T) {
 }
 
 // readStatus reads the status file; ok is false while there is none.
-func (n node) readStatus() (conditionJSON, bool, error) {
+func (n node) readStatus() (demo.Condition, bool, error) {
 	data, err := os.ReadFile(n.statusPath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return conditionJSON{}, false, nil
+		return demo.Condition{}, false, nil
 	}
 	if err != nil {
-		return conditionJSON{}, false, err
+		return demo.Condition{}, false, err
 	}
-	var c conditionJSON
+	var c demo.Condition
 	if err := json.Unmarshal(data, &c); err != nil {
-		return conditionJSON{}, false, fmt.Errorf("status file %q: %w", data, err)
+		return demo.Condition{}, false, fmt.Errorf("status file %q: %w", data, err)
 	}
 	return c, true, nil
 }
@@ -136,6 +138,13 @@ func get(addr, path string) (string, int, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return string(body), resp.StatusCode, err
+}
+
+// configzResponse is the body of /configz; the config's key is kube-proxy's
+// own /configz key.
+type configzResponse struct {
+	KubeProxyConfig *kubeproxyv1alpha1.KubeProxyConfiguration `json:"kubeproxy.config.k8s.io"`
+	ConfigOK        *demo.Condition                           `json:"configOK"`
 }
 
 // getConfigz fetches /configz from addr.
@@ -172,7 +181,7 @@ type proxyView struct {
 	HostnameOverride string
 	BindAddress      string
 	FeatureGates     map[string]bool
-	ConfigOK         conditionJSON
+	ConfigOK         demo.Condition
 }
 
 func viewOf(z configzResponse) proxyView {
@@ -202,7 +211,7 @@ func TestReloadsInProcess(t *testing.T) {
 	n.assignShared(t)
 	l := startLoop(t, bin, n.args("--instance-config="+n.file("instance.yaml"), "--feature-gates=Local=true"), nil)
 
-	using := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+	using := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}
 	var addr string
 	var pid int
@@ -264,7 +273,7 @@ func TestReloadsInProcess(t *testing.T) {
 	n.put(t, proxyDoc("clusterCIDR: 10.200.0.0/16", "mode: bogus"))
 	expect("version 3 (invalid), rolled back to version 2", proxyView{ClusterCIDR: "10.96.0.0/12", HostnameOverride: "node-a",
 		BindAddress: "10.1.2.3", FeatureGates: map[string]bool{"Local": true, "Shared": true},
-		ConfigOK: conditionJSON{Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(sharedUID),
+		ConfigOK: demo.Condition{Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(sharedUID),
 			Message: status.LastKnownGoodMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}})
 
 	n.put(t, proxyDoc("clusterCIDR: 10.100.0.0/16"))
@@ -282,9 +291,9 @@ func TestReloadsInProcess(t *testing.T) {
 // shared config) < drop-ins < instance file < flags.
 func TestLayersAndFlags(t *testing.T) {
 	bin := buildBinary(t)
-	sharedOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+	sharedOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalInit)}
-	localOK := conditionJSON{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
+	localOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
 		Message: status.CurrentMessage(status.Ref{}, status.LocalInit)}
 	for _, tc := range []struct {
 		name   string

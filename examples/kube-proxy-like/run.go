@@ -5,29 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
+	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
-
-// shutdownTimeout bounds the graceful stop of the HTTP server.
-const shutdownTimeout = 5 * time.Second
 
 // run is the component: it chooses its config with a dynconfig Controller,
 // serves it, and follows the remote config until ctx ends, swapping the
@@ -41,24 +32,15 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	flags, err := pipeline.FlagOverrides(fs, configFlagBindings())
-	if err != nil {
-		return err
-	}
-	layers, err := dynconfig.NewLayers(pipeline, dynconfig.LocalConfig{
-		InitFile:     o.configFile,
-		DropInDir:    o.configDir,
-		InstanceFile: o.instanceConfig,
-		Flags:        flags,
-	})
+	layers, err := demo.LocalLayers(pipeline, &o.Flags, fs, configFlagBindings())
 	if err != nil {
 		return err
 	}
 
-	z := &configz{}
-	reporters := reporterChain{logReporter{}, z}
-	if o.statusFile != "" {
-		reporters = append(reporters, &statusFile{path: o.statusFile, pid: os.Getpid()})
+	z := newConfigz()
+	reporters := demo.ReporterChain{demo.LogReporter{}, z}
+	if o.StatusFile != "" {
+		reporters = append(reporters, &demo.StatusFile{Path: o.StatusFile, PID: os.Getpid()})
 	}
 	registry := prometheus.NewRegistry()
 	metrics, err := status.NewMetrics(registry)
@@ -68,13 +50,13 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	opts := dynconfig.Options[kubeproxyv1alpha1.KubeProxyConfiguration]{
 		Profile:             profile,
 		Layers:              layers,
-		StateDir:            o.stateDir,
+		StateDir:            o.StateDir,
 		ComponentVersion:    componentVersion,
-		DisableRemoteConfig: o.disableRemote,
+		DisableRemoteConfig: o.DisableRemote,
 		Reporter:            reporters,
 		Metrics:             metrics,
 		Reload: func(ctx context.Context, cfg *kubeproxyv1alpha1.KubeProxyConfiguration) error {
-			z.setConfig(cfg)
+			z.SetConfig(cfg)
 			klog.FromContext(ctx).Info("Reloaded the config in process", "clusterCIDR", cfg.ClusterCIDR, "hostnameOverride", cfg.HostnameOverride)
 			return nil
 		},
@@ -86,13 +68,13 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 			return err
 		}
 		opts.Remote, opts.Events = remote, events
-	case o.sourceDir != "":
-		dir, err := source.NewDir(source.DirOptions{Path: o.sourceDir, PayloadKey: profile.PayloadKey(), PollInterval: o.sourcePoll})
+	case o.SourceDir != "":
+		dir, err := source.NewDir(source.DirOptions{Path: o.SourceDir, PayloadKey: profile.PayloadKey(), PollInterval: o.SourcePoll})
 		if err != nil {
 			return fmt.Errorf("--source-dir: %w", err)
 		}
 		opts.Remote = dir
-	case o.kubeconfig != "":
+	case o.Kubeconfig != "":
 		return errors.New("--kubeconfig needs --configmap")
 	}
 
@@ -105,27 +87,24 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	z.setConfig(cfg)
+	z.SetConfig(cfg)
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.address, strconv.Itoa(o.port)))
+	srv, err := demo.Listen(o.Address, o.Port, demo.NewHandler(z, registry))
 	if err != nil {
-		return fmt.Errorf("--address/--port: %w", err)
+		return err
 	}
-	srv := &http.Server{Handler: newHandler(z, registry), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "serving on %s\n", ln.Addr())
-	logger.Info("Serving", "address", ln.Addr().String())
+	fmt.Fprintf(stdout, "serving on %s\n", srv.Addr())
+	logger.Info("Serving", "address", srv.Addr().String())
 
 	runErr := c.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	shutErr := srv.Shutdown(sctx)
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		shutErr = errors.Join(shutErr, err)
-	}
+	shutErr := srv.Shutdown(ctx)
 	logger.Info("Stopped")
 	return errors.Join(runErr, shutErr)
+}
+
+// newConfigz returns what /configz serves, under kube-proxy's own key.
+func newConfigz() *demo.Configz[kubeproxyv1alpha1.KubeProxyConfiguration] {
+	return demo.NewConfigz[kubeproxyv1alpha1.KubeProxyConfiguration]("kubeproxy.config.k8s.io")
 }
 
 // configMapSource builds the API-server side from --configmap and
@@ -136,22 +115,14 @@ func configMapSource(o *options, payloadKey string) (source.Remote, dynconfig.Ev
 	if err != nil {
 		return nil, nil, err
 	}
-	nodeName := o.nodeName
-	if nodeName == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, nil, fmt.Errorf("--node-name not set and the host name is unknown: %w", err)
-		}
-		nodeName = strings.ToLower(host)
+	nodeName, err := demo.NodeName(o.NodeName)
+	if err != nil {
+		return nil, nil, err
 	}
 	// An empty --kubeconfig means the in-cluster config.
-	restConfig, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	client, err := demo.NewClient(o.Kubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--kubeconfig %q: %w", o.kubeconfig, err)
-	}
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--kubeconfig %q: %w", o.kubeconfig, err)
+		return nil, nil, fmt.Errorf("--kubeconfig %q: %w", o.Kubeconfig, err)
 	}
 	remote, err := source.NewFixed(source.FixedOptions{Client: client, Namespace: namespace, Name: name, PayloadKey: payloadKey})
 	if err != nil {
