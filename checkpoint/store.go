@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -75,6 +74,9 @@ type Store struct {
 	clock       clock.PassiveClock
 	log         klog.Logger
 
+	// laidOut: the layout existed when Open looked, so nothing was created.
+	laidOut bool
+
 	mu   sync.RWMutex
 	lock *os.File // nil once closed
 }
@@ -111,8 +113,15 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.log = s.log.WithValues("stateDir", dir)
 
-	if err := mkdirAllDurable(dir); err != nil {
-		return nil, err
+	// Fast path for every start after the first: when the deepest directory
+	// of the layout exists, so do the others (they are created parents
+	// first), and nothing needs creating.
+	fi, statErr := os.Stat(s.trackingDir)
+	s.laidOut = statErr == nil && fi.IsDir()
+	if !s.laidOut {
+		if err := mkdirAllDurable(dir); err != nil {
+			return nil, err
+		}
 	}
 	// Lock before touching anything else in the dir: the holder may be
 	// writing, and its temporary files are not stale.
@@ -161,14 +170,16 @@ func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 // prepare creates the layout and removes stale temporary files from every
 // directory this package writes into. Called with the lock held.
 func (s *Store) prepare() error {
-	for _, d := range []string{
-		filepath.Join(s.dir, checkpointsDir),
-		filepath.Join(s.dir, metaDir),
-		filepath.Join(s.dir, trackingDir),
-		s.trackingDir,
-	} {
-		if _, err := mkdirDurable(d); err != nil {
-			return err
+	if !s.laidOut {
+		for _, d := range []string{
+			filepath.Join(s.dir, checkpointsDir),
+			filepath.Join(s.dir, metaDir),
+			filepath.Join(s.dir, trackingDir),
+			s.trackingDir,
+		} {
+			if _, err := mkdirDurable(d); err != nil {
+				return err
+			}
 		}
 	}
 	// Every write of this package and of the tracking files goes through a
@@ -347,35 +358,18 @@ func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 // A missing file is fs.ErrNotExist; anything that is not a regular file of at
 // most maxFileSize bytes is a *CorruptError.
 func readFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, syscall.ELOOP) {
+	data, err := atomicfile.ReadRegular(path, maxFileSize)
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, atomicfile.ErrSymlink):
 		return nil, corrupt(path, "is a symbolic link")
-	}
-	if errors.Is(err, syscall.ENOTDIR) {
+	case errors.Is(err, syscall.ENOTDIR):
 		return nil, corrupt(path, "a parent directory is not a directory")
+	case errors.Is(err, atomicfile.ErrNotRegular), errors.Is(err, atomicfile.ErrTooLarge):
+		return nil, &CorruptError{Path: path, Err: err}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, corrupt(path, "is not a regular file (mode %v)", fi.Mode())
-	}
-	if fi.Size() > maxFileSize {
-		return nil, corrupt(path, "is %d bytes, more than the %d allowed", fi.Size(), maxFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, corrupt(path, "grew beyond %d bytes while being read", maxFileSize)
-	}
-	return data, nil
+	return nil, err
 }
 
 // Exists reports whether the checkpoint k is on disk, without reading it

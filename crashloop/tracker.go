@@ -3,13 +3,11 @@ package crashloop
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -164,28 +162,16 @@ func (t *Tracker) CrashLooping(currentSetTime time.Time, trial time.Duration, th
 
 // read loads the startups file; see Startups for the error contract.
 func (t *Tracker) read() ([]time.Time, error) {
-	// O_NONBLOCK so that a FIFO put in the file's place cannot block the open.
-	f, err := os.OpenFile(t.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// No symlink followed, and a FIFO put in the file's place cannot block.
+	data, err := atomicfile.ReadRegular(t.path, maxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge) || errors.Is(err, atomicfile.ErrSymlink) {
+		return nil, &CorruptError{Path: t.path, Err: err}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open startups file: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat startups file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &CorruptError{Path: t.path, Err: fmt.Errorf("not a regular file (mode %v)", fi.Mode())}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read startups file %s: %w", t.path, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, &CorruptError{Path: t.path, Err: fmt.Errorf("larger than %d bytes", maxFileSize)}
+		return nil, fmt.Errorf("read startups file: %w", err)
 	}
 	ts, err := decodeStartups(data)
 	if err != nil {

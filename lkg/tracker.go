@@ -20,6 +20,10 @@ import (
 // BadConfigsFile is the name of the bad-config file inside a tracking dir.
 const BadConfigsFile = "bad-configs.json"
 
+// maxFileSize bounds the bad-config file: DefaultMaxEntries marks with long
+// reasons fit many times over.
+const maxFileSize = 4 << 20
+
 // DefaultMaxEntries is the number of bad marks a Tracker keeps when
 // TrackerOptions.MaxEntries is zero.
 const DefaultMaxEntries = 100
@@ -95,7 +99,7 @@ func (t *Tracker) Path() string { return t.path }
 // Entries returns every bad mark. A missing file is no marks. A file that
 // cannot be read or decoded returns an empty map and a *CorruptError.
 func (t *Tracker) Entries() (map[string]Entry, error) {
-	data, err := os.ReadFile(t.path)
+	data, err := atomicfile.ReadRegular(t.path, maxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]Entry{}, nil
 	}
