@@ -29,10 +29,11 @@ type Controller[T any] struct {
 	startups *crashloop.Tracker
 	bad      *lkg.Tracker
 
-	mu       sync.Mutex
-	state    state
-	healthy  chan struct{} // closed by MarkHealthy
-	markOnce sync.Once
+	mu        sync.Mutex
+	state     state
+	published *status.Report // the last report the Reporter accepted
+	healthy   chan struct{}  // closed by MarkHealthy
+	markOnce  sync.Once
 }
 
 // state is what the last decision left behind, for Run.
@@ -444,15 +445,31 @@ func (c *Controller[T]) report(ctx context.Context) {
 	c.publish(ctx, r)
 }
 
+// publish sends r unless it is what the last successful publish sent: the
+// heartbeat moves when the component (re)starts or the condition changes,
+// not on every resync, which keeps a node's requests per change low.
 func (c *Controller[T]) publish(ctx context.Context, r status.Report) {
 	if c.opts.Reporter == nil {
+		return
+	}
+	c.mu.Lock()
+	same := c.published != nil && *c.published == r
+	c.mu.Unlock()
+	if same {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.opts.StartupSyncTimeout)
 	defer cancel()
 	if err := c.opts.Reporter.ReportConfigOK(rctx, r); err != nil {
 		klog.FromContext(ctx).Error(err, "Reporting the ConfigOK condition")
+		c.mu.Lock()
+		c.published = nil
+		c.mu.Unlock()
+		return
 	}
+	c.mu.Lock()
+	c.published = &r
+	c.mu.Unlock()
 }
 
 // Run follows the assignment until ctx ends: on a change it checkpoints the

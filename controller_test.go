@@ -450,3 +450,36 @@ func TestRunSyncsOnNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunReportsOnlyChanges: a resync that finds nothing new sends no
+// report; a sync failure and the recovery from it each send one.
+func TestRunReportsOnlyChanges(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`, nil)
+	n.assign("a", "uid-a")
+	c := n.controller()
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	count := func() int { n.reporter.mu.Lock(); defer n.reporter.mu.Unlock(); return len(n.reporter.reports) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	for i := 0; i < 3; i++ { // resyncs with nothing new
+		waitFor(t, n.clock.HasWaiters)
+		n.clock.Step(2 * time.Minute)
+	}
+	waitFor(t, n.clock.HasWaiters)
+	if got := count(); got != 1 {
+		t.Fatalf("%d reports after idle resyncs, want only Bootstrap's", got)
+	}
+	n.write(filepath.Join(n.srcDir, source.AssignmentFile), "{}")
+	waitFor(t, func() bool { return count() == 2 })
+	n.assign("a", "uid-a")
+	waitFor(t, func() bool { return count() == 3 && n.reporter.last().Status == corev1.ConditionTrue })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,13 @@ type NodeReporter struct {
 	node    string
 	clock   clock.PassiveClock
 	backoff wait.Backoff
+
+	mu sync.Mutex
+	// last is the ConfigOK condition the API server returned for the last
+	// successful patch: the previous condition of the next report, so a
+	// report costs one PATCH instead of a GET and a PATCH. It is dropped
+	// on any failure, and the next attempt reads the Node again.
+	last *corev1.NodeCondition
 }
 
 // NewNodeReporter validates opts and returns a NodeReporter. Errors name the
@@ -126,19 +134,36 @@ func (n *NodeReporter) ReportConfigOK(ctx context.Context, r Report) error {
 	return fmt.Errorf("%s: giving up after %d attempts: %w", where, n.backoff.Steps, last)
 }
 
-// patch makes one attempt: GET the Node, then PATCH its status.
+// patch makes one attempt: PATCH the Node's status, after a GET of the
+// Node when the previous condition is not known from an earlier patch.
 func (n *NodeReporter) patch(ctx context.Context, r Report) error {
-	node, err := n.client.CoreV1().Nodes().Get(ctx, n.node, metav1.GetOptions{})
-	if err != nil {
-		return err
+	n.mu.Lock()
+	prev := n.last
+	n.last = nil
+	n.mu.Unlock()
+	if prev == nil {
+		node, err := n.client.CoreV1().Nodes().Get(ctx, n.node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		prev = Find(node.Status.Conditions)
 	}
-	cond := ConfigOK(Find(node.Status.Conditions), r, metav1.NewTime(n.clock.Now()))
+	cond := ConfigOK(prev, r, metav1.NewTime(n.clock.Now()))
 	body, err := ConditionPatch(cond)
 	if err != nil {
 		return err
 	}
-	_, err = n.client.CoreV1().Nodes().Patch(ctx, n.node, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
-	return err
+	node, err := n.client.CoreV1().Nodes().Patch(ctx, n.node, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return err
+	}
+	if got := Find(node.Status.Conditions); got != nil {
+		c := *got
+		n.mu.Lock()
+		n.last = &c
+		n.mu.Unlock()
+	}
+	return nil
 }
 
 // ConditionPatch returns the strategic merge patch that sets cond on a

@@ -298,3 +298,36 @@ func BenchmarkConditionPatch(b *testing.B) {
 		}
 	}
 }
+
+// TestNodeReporterReusesPatchedCondition: after a successful patch the
+// condition the API server returned is the previous one of the next report,
+// so the next report is a single PATCH, and the transition rules still hold.
+func TestNodeReporterReusesPatchedCondition(t *testing.T) {
+	client := fake.NewClientset(testNodeObject(otherConditions()...))
+	clk := clocktesting.NewFakePassiveClock(t0)
+	r := newTestReporter(t, client, clk)
+	ok := Report{Status: corev1.ConditionTrue, Reason: ReasonAllChecksPassed, Message: "using current (default)"}
+	if err := r.ReportConfigOK(context.Background(), ok); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	clk.SetTime(t0.Add(time.Minute))
+	if err := r.ReportConfigOK(context.Background(), ok); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range client.Actions() {
+		got = append(got, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+	}
+	if diff := cmp.Diff([]string{"patch nodes/status"}, got); diff != "" {
+		t.Fatalf("second report's requests (-want +got):\n%s", diff)
+	}
+	node, err := client.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Find(node.Status.Conditions)
+	if c == nil || !c.LastTransitionTime.Time.Equal(t0) || !c.LastHeartbeatTime.Time.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("condition %+v: want transition at t0 and heartbeat a minute later", c)
+	}
+}
