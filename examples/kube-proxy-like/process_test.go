@@ -1,77 +1,34 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/examples/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
 
-// node is the files of one simulated node: a state dir, a directory
-// source, a status file and the local config layers.
+// node is the files of one simulated node (proctest.Node) with the shared
+// ConfigMap.
 type node struct {
-	dir string
+	proctest.Node
 }
 
 func newNode(t *testing.T) node {
 	t.Helper()
-	n := node{dir: t.TempDir()}
-	if err := os.MkdirAll(filepath.Join(n.sourceDir(), source.ConfigMapsDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func (n node) stateDir() string   { return filepath.Join(n.dir, "state") }
-func (n node) sourceDir() string  { return filepath.Join(n.dir, "source") }
-func (n node) statusPath() string { return filepath.Join(n.dir, "configok.json") }
-func (n node) file(name string) string {
-	return filepath.Join(n.dir, name)
-}
-
-// args are the flags every test passes: state dir, directory source
-// polled often, status file, a free port.
-func (n node) args(extra ...string) []string {
-	return append([]string{
-		"--dynamic-config-dir=" + n.stateDir(),
-		"--source-dir=" + n.sourceDir(),
-		"--source-poll-interval=50ms",
-		"--status-file=" + n.statusPath(),
-		"--port=0",
-	}, extra...)
-}
-
-// writeFile writes data to path through a dot-file and a rename, so the
-// directory source (which skips dot-files) never reads half a file.
-func writeFile(t *testing.T, path, data string) {
-	t.Helper()
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	return node{proctest.NewNode(t)}
 }
 
 // proxyDoc is a KubeProxyConfiguration document with the given body lines.
@@ -93,11 +50,7 @@ func (n node) put(t *testing.T, payload string) {
 			Annotations: map[string]string{components.TrialDurationAnnotation: "1s"}},
 		Data: map[string]string{kubeproxy.Profile{}.PayloadKey(): payload},
 	}
-	data, err := yaml.Marshal(&cm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(n.sourceDir(), source.ConfigMapsDir, "kube-proxy.yaml"), string(data))
+	n.WriteConfigMap(t, &cm)
 }
 
 // assignShared points the directory source's assignment at the shared
@@ -107,37 +60,7 @@ func (n node) assignShared(t *testing.T) {
 	src := corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 		Namespace: "kube-system", Name: "kube-proxy", UID: sharedUID, KubeletConfigKey: kubeproxy.Profile{}.PayloadKey(),
 	}}
-	data, err := yaml.Marshal(&src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(n.sourceDir(), source.AssignmentFile), string(data))
-}
-
-// readStatus reads the status file; ok is false while there is none.
-func (n node) readStatus() (demo.Condition, bool, error) {
-	data, err := os.ReadFile(n.statusPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return demo.Condition{}, false, nil
-	}
-	if err != nil {
-		return demo.Condition{}, false, err
-	}
-	var c demo.Condition
-	if err := json.Unmarshal(data, &c); err != nil {
-		return demo.Condition{}, false, fmt.Errorf("status file %q: %w", data, err)
-	}
-	return c, true, nil
-}
-
-func get(addr, path string) (string, int, error) {
-	resp, err := http.Get("http://" + addr + path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return string(body), resp.StatusCode, err
+	n.WriteAssignment(t, &src)
 }
 
 // configzResponse is the body of /configz; the config's key is kube-proxy's
@@ -149,18 +72,7 @@ type configzResponse struct {
 
 // getConfigz fetches /configz from addr.
 func getConfigz(addr string) (configzResponse, error) {
-	body, code, err := get(addr, "/configz")
-	if err != nil {
-		return configzResponse{}, err
-	}
-	if code != http.StatusOK {
-		return configzResponse{}, fmt.Errorf("/configz: HTTP %d: %s", code, body)
-	}
-	var z configzResponse
-	if err := json.Unmarshal([]byte(body), &z); err != nil {
-		return configzResponse{}, fmt.Errorf("/configz: %w", err)
-	}
-	return z, nil
+	return proctest.GetConfigz[configzResponse](addr)
 }
 
 // seriesLabels returns the label set of the one series of an info metric
@@ -204,12 +116,12 @@ func viewOf(z configzResponse) proxyView {
 // serves the last-known-good version instead, and the instance file's
 // fields stay on top of every version.
 func TestReloadsInProcess(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testBinary.Build(t)
 	n := newNode(t)
-	writeFile(t, n.file("instance.yaml"), proxyDoc("hostnameOverride: node-a", "bindAddress: 10.1.2.3"))
+	proctest.WriteFile(t, n.File("instance.yaml"), proxyDoc("hostnameOverride: node-a", "bindAddress: 10.1.2.3"))
 	n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16"))
 	n.assignShared(t)
-	l := startLoop(t, bin, n.args("--instance-config="+n.file("instance.yaml"), "--feature-gates=Local=true"), nil)
+	l := proctest.StartLoop(t, bin, n.Args("--instance-config="+n.File("instance.yaml"), "--feature-gates=Local=true"), nil)
 
 	using := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}
@@ -219,16 +131,16 @@ func TestReloadsInProcess(t *testing.T) {
 	// process started so far is still the one serving.
 	expect := func(step string, want proxyView) {
 		t.Helper()
-		waitFor(t, step, func() (bool, string) {
-			procs := l.all()
+		proctest.WaitFor(t, step, func() (bool, string) {
+			procs := l.All()
 			if len(procs) == 0 {
 				return false, "not started yet"
 			}
-			if len(procs) != 1 || procs[0].exited() {
-				t.Fatalf("%s: the process restarted or exited; want one process that reloads\n%s", step, describeProcs(procs))
+			if len(procs) != 1 || procs[0].Exited() {
+				t.Fatalf("%s: the process restarted or exited; want one process that reloads\n%s", step, proctest.DescribeProcs(procs))
 			}
 			if addr == "" {
-				addr, pid = procs[0].servingAddr(), procs[0].pid
+				addr, pid = procs[0].ServingAddr(), procs[0].PID()
 				if addr == "" {
 					return false, "not serving yet"
 				}
@@ -240,8 +152,8 @@ func TestReloadsInProcess(t *testing.T) {
 			got := viewOf(z)
 			diff := cmp.Diff(want, got)
 			return diff == "", "(-want +got):\n" + diff
-		}, func() string { return describeProcs(l.all()) })
-		c, _, err := n.readStatus()
+		}, func() string { return proctest.DescribeProcs(l.All()) })
+		c, _, err := n.ReadStatus()
 		if err != nil || c.PID != pid {
 			t.Errorf("%s: status file written by pid %d (err %v), want %d", step, c.PID, err, pid)
 		}
@@ -250,8 +162,8 @@ func TestReloadsInProcess(t *testing.T) {
 	// the version it runs is last-known-good.
 	waitPromoted := func(step string) {
 		t.Helper()
-		waitFor(t, step, func() (bool, string) {
-			body, _, err := get(addr, "/metrics")
+		proctest.WaitFor(t, step, func() (bool, string) {
+			body, _, err := proctest.Get(addr, "/metrics")
 			if err != nil {
 				return false, err.Error()
 			}
@@ -280,17 +192,17 @@ func TestReloadsInProcess(t *testing.T) {
 	expect("version 4, reloaded", proxyView{ClusterCIDR: "10.100.0.0/16", HostnameOverride: "node-a", BindAddress: "10.1.2.3",
 		FeatureGates: map[string]bool{"Local": true}, ConfigOK: using})
 
-	if diff := cmp.Diff([]string{"running"}, exitCodes(l.all())); diff != "" {
+	if diff := cmp.Diff([]string{"running"}, proctest.ExitCodes(l.All())); diff != "" {
 		t.Errorf("processes (-want +got):\n%s", diff)
 	}
-	t.Logf("4 versions applied by 1 process (pid %d), %d start(s)", pid, len(l.all()))
+	t.Logf("4 versions applied by 1 process (pid %d), %d start(s)", pid, len(l.All()))
 }
 
 // TestLayersAndFlags starts the binary on local layers, with and without
 // the shared config and config flags, and reads /configz: init file (or the
 // shared config) < drop-ins < instance file < flags.
 func TestLayersAndFlags(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testBinary.Build(t)
 	sharedOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalInit)}
 	localOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
@@ -318,37 +230,32 @@ func TestLayersAndFlags(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t)
-			writeFile(t, n.file("init.yaml"), proxyDoc("clusterCIDR: 10.1.0.0/16", "bindAddress: 10.0.0.1",
+			proctest.WriteFile(t, n.File("init.yaml"), proxyDoc("clusterCIDR: 10.1.0.0/16", "bindAddress: 10.0.0.1",
 				"featureGates:", "  Init: true"))
-			if err := os.Mkdir(n.file("conf.d"), 0o755); err != nil {
+			if err := os.Mkdir(n.File("conf.d"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, n.file("conf.d/10-bind.conf"), proxyDoc("bindAddress: 10.0.0.2", "hostnameOverride: dropin-host"))
-			writeFile(t, n.file("instance.yaml"), proxyDoc("hostnameOverride: instance-host", "bindAddress: 10.9.9.9"))
+			proctest.WriteFile(t, n.File("conf.d/10-bind.conf"), proxyDoc("bindAddress: 10.0.0.2", "hostnameOverride: dropin-host"))
+			proctest.WriteFile(t, n.File("instance.yaml"), proxyDoc("hostnameOverride: instance-host", "bindAddress: 10.9.9.9"))
 			if tc.shared {
 				n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16", "featureGates:", "  Shared: true"))
 				n.assignShared(t)
 			}
-			p := startProc(t, bin, n.args(append([]string{"--config=" + n.file("init.yaml"),
-				"--config-dir=" + n.file("conf.d"), "--instance-config=" + n.file("instance.yaml")}, tc.flags...)...), nil)
-			waitFor(t, "the serving line", func() (bool, string) {
-				if p.exited() {
-					t.Fatalf("exited with code %d:\n%s", p.code, p.stderr.String())
-				}
-				return p.servingAddr() != "", p.stdout.String()
-			}, nil)
-			if body, code, err := get(p.servingAddr(), "/healthz"); err != nil || code != http.StatusOK || body != "ok" {
+			p := proctest.Start(t, bin, n.Args(append([]string{"--config=" + n.File("init.yaml"),
+				"--config-dir=" + n.File("conf.d"), "--instance-config=" + n.File("instance.yaml")}, tc.flags...)...), nil)
+			p.WaitServing(t)
+			if body, code, err := proctest.Get(p.ServingAddr(), "/healthz"); err != nil || code != http.StatusOK || body != "ok" {
 				t.Errorf("/healthz = %d %q, %v; want 200 \"ok\"", code, body, err)
 			}
-			z, err := getConfigz(p.servingAddr())
+			z, err := getConfigz(p.ServingAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, viewOf(z)); diff != "" {
 				t.Errorf("/configz (-want +got):\n%s", diff)
 			}
-			if code := p.terminate(t); code != 0 {
-				t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, tail(p.stderr.String(), 5))
+			if code := p.Terminate(t); code != 0 {
+				t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, proctest.Tail(p.Stderr(), 5))
 			}
 		})
 	}
@@ -358,7 +265,7 @@ func TestLayersAndFlags(t *testing.T) {
 // must exit 1 before serving, with an error naming the file (or flag) and
 // the field.
 func TestInvalidLocalConfigStops(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testBinary.Build(t)
 	for _, tc := range []struct {
 		name  string
 		files map[string]string // name -> content
@@ -381,35 +288,8 @@ func TestInvalidLocalConfigStops(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t)
-			for name, content := range tc.files {
-				writeFile(t, n.file(name), content)
-			}
-			var args []string
-			for _, a := range tc.args {
-				args = append(args, strings.ReplaceAll(a, "DIR", n.dir))
-			}
-			p := startProc(t, bin, n.args(args...), nil)
-			select {
-			case <-p.done:
-			case <-time.After(waitTimeout):
-				t.Fatalf("still runs after %v", waitTimeout)
-			}
-			if p.code != 1 {
-				t.Errorf("exit code %d, want 1", p.code)
-			}
-			if out := p.stdout.String(); out != "" {
-				t.Errorf("stdout %q, want nothing (it must not serve)", out)
-			}
-			stderr := p.stderr.String()
-			i := strings.LastIndex(stderr, "kube-proxy-like: ")
-			if i < 0 {
-				t.Fatalf("no error on stderr:\n%s", stderr)
-			}
-			for _, w := range tc.want {
-				if w = strings.ReplaceAll(w, "DIR", n.dir); !strings.Contains(stderr[i:], w) {
-					t.Errorf("error does not contain %q:\n%s", w, stderr[i:])
-				}
-			}
+			n.WriteFiles(t, tc.files)
+			proctest.ExpectStartError(t, bin, "kube-proxy-like: ", n.Args(n.ExpandDir(tc.args)...), n.ExpandDir(tc.want))
 		})
 	}
 }

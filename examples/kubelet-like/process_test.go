@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -19,60 +18,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/examples/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
 
-// node is the files of one simulated node: a state dir, a directory
-// source, a status file and the local config layers.
+// node is the files of one simulated node (proctest.Node) with the
+// kubelet's remote configs.
 type node struct {
-	dir string
+	proctest.Node
 }
 
 func newNode(t *testing.T) node {
 	t.Helper()
-	n := node{dir: t.TempDir()}
-	if err := os.MkdirAll(filepath.Join(n.sourceDir(), source.ConfigMapsDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return node{proctest.NewNode(t)}
 }
 
-func (n node) stateDir() string   { return filepath.Join(n.dir, "state") }
-func (n node) sourceDir() string  { return filepath.Join(n.dir, "source") }
-func (n node) statusPath() string { return filepath.Join(n.dir, "configok.json") }
 func (n node) startupsPath() string {
-	return filepath.Join(n.stateDir(), "tracking", componentVersion, "startups.json")
-}
-
-// args are the flags every test passes: state dir, directory source
-// polled often, status file, a free port.
-func (n node) args(extra ...string) []string {
-	return append([]string{
-		"--dynamic-config-dir=" + n.stateDir(),
-		"--source-dir=" + n.sourceDir(),
-		"--source-poll-interval=50ms",
-		"--status-file=" + n.statusPath(),
-		"--port=0",
-	}, extra...)
-}
-
-// writeFile writes data to path through a dot-file and a rename, so the
-// directory source (which skips dot-files) never reads half a file.
-func writeFile(t *testing.T, path, data string) {
-	t.Helper()
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	return filepath.Join(n.StateDir(), "tracking", componentVersion, "startups.json")
 }
 
 // kubeletDoc is a KubeletConfiguration document with the given body lines.
@@ -104,11 +70,7 @@ func (n node) put(t *testing.T, rc remoteConfig) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: rc.name, UID: rc.uid, Annotations: ann},
 		Data:       map[string]string{kubelet.PayloadKey: rc.payload},
 	}
-	data, err := yaml.Marshal(&cm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(n.sourceDir(), source.ConfigMapsDir, rc.name+".yaml"), string(data))
+	n.WriteConfigMap(t, &cm)
 }
 
 // assign points the directory source's assignment at rc.
@@ -117,33 +79,13 @@ func (n node) assign(t *testing.T, rc remoteConfig) {
 	src := corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 		Namespace: "kube-system", Name: rc.name, UID: rc.uid, KubeletConfigKey: kubelet.PayloadKey,
 	}}
-	data, err := yaml.Marshal(&src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(n.sourceDir(), source.AssignmentFile), string(data))
-}
-
-// readStatus reads the status file; ok is false while there is none.
-func (n node) readStatus() (demo.Condition, bool, error) {
-	data, err := os.ReadFile(n.statusPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return demo.Condition{}, false, nil
-	}
-	if err != nil {
-		return demo.Condition{}, false, err
-	}
-	var c demo.Condition
-	if err := json.Unmarshal(data, &c); err != nil {
-		return demo.Condition{}, false, fmt.Errorf("status file %q: %w", data, err)
-	}
-	return c, true, nil
+	n.WriteAssignment(t, &src)
 }
 
 // lastKnownGoodUID reads the last-known-good pointer of the state dir (its
 // documented envelope) and returns the UID it names, "" for local.
 func (n node) lastKnownGoodUID() (types.UID, error) {
-	data, err := os.ReadFile(filepath.Join(n.stateDir(), "meta", "last-known-good"))
+	data, err := os.ReadFile(filepath.Join(n.StateDir(), "meta", "last-known-good"))
 	if errors.Is(err, fs.ErrNotExist) || len(data) == 0 {
 		return "", nil
 	}
@@ -172,57 +114,36 @@ type configzResponse struct {
 
 // getConfigz fetches /configz from addr.
 func getConfigz(addr string) (configzResponse, error) {
-	body, code, err := get(addr, "/configz")
-	if err != nil {
-		return configzResponse{}, err
-	}
-	if code != http.StatusOK {
-		return configzResponse{}, fmt.Errorf("/configz: HTTP %d: %s", code, body)
-	}
-	var z configzResponse
-	if err := json.Unmarshal([]byte(body), &z); err != nil {
-		return configzResponse{}, fmt.Errorf("/configz: %w", err)
-	}
-	return z, nil
-}
-
-func get(addr, path string) (string, int, error) {
-	resp, err := http.Get("http://" + addr + path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return string(body), resp.StatusCode, err
+	return proctest.GetConfigz[configzResponse](addr)
 }
 
 // waitStatus waits until the status file satisfies want and was written by
 // the running process of l that serves; it returns that process.
-func waitStatus(t *testing.T, n node, l *restartLoop, what string, want func(demo.Condition) bool) *proc {
+func waitStatus(t *testing.T, n node, l *proctest.RestartLoop, what string, want func(demo.Condition) bool) *proctest.Proc {
 	t.Helper()
-	var serving *proc
-	waitFor(t, what, func() (bool, string) {
-		if err := l.failure(); err != nil {
+	var serving *proctest.Proc
+	proctest.WaitFor(t, what, func() (bool, string) {
+		if err := l.Failure(); err != nil {
 			t.Fatalf("restart loop: %v", err)
 		}
-		c, ok, err := n.readStatus()
+		c, ok, err := n.ReadStatus()
 		if err != nil || !ok {
 			return false, fmt.Sprintf("status file: ok=%t err=%v", ok, err)
 		}
 		if !want(c) {
 			return false, fmt.Sprintf("status %+v", c)
 		}
-		procs := l.all()
+		procs := l.All()
 		if len(procs) == 0 {
 			return false, "no process started yet"
 		}
 		last := procs[len(procs)-1]
-		if last.pid != c.PID || last.exited() || last.servingAddr() == "" {
-			return false, fmt.Sprintf("status %+v, last process pid %d exited=%t serving=%q", c, last.pid, last.exited(), last.servingAddr())
+		if last.PID() != c.PID || last.Exited() || last.ServingAddr() == "" {
+			return false, fmt.Sprintf("status %+v, last process pid %d exited=%t serving=%q", c, last.PID(), last.Exited(), last.ServingAddr())
 		}
 		serving = last
 		return true, ""
-	}, func() string { return describeProcs(l.all()) })
+	}, func() string { return proctest.DescribeProcs(l.All()) })
 	return serving
 }
 
@@ -234,13 +155,13 @@ const initMaxPods = 50
 // config is marked bad and rolled back at exactly the threshold+1-th start
 // after it was set, whatever the threshold its ConfigMap annotation sets.
 func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testBinary.Build(t)
 	for _, threshold := range []int{0, 1, 3} {
 		t.Run(fmt.Sprintf("threshold %d", threshold), func(t *testing.T) {
 			n := newNode(t)
-			initFile := filepath.Join(n.dir, "init.yaml")
-			writeFile(t, initFile, kubeletDoc(fmt.Sprintf("maxPods: %d", initMaxPods)))
-			l := startLoop(t, bin, n.args("--config="+initFile), nil)
+			initFile := n.File("init.yaml")
+			proctest.WriteFile(t, initFile, kubeletDoc(fmt.Sprintf("maxPods: %d", initMaxPods)))
+			l := proctest.StartLoop(t, bin, n.Args("--config="+initFile), nil)
 
 			waitStatus(t, n, l, "the local init config", func(c demo.Condition) bool {
 				return c.Status == corev1.ConditionTrue && c.Reason == status.ReasonLocalInit
@@ -258,32 +179,32 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 			// The first process saw the assignment and exited 0 to restart;
 			// every start after it counts. threshold of them crashed, and
 			// the next one rolled back and serves.
-			procs := l.all()
+			procs := l.All()
 			want := []string{"exit 0"}
 			for range threshold {
 				want = append(want, "exit 1")
 			}
 			want = append(want, "running")
-			if diff := cmp.Diff(want, exitCodes(procs)); diff != "" {
-				t.Errorf("process exits (-want +got):\n%s\n%s", diff, describeProcs(procs))
+			if diff := cmp.Diff(want, proctest.ExitCodes(procs)); diff != "" {
+				t.Errorf("process exits (-want +got):\n%s\n%s", diff, proctest.DescribeProcs(procs))
 			}
 			t.Logf("threshold %d: %d starts after the crash config was set", threshold, len(procs)-1)
 			for i, p := range procs[1 : len(procs)-1] {
-				if !strings.Contains(p.stderr.String(), "demo hook: crashing at startup") {
-					t.Errorf("process %d exited 1 without the demo hook's error; stderr:\n%s", i+2, tail(p.stderr.String(), 4))
+				if !strings.Contains(p.Stderr(), "demo hook: crashing at startup") {
+					t.Errorf("process %d exited 1 without the demo hook's error; stderr:\n%s", i+2, proctest.Tail(p.Stderr(), 4))
 				}
 			}
 
-			got, _, err := n.readStatus()
+			got, _, err := n.ReadStatus()
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantStatus := demo.Condition{Status: corev1.ConditionFalse, Reason: status.CrashLoopReason(crash.uid),
-				Message: status.LastKnownGoodMessage(status.Ref{}, status.LocalInit), PID: serving.pid}
+				Message: status.LastKnownGoodMessage(status.Ref{}, status.LocalInit), PID: serving.PID()}
 			if diff := cmp.Diff(wantStatus, got); diff != "" {
 				t.Errorf("status file (-want +got):\n%s", diff)
 			}
-			z, err := getConfigz(serving.servingAddr())
+			z, err := getConfigz(serving.ServingAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +226,7 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 // crash-loops too, and after threshold+1 more starts the condition says
 // "dead end:", with the bad mark kept as evidence.
 func TestDeadEnd(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testBinary.Build(t)
 	const threshold = 2
 	n := newNode(t)
 	good := remoteConfig{name: "kubelet-good", uid: "a0000000-0000-4000-8000-000000000001",
@@ -317,19 +238,19 @@ func TestDeadEnd(t *testing.T) {
 	n.put(t, crash)
 	n.assign(t, good)
 	deadEnd := func() bool {
-		c, ok, err := n.readStatus()
+		c, ok, err := n.ReadStatus()
 		return err == nil && ok && strings.HasPrefix(c.Reason, "dead end:")
 	}
-	l := startLoop(t, bin, n.args(), deadEnd)
+	l := proctest.StartLoop(t, bin, n.Args(), deadEnd)
 
 	// 1. The good config runs and, after its 1s trial, becomes last-known-good.
 	waitStatus(t, n, l, "the good config", func(c demo.Condition) bool {
 		return c.Status == corev1.ConditionTrue && c.Message == status.CurrentMessage(status.Ref{UID: good.uid}, status.LocalDefault)
 	})
-	waitFor(t, "the good config's promotion to last-known-good", func() (bool, string) {
+	proctest.WaitFor(t, "the good config's promotion to last-known-good", func() (bool, string) {
 		uid, err := n.lastKnownGoodUID()
 		return err == nil && uid == good.uid, fmt.Sprintf("last-known-good %q, err %v", uid, err)
-	}, func() string { return describeProcs(l.all()) })
+	}, func() string { return proctest.DescribeProcs(l.All()) })
 
 	// 2. The crash config: rolled back to the good one at the
 	// threshold+1-th start after it was set.
@@ -337,58 +258,58 @@ func TestDeadEnd(t *testing.T) {
 	rollback := waitStatus(t, n, l, "the crash-loop rollback", func(c demo.Condition) bool {
 		return c.Reason == status.CrashLoopReason(crash.uid)
 	})
-	procs := l.all()
-	if diff := cmp.Diff([]string{"exit 0", "exit 1", "exit 1", "running"}, exitCodes(procs)); diff != "" {
-		t.Fatalf("process exits up to the rollback (-want +got):\n%s\n%s", diff, describeProcs(procs))
+	procs := l.All()
+	if diff := cmp.Diff([]string{"exit 0", "exit 1", "exit 1", "running"}, proctest.ExitCodes(procs)); diff != "" {
+		t.Fatalf("process exits up to the rollback (-want +got):\n%s\n%s", diff, proctest.DescribeProcs(procs))
 	}
-	c, _, _ := n.readStatus()
+	c, _, _ := n.ReadStatus()
 	if want := status.LastKnownGoodMessage(status.Ref{UID: good.uid}, status.LocalDefault); c.Message != want {
 		t.Errorf("message after the rollback = %q, want %q", c.Message, want)
 	}
-	if z, err := getConfigz(rollback.servingAddr()); err != nil || z.KubeletConfig.MaxPods != 42 {
+	if z, err := getConfigz(rollback.ServingAddr()); err != nil || z.KubeletConfig.MaxPods != 42 {
 		t.Errorf("/configz after the rollback: err %v; want the good config's maxPods 42", err)
 	}
 
 	// 3. Now every start crashes, not because of any config. Stop the
 	// serving process (exit 0, restarted by the loop) and count again.
 	startsBefore := len(procs)
-	l.setEnv(DemoCrashEnv + "=1")
-	if code := rollback.terminate(t); code != 0 {
+	l.SetEnv(DemoCrashEnv + "=1")
+	if code := rollback.Terminate(t); code != 0 {
 		t.Fatalf("SIGTERM: exit code %d, want 0", code)
 	}
 	select {
-	case <-l.stopped:
-	case <-time.After(waitTimeout):
-		t.Fatalf("no dead end reported\n%s", describeProcs(l.all()))
+	case <-l.Stopped():
+	case <-time.After(proctest.WaitTimeout):
+		t.Fatalf("no dead end reported\n%s", proctest.DescribeProcs(l.All()))
 	}
-	procs = l.all()[startsBefore:]
+	procs = l.All()[startsBefore:]
 	want := make([]string, threshold+1)
 	for i := range want {
 		want[i] = "exit 1"
 	}
-	if diff := cmp.Diff(want, exitCodes(procs)); diff != "" {
-		t.Errorf("process exits after the rollback (-want +got):\n%s\n%s", diff, describeProcs(procs))
+	if diff := cmp.Diff(want, proctest.ExitCodes(procs)); diff != "" {
+		t.Errorf("process exits after the rollback (-want +got):\n%s\n%s", diff, proctest.DescribeProcs(procs))
 	}
 	t.Logf("dead end reported at start %d after the rollback (threshold %d)", len(procs), threshold)
 	for i, p := range procs {
-		if !strings.Contains(p.stderr.String(), DemoCrashEnv+"=1") {
-			t.Errorf("start %d after the rollback did not crash through %s; stderr:\n%s", i+1, DemoCrashEnv, tail(p.stderr.String(), 4))
+		if !strings.Contains(p.Stderr(), DemoCrashEnv+"=1") {
+			t.Errorf("start %d after the rollback did not crash through %s; stderr:\n%s", i+1, DemoCrashEnv, proctest.Tail(p.Stderr(), 4))
 		}
 	}
-	got, _, err := n.readStatus()
+	got, _, err := n.ReadStatus()
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantStatus := demo.Condition{Status: corev1.ConditionFalse,
 		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.uid)),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: good.uid}, status.LocalDefault),
-		PID:     procs[len(procs)-1].pid}
+		PID:     procs[len(procs)-1].PID()}
 	if diff := cmp.Diff(wantStatus, got); diff != "" {
 		t.Errorf("status file (-want +got):\n%s", diff)
 	}
 	// The evidence stays: the crash config is still marked bad, and the
 	// good one is still last-known-good.
-	data, err := os.ReadFile(filepath.Join(n.stateDir(), "tracking", componentVersion, "bad-configs.json"))
+	data, err := os.ReadFile(filepath.Join(n.StateDir(), "tracking", componentVersion, "bad-configs.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,24 +321,11 @@ func TestDeadEnd(t *testing.T) {
 	}
 }
 
-// runToExit runs bin to completion and returns its exit code, stdout and
-// stderr.
-func runToExit(t *testing.T, bin string, args ...string) (int, string, string) {
-	t.Helper()
-	p := startProc(t, bin, args, nil)
-	select {
-	case <-p.done:
-	case <-time.After(waitTimeout):
-		t.Fatalf("%s %v still runs after %v", bin, args, waitTimeout)
-	}
-	return p.code, p.stdout.String(), p.stderr.String()
-}
-
 // TestInvalidLocalConfigStops runs the binary on a broken local layer: it
 // must exit 1 before serving, with an error naming the file (or flag) and
 // the field, and without counting a startup.
 func TestInvalidLocalConfigStops(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testBinary.Build(t)
 	for _, tc := range []struct {
 		name  string
 		files map[string]string // relative path -> content
@@ -456,35 +364,8 @@ func TestInvalidLocalConfigStops(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t)
-			for rel, content := range tc.files {
-				path := filepath.Join(n.dir, rel)
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				writeFile(t, path, content)
-			}
-			var args []string
-			for _, a := range tc.args {
-				args = append(args, strings.ReplaceAll(a, "DIR", n.dir))
-			}
-			code, stdout, stderr := runToExit(t, bin, n.args(args...)...)
-			if code != 1 {
-				t.Errorf("exit code %d, want 1", code)
-			}
-			if stdout != "" {
-				t.Errorf("stdout %q, want nothing (it must not serve)", stdout)
-			}
-			// The error is the last thing written; klog lines may precede it.
-			i := strings.LastIndex(stderr, "kubelet-like: ")
-			if i < 0 {
-				t.Fatalf("no error on stderr:\n%s", stderr)
-			}
-			msg := stderr[i:]
-			for _, w := range tc.want {
-				if w = strings.ReplaceAll(w, "DIR", n.dir); !strings.Contains(msg, w) {
-					t.Errorf("error does not contain %q:\n%s", w, msg)
-				}
-			}
+			n.WriteFiles(t, tc.files)
+			proctest.ExpectStartError(t, bin, "kubelet-like: ", n.Args(n.ExpandDir(tc.args)...), n.ExpandDir(tc.want))
 			if _, err := os.Stat(n.startupsPath()); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("startups file: %v; an invalid local config must not count as a startup", err)
 			}
@@ -505,7 +386,7 @@ type served struct {
 // defaults < init file (or the remote config) < drop-ins < instance file <
 // flags. It also checks /healthz, /metrics and a clean exit 0 on SIGTERM.
 func TestConfigzServesLayersAndFlags(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testBinary.Build(t)
 	remote := remoteConfig{name: "kubelet-remote", uid: "d0000000-0000-4000-8000-000000000001", threshold: -1,
 		payload: kubeletDoc("maxPods: 80", "featureGates:", "  B: true")}
 	remoteOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
@@ -543,31 +424,25 @@ func TestConfigzServesLayersAndFlags(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t)
-			writeFile(t, filepath.Join(n.dir, "init.yaml"), kubeletDoc("maxPods: 50", "featureGates:", "  A: true"))
-			if err := os.Mkdir(filepath.Join(n.dir, "conf.d"), 0o755); err != nil {
+			proctest.WriteFile(t, n.File("init.yaml"), kubeletDoc("maxPods: 50", "featureGates:", "  A: true"))
+			if err := os.Mkdir(n.File("conf.d"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, filepath.Join(n.dir, "conf.d", "10-limits.conf"), kubeletDoc("maxPods: 60", "kubeAPIQPS: 7"))
-			writeFile(t, filepath.Join(n.dir, "instance.yaml"), kubeletDoc("maxPods: 70"))
+			proctest.WriteFile(t, filepath.Join(n.Dir, "conf.d", "10-limits.conf"), kubeletDoc("maxPods: 60", "kubeAPIQPS: 7"))
+			proctest.WriteFile(t, n.File("instance.yaml"), kubeletDoc("maxPods: 70"))
 			if tc.assign {
 				n.put(t, remote)
 				n.assign(t, remote)
 			}
-			args := n.args(append([]string{
-				"--config=" + filepath.Join(n.dir, "init.yaml"),
-				"--config-dir=" + filepath.Join(n.dir, "conf.d"),
-				"--instance-config=" + filepath.Join(n.dir, "instance.yaml"),
+			args := n.Args(append([]string{
+				"--config=" + n.File("init.yaml"),
+				"--config-dir=" + n.File("conf.d"),
+				"--instance-config=" + n.File("instance.yaml"),
 			}, tc.flags...)...)
-			p := startProc(t, bin, args, nil)
-			waitFor(t, "the serving line", func() (bool, string) {
-				if p.exited() {
-					t.Fatalf("exited with code %d:\n%s", p.code, p.stderr.String())
-				}
-				return p.servingAddr() != "", p.stdout.String()
-			}, nil)
-			addr := p.servingAddr()
+			p := proctest.Start(t, bin, args, nil)
+			addr := p.WaitServing(t)
 
-			if body, code, err := get(addr, "/healthz"); err != nil || code != http.StatusOK || body != "ok" {
+			if body, code, err := proctest.Get(addr, "/healthz"); err != nil || code != http.StatusOK || body != "ok" {
 				t.Errorf("/healthz = %d %q, %v; want 200 \"ok\"", code, body, err)
 			}
 			z, err := getConfigz(addr)
@@ -584,7 +459,7 @@ func TestConfigzServesLayersAndFlags(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("/configz (-want +got):\n%s", diff)
 			}
-			metrics, _, err := get(addr, "/metrics")
+			metrics, _, err := proctest.Get(addr, "/metrics")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -592,8 +467,8 @@ func TestConfigzServesLayersAndFlags(t *testing.T) {
 				t.Errorf("/metrics has no %s series with %s:\n%s", status.MetricActiveConfigInfo, tc.wantActive, metrics)
 			}
 
-			if code := p.terminate(t); code != 0 {
-				t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, tail(p.stderr.String(), 5))
+			if code := p.Terminate(t); code != 0 {
+				t.Errorf("exit code after SIGTERM = %d, want 0; stderr:\n%s", code, proctest.Tail(p.Stderr(), 5))
 			}
 		})
 	}
