@@ -17,6 +17,9 @@
 // in-place ConfigMap edit; a ConfigMap deleted and recreated; the API server
 // down during Bootstrap; 100 successive assignments without goroutine or
 // checkpoint leaks; the ConfigChanged and ConfigRolledBack Events.
+// TestKubeletLikeAgainstAPIServer runs the real examples/kubelet-like binary
+// under a restart loop against the API server: a crash loop rolled back after
+// exactly threshold+1 starts, then a dead end.
 //
 // TestScale is a benchmark run only when DYNCONFIG_SCALE=N is set: N
 // Controllers in one process, one reassignment of all their Nodes, with
@@ -24,8 +27,6 @@
 //
 // What these tests do not prove: they use the real clock for trials (short
 // ones) and deadlines, so they show that things happen, never how fast
-// (that is TestScale's job, and it measures rather than asserts); no real
-// kubelet or process restart is involved (examples/kubelet-like has those);
-// the API server runs without controllers, so nothing else writes the Nodes.
+// (that is TestScale's job, and it measures rather than asserts); the API server runs without controllers, so nothing else writes the Nodes.
 // They are not run by the root module's `go test ./...`.
 package integration
