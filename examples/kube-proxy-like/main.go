@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
+
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/merge"
@@ -16,14 +18,10 @@ import (
 // startups recorded by another version of this program are not trusted.
 const componentVersion = "kube-proxy-like-v1"
 
+// main runs the command and exits with its code (demo.Execute): 0 when it
+// stopped on a signal, 1 on any error, which is written to stderr.
 func main() {
-	demo.Main(execute)
-}
-
-// execute runs the command with args and returns the process exit code: 0
-// when it stopped on a signal, 1 on any error, which is written to stderr.
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return demo.Execute(ctx, newCommand(), args, stdout, stderr)
+	demo.Main(newCommand)
 }
 
 // options are the command's flags that are not config fields.
@@ -46,20 +44,12 @@ func configFlagBindings() map[string]merge.FlagBinding {
 // newCommand builds the cobra command. Each call has its own flag set.
 func newCommand() *cobra.Command {
 	o := &options{}
-	cmd := &cobra.Command{
-		Use:   "kube-proxy-like",
-		Short: "A kube-proxy stand-in that takes its KubeProxyConfiguration from a ConfigMap through dynconfig",
-		Long: "kube-proxy-like serves /healthz, /configz and /metrics with the KubeProxyConfiguration chosen by\n" +
+	cmd := demo.NewCommand("kube-proxy-like",
+		"A kube-proxy stand-in that takes its KubeProxyConfiguration from a ConfigMap through dynconfig",
+		"kube-proxy-like serves /healthz, /configz and /metrics with the KubeProxyConfiguration chosen by\n"+
 			"dynconfig from its local layers and a shared ConfigMap, and applies a new config in process.",
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(cmd.Context(), o, cmd.Flags(), cmd.OutOrStdout())
-		},
-	}
+		func(ctx context.Context, fs *pflag.FlagSet, stdout io.Writer) error { return run(ctx, o, fs, stdout) })
 	fs := cmd.Flags()
-	fs.SortFlags = false
 	o.AddLocalFlags(fs, "KubeProxyConfiguration", "An instance-specific KubeProxyConfiguration (e.g. written from the downward API) applied as a strategic merge patch.")
 	fs.StringVar(&o.configMap, "configmap", "", "The shared config: ConfigMap NAMESPACE/NAME, key config.conf, read from the API server.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "A kubeconfig file for --configmap. Default: the in-cluster config.")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
+	"github.com/dynconfig/dynconfig/examples/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -85,16 +85,7 @@ func TestExecuteRejectsBadInvocations(t *testing.T) {
 			"--kubeconfig=" + filepath.Join(dir, "nope")}, wantErr: "--kubeconfig \"" + filepath.Join(dir, "nope") + "\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := execute(context.Background(), tc.args, &stdout, &stderr); code != 1 {
-				t.Errorf("exit code %d, want 1", code)
-			}
-			if !strings.HasPrefix(stderr.String(), "kube-proxy-like: ") || !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr = %q, want an error line containing %q", stderr.String(), tc.wantErr)
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
+			proctest.ExpectExecuteError(t, newCommand(), tc.args, "kube-proxy-like: ", tc.wantErr)
 		})
 	}
 }

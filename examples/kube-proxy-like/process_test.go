@@ -20,15 +20,18 @@ import (
 	"github.com/dynconfig/dynconfig/status"
 )
 
+// testBinary is this command, built once for the real-process tests (which
+// -short skips).
+var testBinary = proctest.Binary{Name: "kube-proxy-like"}
+
+func TestMain(m *testing.M) {
+	os.Exit(testBinary.RunTests(m))
+}
+
 // node is the files of one simulated node (proctest.Node) with the shared
 // ConfigMap.
 type node struct {
 	proctest.Node
-}
-
-func newNode(t *testing.T) node {
-	t.Helper()
-	return node{proctest.NewNode(t)}
 }
 
 // proxyDoc is a KubeProxyConfiguration document with the given body lines.
@@ -117,7 +120,7 @@ func viewOf(z configzResponse) proxyView {
 // fields stay on top of every version.
 func TestReloadsInProcess(t *testing.T) {
 	bin := testBinary.Build(t)
-	n := newNode(t)
+	n := node{proctest.NewNode(t)}
 	proctest.WriteFile(t, n.File("instance.yaml"), proxyDoc("hostnameOverride: node-a", "bindAddress: 10.1.2.3"))
 	n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16"))
 	n.assignShared(t)
@@ -229,7 +232,7 @@ func TestLayersAndFlags(t *testing.T) {
 			FeatureGates: map[string]bool{"Shared": true, "Flag": true}, ConfigOK: sharedOK},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newNode(t)
+			n := node{proctest.NewNode(t)}
 			proctest.WriteFile(t, n.File("init.yaml"), proxyDoc("clusterCIDR: 10.1.0.0/16", "bindAddress: 10.0.0.1",
 				"featureGates:", "  Init: true"))
 			if err := os.Mkdir(n.File("conf.d"), 0o755); err != nil {
@@ -287,7 +290,7 @@ func TestInvalidLocalConfigStops(t *testing.T) {
 		want: []string{"invalid local config", "clusterCIDR: Invalid value: \"10.0.0.0/33\"", "(set by flag --cluster-cidr)"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newNode(t)
+			n := node{proctest.NewNode(t)}
 			n.WriteFiles(t, tc.files)
 			proctest.ExpectStartError(t, bin, "kube-proxy-like: ", n.Args(n.ExpandDir(tc.args)...), n.ExpandDir(tc.want))
 		})

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
@@ -38,12 +36,7 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	}
 
 	z := newConfigz()
-	reporters := demo.ReporterChain{demo.LogReporter{}, z}
-	if o.StatusFile != "" {
-		reporters = append(reporters, &demo.StatusFile{Path: o.StatusFile, PID: os.Getpid()})
-	}
-	registry := prometheus.NewRegistry()
-	metrics, err := status.NewMetrics(registry)
+	rep, err := demo.NewReporting(z, o.StatusFile)
 	if err != nil {
 		return err
 	}
@@ -53,8 +46,8 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 		StateDir:            o.StateDir,
 		ComponentVersion:    componentVersion,
 		DisableRemoteConfig: o.DisableRemote,
-		Reporter:            reporters,
-		Metrics:             metrics,
+		Reporter:            rep.Reporters,
+		Metrics:             rep.Metrics,
 		Reload: func(ctx context.Context, cfg *kubeproxyv1alpha1.KubeProxyConfiguration) error {
 			z.SetConfig(cfg)
 			klog.FromContext(ctx).Info("Reloaded the config in process", "clusterCIDR", cfg.ClusterCIDR, "hostnameOverride", cfg.HostnameOverride)
@@ -89,7 +82,7 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	}
 	z.SetConfig(cfg)
 
-	srv, err := demo.Listen(o.Address, o.Port, demo.NewHandler(z, registry))
+	srv, err := demo.Listen(o.Address, o.Port, demo.NewHandler(z, rep.Registry))
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/merge"
@@ -14,15 +15,11 @@ import (
 // startups recorded by another version of this program are not trusted.
 const componentVersion = "kubelet-like-v1"
 
+// main runs the command and exits with its code (demo.Execute): 0 when it
+// stopped on a signal or to restart onto a new config, 1 on any error,
+// which is written to stderr as one line.
 func main() {
-	demo.Main(execute)
-}
-
-// execute runs the command with args and returns the process exit code: 0
-// when it stopped on a signal or to restart onto a new config, 1 on any
-// error, which is written to stderr as one line.
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return demo.Execute(ctx, newCommand(), args, stdout, stderr)
+	demo.Main(newCommand)
 }
 
 // options are the command's flags that are not config fields.
@@ -45,21 +42,13 @@ func configFlagBindings() map[string]merge.FlagBinding {
 // tests can run it several times in one process.
 func newCommand() *cobra.Command {
 	o := &options{}
-	cmd := &cobra.Command{
-		Use:   "kubelet-like",
-		Short: "A kubelet stand-in that takes its KubeletConfiguration from the cluster through dynconfig",
-		Long: "kubelet-like serves /healthz, /configz and /metrics with the KubeletConfiguration chosen by\n" +
-			"dynconfig from its local layers and the config assigned to its node, and exits 0 to be\n" +
+	cmd := demo.NewCommand("kubelet-like",
+		"A kubelet stand-in that takes its KubeletConfiguration from the cluster through dynconfig",
+		"kubelet-like serves /healthz, /configz and /metrics with the KubeletConfiguration chosen by\n"+
+			"dynconfig from its local layers and the config assigned to its node, and exits 0 to be\n"+
 			"restarted when a new config is assigned.",
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(cmd.Context(), o, cmd.Flags(), cmd.OutOrStdout())
-		},
-	}
+		func(ctx context.Context, fs *pflag.FlagSet, stdout io.Writer) error { return run(ctx, o, fs, stdout) })
 	fs := cmd.Flags()
-	fs.SortFlags = false
 	o.AddLocalFlags(fs, "KubeletConfiguration", "An instance-specific KubeletConfiguration applied over the base and drop-ins as a strategic merge patch.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "A kubeconfig file: read the assignment from the Node and report ConfigOK on it.")
 	fs.StringVar(&o.NodeName, "node-name", "", "The Node this process runs as. Default: the host name, lowercased.")

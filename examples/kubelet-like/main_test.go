@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
+	"github.com/dynconfig/dynconfig/examples/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -36,17 +36,7 @@ func TestExecuteRejectsBadInvocations(t *testing.T) {
 			"--kubeconfig=" + filepath.Join(dir, "nope")}, wantErr: "--kubeconfig " + filepath.Join(dir, "nope")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := execute(context.Background(), tc.args, &stdout, &stderr)
-			if code != 1 {
-				t.Errorf("exit code %d, want 1", code)
-			}
-			if !strings.HasPrefix(stderr.String(), "kubelet-like: ") || !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr = %q, want an error line containing %q", stderr.String(), tc.wantErr)
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
+			proctest.ExpectExecuteError(t, newCommand(), tc.args, "kubelet-like: ", tc.wantErr)
 		})
 	}
 }

@@ -26,15 +26,18 @@ import (
 	"github.com/dynconfig/dynconfig/status"
 )
 
+// testBinary is this command, built once for the real-process tests (which
+// -short skips).
+var testBinary = proctest.Binary{Name: "kubelet-like"}
+
+func TestMain(m *testing.M) {
+	os.Exit(testBinary.RunTests(m))
+}
+
 // node is the files of one simulated node (proctest.Node) with the
 // kubelet's remote configs.
 type node struct {
 	proctest.Node
-}
-
-func newNode(t *testing.T) node {
-	t.Helper()
-	return node{proctest.NewNode(t)}
 }
 
 func (n node) startupsPath() string {
@@ -158,7 +161,7 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 	bin := testBinary.Build(t)
 	for _, threshold := range []int{0, 1, 3} {
 		t.Run(fmt.Sprintf("threshold %d", threshold), func(t *testing.T) {
-			n := newNode(t)
+			n := node{proctest.NewNode(t)}
 			initFile := n.File("init.yaml")
 			proctest.WriteFile(t, initFile, kubeletDoc(fmt.Sprintf("maxPods: %d", initMaxPods)))
 			l := proctest.StartLoop(t, bin, n.Args("--config="+initFile), nil)
@@ -228,7 +231,7 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 func TestDeadEnd(t *testing.T) {
 	bin := testBinary.Build(t)
 	const threshold = 2
-	n := newNode(t)
+	n := node{proctest.NewNode(t)}
 	good := remoteConfig{name: "kubelet-good", uid: "a0000000-0000-4000-8000-000000000001",
 		trial: "1s", threshold: -1, payload: kubeletDoc("maxPods: 42")}
 	crash := remoteConfig{name: "kubelet-crash", uid: "b0000000-0000-4000-8000-000000000002",
@@ -363,7 +366,7 @@ func TestInvalidLocalConfigStops(t *testing.T) {
 		want: []string{"invalid local config", "DIR/nope.yaml: no such file or directory"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newNode(t)
+			n := node{proctest.NewNode(t)}
 			n.WriteFiles(t, tc.files)
 			proctest.ExpectStartError(t, bin, "kubelet-like: ", n.Args(n.ExpandDir(tc.args)...), n.ExpandDir(tc.want))
 			if _, err := os.Stat(n.startupsPath()); !errors.Is(err, fs.ErrNotExist) {
@@ -423,7 +426,7 @@ func TestConfigzServesLayersAndFlags(t *testing.T) {
 		wantActive: `source="local"`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newNode(t)
+			n := node{proctest.NewNode(t)}
 			proctest.WriteFile(t, n.File("init.yaml"), kubeletDoc("maxPods: 50", "featureGates:", "  A: true"))
 			if err := os.Mkdir(n.File("conf.d"), 0o755); err != nil {
 				t.Fatal(err)

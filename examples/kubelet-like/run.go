@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -50,15 +49,11 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	}
 
 	z := newConfigz()
-	reporters := demo.ReporterChain{demo.LogReporter{}, z}
-	if o.StatusFile != "" {
-		reporters = append(reporters, &demo.StatusFile{Path: o.StatusFile, PID: os.Getpid()})
-	}
-	registry := prometheus.NewRegistry()
-	metrics, err := status.NewMetrics(registry)
+	rep, err := demo.NewReporting(z, o.StatusFile)
 	if err != nil {
 		return err
 	}
+	reporters := rep.Reporters
 
 	// runCtx ends Run: on a signal (through ctx), or when the Controller
 	// asks for a restart onto a new config.
@@ -71,7 +66,7 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 		StateDir:            o.StateDir,
 		ComponentVersion:    componentVersion,
 		DisableRemoteConfig: o.DisableRemote,
-		Metrics:             metrics,
+		Metrics:             rep.Metrics,
 		RequireHealthy:      true,
 		Restart: func() {
 			restarting.Store(true)
@@ -112,7 +107,7 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	}
 	z.SetConfig(cfg)
 
-	srv, err := demo.Listen(o.Address, o.Port, demo.NewHandler(z, registry))
+	srv, err := demo.Listen(o.Address, o.Port, demo.NewHandler(z, rep.Registry))
 	if err != nil {
 		return err
 	}

@@ -21,12 +21,12 @@ import (
 	"github.com/dynconfig/dynconfig/merge"
 )
 
-// Main runs execute with the process's arguments and standard streams,
-// under a context that SIGINT and SIGTERM cancel, and exits the process
-// with the code execute returns.
-func Main(execute func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+// Main runs the command newCommand builds with the process's arguments
+// and standard streams, under a context that SIGINT and SIGTERM cancel,
+// and exits the process with the code Execute returns.
+func Main(newCommand func() *cobra.Command) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := Execute(ctx, newCommand(), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -46,6 +46,26 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, stdout, std
 		return 1
 	}
 	return 0
+}
+
+// NewCommand returns the command of an example component: no arguments,
+// flags listed in help in the order they are added, usage and errors left
+// to Execute, and run called with the command's context, flags and stdout.
+// The caller adds the flags, then AddKlogFlags.
+func NewCommand(use, short, long string, run func(ctx context.Context, fs *pflag.FlagSet, stdout io.Writer) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           use,
+		Short:         short,
+		Long:          long,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd.Context(), cmd.Flags(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().SortFlags = false
+	return cmd
 }
 
 // AddKlogFlags adds klog's flags (-v, --vmodule, ...) to fs, from a flag

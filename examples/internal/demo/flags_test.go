@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,10 +93,11 @@ func TestExecute(t *testing.T) {
 		runErr     error
 		args       []string
 		wantCode   int
+		wantStdout string
 		wantStderr string
 	}{
-		{name: "success", wantCode: 0},
-		{name: "error", runErr: errors.New("boom"), wantCode: 1, wantStderr: "thing: boom\n"},
+		{name: "success", args: []string{}, wantCode: 0, wantStdout: "ran"},
+		{name: "error", args: []string{}, runErr: errors.New("boom"), wantCode: 1, wantStdout: "ran", wantStderr: "thing: boom\n"},
 		{name: "unknown flag", args: []string{"--nope"}, wantCode: 1, wantStderr: "thing: unknown flag: --nope\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,13 +114,53 @@ func TestExecute(t *testing.T) {
 			if code := Execute(context.Background(), cmd, tc.args, &stdout, &stderr); code != tc.wantCode {
 				t.Errorf("exit code %d, want %d", code, tc.wantCode)
 			}
-			if stderr.String() != tc.wantStderr {
-				t.Errorf("stderr = %q, want %q", stderr.String(), tc.wantStderr)
-			}
-			if wantOut := map[bool]string{true: "ran", false: ""}[tc.args == nil]; stdout.String() != wantOut {
-				t.Errorf("stdout = %q, want %q", stdout.String(), wantOut)
+			if stdout.String() != tc.wantStdout || stderr.String() != tc.wantStderr {
+				t.Errorf("stdout %q, stderr %q; want %q, %q", stdout.String(), stderr.String(), tc.wantStdout, tc.wantStderr)
 			}
 		})
+	}
+}
+
+// ctxKey keys a test value in a context.
+type ctxKey struct{}
+
+// TestNewCommand runs a command built by NewCommand: run sees the context,
+// the parsed flags and stdout; an argument is refused; help lists the
+// flags in the order they were added.
+func TestNewCommand(t *testing.T) {
+	var gotCtx, gotFlag string
+	cmd := NewCommand("thing", "short", "long", func(ctx context.Context, fs *pflag.FlagSet, stdout io.Writer) error {
+		gotCtx, _ = ctx.Value(ctxKey{}).(string)
+		gotFlag, _ = fs.GetString("zeta")
+		_, err := io.WriteString(stdout, "ran")
+		return err
+	})
+	cmd.Flags().String("zeta", "", "added first")
+	cmd.Flags().String("alpha", "", "added second")
+	ctx := context.WithValue(context.Background(), ctxKey{}, "value")
+
+	var stdout, stderr bytes.Buffer
+	if code := Execute(ctx, cmd, []string{"--zeta=z"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d, stderr %q", code, stderr.String())
+	}
+	if gotCtx != "value" || gotFlag != "z" || stdout.String() != "ran" {
+		t.Errorf("run saw context value %q, --zeta %q, wrote %q; want value, z, ran", gotCtx, gotFlag, stdout.String())
+	}
+	if cmd.Use != "thing" || cmd.Short != "short" || cmd.Long != "long" {
+		t.Errorf("Use, Short, Long = %q, %q, %q", cmd.Use, cmd.Short, cmd.Long)
+	}
+	usage := cmd.Flags().FlagUsages()
+	if z, a := strings.Index(usage, "--zeta"), strings.Index(usage, "--alpha"); z < 0 || a < 0 || z > a {
+		t.Errorf("help lists --zeta at %d, --alpha at %d; want the order they were added:\n%s", z, a, usage)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := Execute(ctx, cmd, []string{"extra"}, &stdout, &stderr); code != 1 || !strings.HasPrefix(stderr.String(), `thing: unknown command "extra"`) {
+		t.Errorf("with an argument: exit code %d, stderr %q; want 1 and an unknown command error", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("with an argument: stdout %q, want nothing (no usage either)", stdout.String())
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -69,4 +71,32 @@ func (s *StatusFile) ReportConfigOK(_ context.Context, r status.Report) error {
 		return fmt.Errorf("--status-file: %w", err)
 	}
 	return nil
+}
+
+// Reporting is the ConfigOK reporting and the metrics every example
+// component starts with.
+type Reporting struct {
+	// Reporters are, in this order, a LogReporter, the configz given to
+	// NewReporting and, when a status file is named, a StatusFile with this
+	// process's PID. A component appends its own.
+	Reporters ReporterChain
+	// Registry is the Prometheus registry that /metrics serves.
+	Registry *prometheus.Registry
+	// Metrics are dynconfig's metrics, registered in Registry.
+	Metrics *status.Metrics
+}
+
+// NewReporting returns the Reporting of a component whose /configz is
+// configz and whose --status-file is statusFile ("" for none).
+func NewReporting(configz dynconfig.Reporter, statusFile string) (*Reporting, error) {
+	r := &Reporting{Reporters: ReporterChain{LogReporter{}, configz}, Registry: prometheus.NewRegistry()}
+	if statusFile != "" {
+		r.Reporters = append(r.Reporters, &StatusFile{Path: statusFile, PID: os.Getpid()})
+	}
+	m, err := status.NewMetrics(r.Registry)
+	if err != nil {
+		return nil, err
+	}
+	r.Metrics = m
+	return r, nil
 }

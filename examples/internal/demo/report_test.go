@@ -6,10 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dynconfig/dynconfig/status"
@@ -102,5 +105,41 @@ func TestReporterChainReachesConfigzPastAFailure(t *testing.T) {
 	_, got := z.Snapshot()
 	if diff := cmp.Diff(&Condition{Status: r.Status, Reason: r.Reason, Message: r.Message}, got); diff != "" {
 		t.Errorf("the reporter after a failing one (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewReporting(t *testing.T) {
+	z := NewConfigz[testConfig]("test")
+	statusPath := filepath.Join(t.TempDir(), "configok.json")
+	for _, tc := range []struct {
+		name       string
+		statusFile string
+		want       ReporterChain
+	}{
+		{name: "no status file", want: ReporterChain{LogReporter{}, z}},
+		{name: "status file", statusFile: statusPath,
+			want: ReporterChain{LogReporter{}, z, &StatusFile{Path: statusPath, PID: os.Getpid()}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewReporting(z, tc.statusFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, r.Reporters, cmp.AllowUnexported(Configz[testConfig]{}), cmpopts.IgnoreTypes(sync.Mutex{})); diff != "" {
+				t.Errorf("reporters (-want +got):\n%s", diff)
+			}
+			r.Metrics.SetActive(nil)
+			families, err := r.Registry.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, f := range families {
+				names = append(names, f.GetName())
+			}
+			if !slices.Contains(names, status.MetricActiveConfigInfo) {
+				t.Errorf("registry gathers %v, want %s among them", names, status.MetricActiveConfigInfo)
+			}
+		})
 	}
 }

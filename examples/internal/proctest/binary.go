@@ -11,7 +11,7 @@ import (
 
 // Binary is the command of the test's package, built with `go build` the
 // first time Build is called. A package declares one for all its tests and
-// calls Remove from TestMain.
+// runs them with RunTests (or calls Remove) from TestMain.
 type Binary struct {
 	// Name is the file name of the built binary (the command's name).
 	Name string
@@ -46,6 +46,14 @@ func (b *Binary) Build(t testing.TB) string {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// RunTests runs the tests of m, then removes the binary, and returns the
+// exit code: a package's TestMain is os.Exit(b.RunTests(m)).
+func (b *Binary) RunTests(m *testing.M) int {
+	code := m.Run()
+	b.Remove()
+	return code
 }
 
 // Remove deletes the built binary, if Build built one.

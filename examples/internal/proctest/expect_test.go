@@ -1,11 +1,17 @@
 package proctest
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+
+	"github.com/dynconfig/dynconfig/examples/internal/demo"
 )
 
 // recordingTB records the failures of a helper under test; Fatalf ends
@@ -76,6 +82,46 @@ func TestExpectStartError(t *testing.T) {
 			}
 			if rec.fatal != tc.wantFatal || msg != tc.wantMsg {
 				t.Errorf("fatal %t, message %q; want %t, %q", rec.fatal, msg, tc.wantFatal, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// TestExpectExecuteError runs in-process commands that fail as a bad
+// invocation must (and ways they do not) and checks what
+// ExpectExecuteError reports.
+func TestExpectExecuteError(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		runErr       error
+		print        string
+		want         string
+		wantFailures []string
+	}{{
+		name:   "the error",
+		runErr: errors.New("--flag: bad value"),
+		want:   "bad value",
+	}, {
+		name: "success",
+		want: "bad value",
+		wantFailures: []string{"exit code 0, want 1",
+			`stderr = "", want an error line containing "bad value"`},
+	}, {
+		name:         "another error and output",
+		runErr:       errors.New("other"),
+		print:        "serving",
+		want:         "bad value",
+		wantFailures: []string{`stderr = "thing: other\n", want an error line containing "bad value"`, `stdout = "serving", want nothing`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := demo.NewCommand("thing", "", "", func(_ context.Context, _ *pflag.FlagSet, stdout io.Writer) error {
+				_, _ = io.WriteString(stdout, tc.print)
+				return tc.runErr
+			})
+			rec := &recordingTB{TB: t}
+			ExpectExecuteError(rec, cmd, []string{}, "thing: ", tc.want)
+			if diff := cmp.Diff(tc.wantFailures, rec.failures); diff != "" {
+				t.Errorf("failures (-want +got):\n%s", diff)
 			}
 		})
 	}
