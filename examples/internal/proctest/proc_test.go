@@ -89,9 +89,11 @@ func TestRestartLoop(t *testing.T) {
 	bin, args := sh(`echo "run $CODE"; exit ${CODE:-0}`)
 	var exits atomic.Int32
 	var l *RestartLoop
+	started := make(chan struct{}) // closed once l is set
 	l = StartLoop(t, bin, args, func() bool {
 		switch exits.Add(1) {
 		case 1:
+			<-started
 			l.SetEnv("CODE=4")
 			return false
 		case 2:
@@ -100,6 +102,7 @@ func TestRestartLoop(t *testing.T) {
 			return true
 		}
 	})
+	close(started)
 	<-l.Stopped()
 	procs := l.All()
 	if diff := cmp.Diff([]string{"exit 0", "exit 4", "exit 4"}, ExitCodes(procs)); diff != "" {
