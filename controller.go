@@ -623,7 +623,11 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		return nil
 	}
 	if changed && c.opts.Events != nil {
-		if err := c.opts.Events.RecordConfigChanged(ctx, status.ConfigChangedMessage(a.Source)); err != nil {
+		msg := status.ConfigChangedMessage(a.Source)
+		if c.opts.Reload != nil {
+			msg = status.ConfigReloadMessage(a.Source)
+		}
+		if err := c.opts.Events.RecordConfigChanged(ctx, msg); err != nil {
 			logger.Error(err, "Recording the config-changed event")
 		}
 	}

@@ -162,3 +162,9 @@ func DescribeSource(src *corev1.NodeConfigSource) string {
 func ConfigChangedMessage(src *corev1.NodeConfigSource) string {
 	return fmt.Sprintf("config changed to %s, restarting", DescribeSource(src))
 }
+
+// ConfigReloadMessage is the ConfigChanged event message of a component that
+// applies a new config in process: "config changed to <source>, reloading".
+func ConfigReloadMessage(src *corev1.NodeConfigSource) string {
+	return fmt.Sprintf("config changed to %s, reloading", DescribeSource(src))
+}

@@ -163,6 +163,9 @@ func TestDescribeSource(t *testing.T) {
 			if got := DescribeSource(tc.src); got != tc.want {
 				t.Errorf("DescribeSource = %q, want %q", got, tc.want)
 			}
+			if got, want := ConfigReloadMessage(tc.src), "config changed to "+tc.want+", reloading"; got != want {
+				t.Errorf("ConfigReloadMessage = %q, want %q", got, want)
+			}
 			if got, want := ConfigChangedMessage(tc.src), "config changed to "+tc.want+", restarting"; got != want {
 				t.Errorf("ConfigChangedMessage = %q, want %q", got, want)
 			}
