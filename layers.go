@@ -41,6 +41,7 @@ type mergeLayers[T any] struct {
 	local LocalConfig
 }
 
+// HasInitConfig reports whether LocalConfig.InitFile is set.
 func (l *mergeLayers[T]) HasInitConfig() bool { return l.local.InitFile != "" }
 
 // Build merges base (or the init file) with the drop-ins, the instance file

@@ -32,6 +32,7 @@ type CorruptError struct {
 	Err error
 }
 
+// Error names the file and what is wrong with it.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("corrupt file %s: %v", e.Path, e.Err)
 }

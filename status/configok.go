@@ -34,6 +34,7 @@ const (
 	LocalInit
 )
 
+// String is "init" or "default", as the messages spell it.
 func (l Local) String() string {
 	if l == LocalInit {
 		return "init"
