@@ -106,7 +106,7 @@ type node struct {
 	initFile string
 	clock    *clocktesting.FakeClock
 	reporter *recordingReporter
-	restarts int
+	restarts atomic.Int32
 }
 
 func newNode(t *testing.T, initConfig string) *node {
@@ -168,7 +168,7 @@ func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[test
 		Profile: testProfile{}, Layers: testLayers{initFile: n.initFile},
 		StateDir: n.stateDir, ComponentVersion: "v1.0.0",
 		Remote: src, Reporter: n.reporter, Clock: n.clock,
-		Restart:      func() { n.restarts++ },
+		Restart:      func() { n.restarts.Add(1) },
 		DefaultTrial: components.Trial{Duration: time.Minute, CrashLoopThreshold: 2},
 	}
 	for _, m := range mutate {
@@ -384,8 +384,8 @@ func TestRunAdoptsNewAssignmentAndPromotes(t *testing.T) {
 	n.write(filepath.Join(n.srcDir, source.AssignmentFile), "{}")
 	n.clock.Step(2 * time.Minute) // resync
 	waitFor(t, func() bool { return n.reporter.last().Status == corev1.ConditionUnknown })
-	if n.restarts != 0 {
-		t.Fatalf("restarted %d times on a sync failure", n.restarts)
+	if n.restarts.Load() != 0 {
+		t.Fatalf("restarted %d times on a sync failure", n.restarts.Load())
 	}
 	if r := n.reporter.last(); r.Message != "using current (UID: uid-a)" {
 		t.Fatalf("sync failure changed the message: %+v", r)

@@ -102,7 +102,7 @@ func TestEventsAndMetrics(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	n.assign("b", "uid-b") // Run's first sync, or the source's notification, picks it up
-	waitFor(t, func() bool { return n.restarts == 1 })
+	waitFor(t, func() bool { return n.restarts.Load() == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
