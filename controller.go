@@ -29,6 +29,11 @@ type Controller[T any] struct {
 	startups *crashloop.Tracker
 	bad      *lkg.Tracker
 
+	// bootLoads holds the checkpoints read during Bootstrap, so the trial
+	// lookup, the startup sync and the decision read each one once. Nil
+	// outside Bootstrap.
+	bootLoads map[checkpoint.Key]*corev1.ConfigMap
+
 	mu        sync.Mutex
 	state     state
 	published *status.Report // the last report the Reporter accepted
@@ -105,6 +110,8 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 		return nil, fmt.Errorf("dynconfig: %w", err)
 	}
 	c.store = store
+	c.bootLoads = map[checkpoint.Key]*corev1.ConfigMap{}
+	defer func() { c.bootLoads = nil }()
 	c.startups, err = crashloop.New(crashloop.Options{Dir: store.TrackingDir(), Clock: c.opts.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("dynconfig: %w", err)
@@ -179,13 +186,11 @@ func (c *Controller[T]) adopt(ctx context.Context, src *corev1.NodeConfigSource,
 			return false, nil
 		}
 		key, _ := checkpoint.KeyFromSource(src)
-		if ok, err := c.store.Exists(key); err == nil && ok {
-			if _, err := c.store.Load(key); err == nil {
-				return false, nil
-			}
+		if _, err := c.load(key); err == nil {
+			return false, nil
 		}
-		// Same config, but its checkpoint is gone or damaged: save it again
-		// without moving the trial clock.
+		// Same config, but its checkpoint is gone or damaged (failed loads
+		// are not remembered): save it again without moving the trial clock.
 		if _, err := c.store.Save(cm); err != nil {
 			return false, fmt.Errorf("checkpoint %s: %w", key, err)
 		}
@@ -210,7 +215,7 @@ func (c *Controller[T]) recordStartup(ctx context.Context) {
 	trial := c.opts.DefaultTrial
 	if cur, err := c.store.Current(); err == nil {
 		if key, ok := checkpoint.KeyFromSource(cur.Source); ok {
-			if cm, err := c.store.Load(key); err == nil {
+			if cm, err := c.load(key); err == nil {
 				if t, err := components.TrialFromAnnotations(cm.Annotations, c.opts.DefaultTrial); err == nil {
 					trial = t
 				}
@@ -220,6 +225,19 @@ func (c *Controller[T]) recordStartup(ctx context.Context) {
 	if err := c.startups.RecordStartup(trial.CrashLoopThreshold); err != nil {
 		logger.Error(err, "Recording this startup")
 	}
+}
+
+// load reads a checkpoint, once per Bootstrap. Callers only read the
+// ConfigMap it returns.
+func (c *Controller[T]) load(key checkpoint.Key) (*corev1.ConfigMap, error) {
+	if cm, ok := c.bootLoads[key]; ok {
+		return cm, nil
+	}
+	cm, err := c.store.Load(key)
+	if err == nil && c.bootLoads != nil {
+		c.bootLoads[key] = cm
+	}
+	return cm, err
 }
 
 // evaluate runs the startup decision over the state dir and applies it.
@@ -245,7 +263,7 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 	var curCM *corev1.ConfigMap
 	var curLoadErr, trialErr error
 	if key, ok := checkpoint.KeyFromSource(cur.Source); ok {
-		curCM, curLoadErr = c.store.Load(key)
+		curCM, curLoadErr = c.load(key)
 		if curLoadErr == nil {
 			if t, err := components.TrialFromAnnotations(curCM.Annotations, c.opts.DefaultTrial); err != nil {
 				trialErr = err
@@ -294,7 +312,7 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 	}
 	in.LoadLastKnownGood = func() error {
 		key, _ := checkpoint.KeyFromSource(lkgPtr.Source)
-		cm, err := c.store.Load(key)
+		cm, err := c.load(key)
 		if err != nil {
 			return &lkg.ConfigError{Stage: lkg.StageLoad, Err: err}
 		}
