@@ -16,7 +16,7 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
-	"github.com/dynconfig/dynconfig/examples/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
-	"github.com/dynconfig/dynconfig/examples/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -36,7 +37,9 @@ func TestExecuteRejectsBadInvocations(t *testing.T) {
 			"--kubeconfig=" + filepath.Join(dir, "nope")}, wantErr: "--kubeconfig " + filepath.Join(dir, "nope")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			proctest.ExpectExecuteError(t, newCommand(), tc.args, "kubelet-like: ", tc.wantErr)
+			proctest.ExpectExecuteError(t, func(stdout, stderr io.Writer) int {
+				return demo.Execute(context.Background(), newCommand(), tc.args, stdout, stderr)
+			}, "kubelet-like: ", tc.wantErr)
 		})
 	}
 }

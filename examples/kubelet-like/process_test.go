@@ -22,7 +22,7 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
-	"github.com/dynconfig/dynconfig/examples/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
 

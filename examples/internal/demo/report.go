@@ -8,23 +8,17 @@ import (
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/internal/atomicfile"
+	"github.com/dynconfig/dynconfig/internal/statusfile"
 	"github.com/dynconfig/dynconfig/status"
 )
 
 // Condition is a ConfigOK report in the JSON of the status file and of
-// /configz.
-type Condition struct {
-	Status  corev1.ConditionStatus `json:"status"`
-	Reason  string                 `json:"reason"`
-	Message string                 `json:"message"`
-	// PID is the process that made the report (status file only).
-	PID int `json:"pid,omitempty"`
-}
+// /configz (statusfile.Condition, which the tests read back).
+type Condition = statusfile.Condition
 
 // ReporterChain sends every report to each of its Reporters, in order, and
 // joins their errors: one failing Reporter does not silence the others.

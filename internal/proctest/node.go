@@ -2,10 +2,8 @@ package proctest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/dynconfig/dynconfig/examples/internal/demo"
+	"github.com/dynconfig/dynconfig/internal/statusfile"
 	"github.com/dynconfig/dynconfig/source"
 )
 
@@ -105,19 +103,8 @@ func (n Node) WriteAssignment(t testing.TB, src *corev1.NodeConfigSource) {
 }
 
 // ReadStatus reads the status file; ok is false while there is none.
-func (n Node) ReadStatus() (demo.Condition, bool, error) {
-	data, err := os.ReadFile(n.StatusPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return demo.Condition{}, false, nil
-	}
-	if err != nil {
-		return demo.Condition{}, false, err
-	}
-	var c demo.Condition
-	if err := json.Unmarshal(data, &c); err != nil {
-		return demo.Condition{}, false, fmt.Errorf("status file %q: %w", data, err)
-	}
-	return c, true, nil
+func (n Node) ReadStatus() (statusfile.Condition, bool, error) {
+	return statusfile.Read(n.StatusPath())
 }
 
 // WriteFile writes data to path through a dot-file and a rename, so the

@@ -1,7 +1,6 @@
 package proctest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/pflag"
-
-	"github.com/dynconfig/dynconfig/examples/internal/demo"
 )
 
 // recordingTB records the failures of a helper under test; Fatalf ends
@@ -114,12 +110,18 @@ func TestExpectExecuteError(t *testing.T) {
 		wantFailures: []string{`stderr = "thing: other\n", want an error line containing "bad value"`, `stdout = "serving", want nothing`},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := demo.NewCommand("thing", "", "", func(_ context.Context, _ *pflag.FlagSet, stdout io.Writer) error {
+			// A component's Execute: its output, then its error on stderr
+			// with exit code 1.
+			execute := func(stdout, stderr io.Writer) int {
 				_, _ = io.WriteString(stdout, tc.print)
-				return tc.runErr
-			})
+				if tc.runErr != nil {
+					_, _ = fmt.Fprintf(stderr, "thing: %v\n", tc.runErr)
+					return 1
+				}
+				return 0
+			}
 			rec := &recordingTB{TB: t}
-			ExpectExecuteError(rec, cmd, []string{}, "thing: ", tc.want)
+			ExpectExecuteError(rec, execute, "thing: ", tc.want)
 			if diff := cmp.Diff(tc.wantFailures, rec.failures); diff != "" {
 				t.Errorf("failures (-want +got):\n%s", diff)
 			}
