@@ -3,7 +3,8 @@
 // process group, restarts it whenever it exits (a small stand-in for
 // systemd's Restart=always), and lays out the files of a simulated node
 // (state dir, directory source, status file). It is a normal package so
-// that the components' tests share it; only tests import it.
+// that the components' tests and the test module's tests against a real API
+// server share it; only tests import it.
 //
 // # What it guarantees
 //
