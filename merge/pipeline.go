@@ -473,3 +473,18 @@ func mapKeyString(k reflect.Value) string {
 	}
 	return fmt.Sprint(k.Interface())
 }
+
+// DecodeDocument is a profile's codec: it strictly decodes one document
+// (YAML or JSON), defaults and validates it. Errors name the document and
+// every field at fault (*Error). For many documents, build a Pipeline once.
+func DecodeDocument[T any](profile Profile[T], name string, data []byte) (*T, error) {
+	p, err := New(profile, Options{})
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Merge(Layers{Base: &Document{Name: name, Data: data}})
+	if err != nil {
+		return nil, err
+	}
+	return res.Object, nil
+}

@@ -17,13 +17,5 @@ func NewPipeline(opts merge.Options) (*merge.Pipeline[kubeletv1beta1.KubeletConf
 // and validates it. Errors name the document and every field at fault
 // (*merge.Error).
 func Decode(name string, data []byte) (*kubeletv1beta1.KubeletConfiguration, error) {
-	p, err := NewPipeline(merge.Options{})
-	if err != nil {
-		return nil, err
-	}
-	res, err := p.Merge(merge.Layers{Base: &merge.Document{Name: name, Data: data}})
-	if err != nil {
-		return nil, err
-	}
-	return res.Object, nil
+	return merge.DecodeDocument[kubeletv1beta1.KubeletConfiguration](Profile{}, name, data)
 }

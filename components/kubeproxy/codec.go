@@ -17,13 +17,5 @@ func NewPipeline(opts merge.Options) (*merge.Pipeline[kubeproxyv1alpha1.KubeProx
 // and validates it. Errors name the document and every field at fault
 // (*merge.Error).
 func Decode(name string, data []byte) (*kubeproxyv1alpha1.KubeProxyConfiguration, error) {
-	p, err := NewPipeline(merge.Options{})
-	if err != nil {
-		return nil, err
-	}
-	res, err := p.Merge(merge.Layers{Base: &merge.Document{Name: name, Data: data}})
-	if err != nil {
-		return nil, err
-	}
-	return res.Object, nil
+	return merge.DecodeDocument[kubeproxyv1alpha1.KubeProxyConfiguration](Profile{}, name, data)
 }
