@@ -515,7 +515,8 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 				klog.FromContext(ctx).Error(err, "Assignment watch stopped")
 			}
 		}()
-		notify() // sync once right away: the startup sync may have failed
+		// No sync of our own here: every Remote calls changed once when it
+		// starts watching, which also covers a failed startup sync.
 	}
 	defer wg.Wait()
 
