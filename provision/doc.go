@@ -27,9 +27,42 @@
 //     profile (components/kubelet); the defaulted copy is used only for that.
 //     Result.Config and Result.Document hold what the user and the platform
 //     set, nothing the defaults filled in.
+//   - Result.User and Result.UserDocument hold the user's own fields only:
+//     a field whose value came from the platform is left out, and so is a
+//     map or object that only held platform values (a platform
+//     featureGates[X] leaves no empty featureGates behind).
 //   - Neither the caller's bytes nor the caller's map is modified, and
 //     nothing returned shares memory with them.
 //   - A Validator holds only read-only data and may be shared by goroutines.
+//
+// # Explicit empty maps and lists, and null
+//
+// A map or list set to empty is set, to nothing: the kubelet reads
+// evictionHard: {} as "no hard eviction" and clusterDNS: [] as "no cluster
+// DNS", and leaving either out means something else (the kubelet's default
+// thresholds; kubeadm's DNS address). So an explicit empty the user wrote
+// is in Document and UserDocument as {} or [], and in Config and User as a
+// non-nil empty map or slice; the defaulted copy that is validated keeps
+// it (defaults fill only unset fields, so the thresholds do not come back);
+// the renderers write it or refuse it with an error naming the field
+// (render/kubeadm, render/bottlerocket). A platform's value may be an
+// explicit empty too (Field.Value map[string]string{}).
+//
+// null as a field's whole value (evictionHard: null) means "not set", as in
+// every Kubernetes decoder. null as a map value or a list element
+// (evictionHard: {memory.available: null}, clusterDNS: [null]) is an error
+// naming the document and the path, evictionHard[memory.available], because
+// no reading of it is shared by the programs that would read it: the
+// kubelet decoding its file gives the entry its zero value ("", which it
+// refuses as a threshold, or false, which turns a feature gate off); in a
+// kubelet drop-in, a JSON merge patch, it deletes the key from the layer
+// below; package merge, reading a complete document, drops it, which would
+// turn the example into evictionHard: {}, no hard eviction at all, likely
+// the opposite of what was meant. Removing the key, or writing {} for an
+// empty map, says either meaning without doubt. These errors are decode
+// problems (*merge.DecodeError, reported with the document's other decode
+// problems, sorted by key within each map), and NewValidator refuses the
+// same nulls in a Policy's values.
 //
 // # Not guaranteed
 //

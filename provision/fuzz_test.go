@@ -10,8 +10,10 @@ import (
 
 // FuzzValidate feeds arbitrary documents to a validator with the proposed
 // EKS Anywhere policy. It must not panic; an accepted document must give a
-// Document that decodes to Config, and a User view that, validated again,
-// gives Config back (the platform adds back exactly what User leaves out).
+// Document that decodes to Config, a UserDocument that decodes to User, and
+// a UserDocument that, validated again, gives Config back (the platform adds
+// back exactly what User leaves out, and explicitly empty maps and lists
+// survive the round trip).
 func FuzzValidate(f *testing.F) {
 	for _, seed := range []string{
 		header,
@@ -21,6 +23,9 @@ func FuzzValidate(f *testing.F) {
 		header + "authentication:\n  webhook:\n    cacheTTL: 5m\n",
 		header + "featureGates:\n  A: true\nsystemReserved: {cpu: 500m}\n",
 		header + "maxPods: ten\nmaxPod: 1\n",
+		header + "clusterDNS: []\nevictionSoft: {}\n",
+		header + "featureGates: {}\nallowedUnsafeSysctls: []\n",
+		header + "evictionHard:\n  memory.available: null\n",
 		`{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","port":1e3}`,
 		"kind: KubeletConfiguration\n",
 		"- a\n",
@@ -41,16 +46,19 @@ func FuzzValidate(f *testing.F) {
 		if diff := cmp.Diff(&cfg, res.Config); diff != "" {
 			t.Fatalf("Config differs from Document (-doc +config):\n%s", diff)
 		}
-		user, err := json.Marshal(res.User)
-		if err != nil {
-			t.Fatal(err)
+		var user kubeletv1beta1.KubeletConfiguration
+		if err := json.Unmarshal(res.UserDocument, &user); err != nil {
+			t.Fatalf("UserDocument does not decode: %v\n%s", err, res.UserDocument)
 		}
-		again, err := v.Validate(user, "fuzz.yaml")
+		if diff := cmp.Diff(&user, res.User); diff != "" {
+			t.Fatalf("User differs from UserDocument (-doc +user):\n%s", diff)
+		}
+		again, err := v.Validate(res.UserDocument, "fuzz.yaml")
 		if err != nil {
-			t.Fatalf("User does not validate again: %v\n%s", err, user)
+			t.Fatalf("UserDocument does not validate again: %v\n%s", err, res.UserDocument)
 		}
 		if diff := cmp.Diff(res.Config, again.Config); diff != "" {
-			t.Fatalf("validating User does not give Config (-first +second):\n%s", diff)
+			t.Fatalf("validating UserDocument does not give Config (-first +second):\n%s", diff)
 		}
 	})
 }

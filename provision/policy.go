@@ -80,6 +80,12 @@ func (p Policy) compile() (compiled, error) {
 			continue
 		}
 		seen[f.Path] = true
+		if nulls := valueNulls(f); len(nulls) > 0 {
+			for _, n := range nulls {
+				problems = append(problems, fmt.Sprintf("fields[%d] %s: %s", i, n.Path, n.Detail))
+			}
+			continue
+		}
 		if f.Blocked {
 			if f.Rule != 0 {
 				problems = append(problems, where+": a blocked field takes no rule")

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,8 +30,14 @@ type Result struct {
 	Document []byte
 	// User holds only the user's own settings that stand in Config: the
 	// fields whose value came from the platform are left out. It is for
-	// renderers that deliver the platform's values some other way.
+	// renderers that deliver the platform's values some other way. An
+	// explicitly empty map or list the user wrote is a non-nil empty value
+	// here; one that only held platform values is left out (nil).
 	User *kubeletv1beta1.KubeletConfiguration
+	// UserDocument is User as JSON holding exactly the user's fields that
+	// stand in Config, zero values and explicitly empty maps and lists
+	// included, as Document does for Config. It has apiVersion and kind.
+	UserDocument []byte
 	// Warnings name the user values the platform replaced (PlatformWins),
 	// one line each, starting with the document name.
 	Warnings []string
@@ -71,10 +78,11 @@ func NewValidator(p Policy) (*Validator, error) {
 // cluster spec such as "spec.controlPlaneConfiguration.kubeletConfiguration").
 //
 // apiVersion and kind are required. Decoding is strict: every unknown or
-// duplicate key and every value of the wrong type is reported with its field
-// path, all at once. Then the policy is enforced (blocked fields, fields
-// under ErrorIfBoth), the platform's values are applied by their rules, and
-// the result is defaulted and validated with the kubelet profile
+// duplicate key, every value of the wrong type and every null that stands
+// for a map value or a list element (see the package doc) is reported with
+// its field path, all at once. Then the policy is enforced (blocked fields,
+// fields under ErrorIfBoth), the platform's values are applied by their
+// rules, and the result is defaulted and validated with the kubelet profile
 // (components/kubelet); the defaulted copy is only used for validation.
 //
 // When the document has problems the error is a *merge.Error (errors.As
@@ -91,16 +99,25 @@ func (v *Validator) Validate(data []byte, name string) (*Result, error) {
 	if name == v.policy.merge.Owner || name == merge.DefaultsLayer {
 		return nil, fmt.Errorf("provision: document name %q is reserved for the platform's or the default values", name)
 	}
+	// merge reads null as "not set" everywhere in a complete document, so
+	// evictionHard: {memory.available: null} would reach it as
+	// evictionHard: {}, "no hard eviction". Nulls that stand for a map value
+	// or a list element are refused here, from the user's own tree.
+	tree := parseTree(data)
+	nulls := findNulls(tree)
 	res, err := v.pipe.Merge(merge.Layers{
 		Base:  &merge.Document{Name: name, Data: data},
 		Flags: v.policy.overrides,
 	})
+	var me *merge.Error
+	if err != nil && errors.As(err, &me) {
+		addFlagHints(me)
+		nameValidation(me, name)
+	}
+	if len(nulls) > 0 {
+		return nil, nullsError(err, name, nulls)
+	}
 	if err != nil {
-		var me *merge.Error
-		if errors.As(err, &me) {
-			addFlagHints(me)
-			nameValidation(me, name)
-		}
 		return nil, err
 	}
 	doc := res.MergedJSON()
@@ -108,11 +125,11 @@ func (v *Validator) Validate(data []byte, name string) (*Result, error) {
 	if err := json.Unmarshal(doc, cfg); err != nil {
 		return nil, fmt.Errorf("provision: %s: decoding the merged document: %w", name, err)
 	}
-	user, err := v.userView(doc, res.Provenance)
+	userDoc, user, err := v.userView(doc, res.Provenance, tree)
 	if err != nil {
 		return nil, fmt.Errorf("provision: %s: %w", name, err)
 	}
-	return &Result{Config: cfg, Document: doc, User: user, Warnings: res.Warnings}, nil
+	return &Result{Config: cfg, Document: doc, User: user, UserDocument: userDoc, Warnings: res.Warnings}, nil
 }
 
 // ValidateMap is Validate for a configuration held as an unstructured map,
@@ -168,27 +185,53 @@ func ValidateKubeletConfigurationMap(obj map[string]any, name string) (*kubeletv
 }
 
 // userView returns doc without the fields whose value came from the
-// platform, as provenance tells.
-func (v *Validator) userView(doc []byte, provenance map[string]string) (*kubeletv1beta1.KubeletConfiguration, error) {
+// platform, as provenance tells, as JSON and decoded. An object or list
+// left empty by that is removed too, unless the user's own document (mine,
+// nil if unknown) has it explicitly empty: a platform value under a map
+// (featureGates[X]) must not leave behind an empty map the user never
+// wrote, which renderers would read as "set to nothing".
+func (v *Validator) userView(doc []byte, provenance map[string]string, mine map[string]any) ([]byte, *kubeletv1beta1.KubeletConfiguration, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber() // integers above 2^53 stay exact
 	var tree map[string]any
-	if err := json.Unmarshal(doc, &tree); err != nil {
-		return nil, fmt.Errorf("decoding the merged document: %w", err)
+	if err := dec.Decode(&tree); err != nil {
+		return nil, nil, fmt.Errorf("decoding the merged document: %w", err)
 	}
 	owner := v.policy.merge.Owner
 	for _, f := range v.policy.fromPlatform {
-		if fromLayer(provenance, f.Path, owner) {
-			deletePath(tree, splitPath(f.Path))
+		if !fromLayer(provenance, f.Path, owner) {
+			continue
+		}
+		segs := splitPath(f.Path)
+		deletePath(tree, segs)
+		for i := len(segs) - 1; i > 0; i-- {
+			if !emptyAt(tree, segs[:i]) || explicitlyEmpty(mine, segs[:i]) {
+				break
+			}
+			deletePath(tree, segs[:i])
 		}
 	}
 	data, err := json.Marshal(tree)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the user's fields: %w", err)
+		return nil, nil, fmt.Errorf("encoding the user's fields: %w", err)
 	}
 	user := new(kubeletv1beta1.KubeletConfiguration)
 	if err := json.Unmarshal(data, user); err != nil {
-		return nil, fmt.Errorf("decoding the user's fields: %w", err)
+		return nil, nil, fmt.Errorf("decoding the user's fields: %w", err)
 	}
-	return user, nil
+	return data, user, nil
+}
+
+// emptyAt says whether tree has an empty object at segs.
+func emptyAt(tree map[string]any, segs []string) bool {
+	for _, s := range segs {
+		next, ok := tree[s].(map[string]any)
+		if !ok {
+			return false
+		}
+		tree = next
+	}
+	return len(tree) == 0
 }
 
 // fromLayer says whether some leaf at or below path was set by layer.

@@ -169,7 +169,10 @@ func TestValidateResults(t *testing.T) {
 		// wantDoc is the expected Result.Document, compared as JSON.
 		wantDoc  string
 		wantUser string
-		wantWarn []string
+		// wantUserDoc is the expected Result.UserDocument when it differs
+		// from wantUser (zero values, which User cannot hold).
+		wantUserDoc string
+		wantWarn    []string
 	}{{
 		name:     "proposed: platform values added, explicit resolvConf wins",
 		preset:   EKSAProposedPolicy,
@@ -224,6 +227,8 @@ func TestValidateResults(t *testing.T) {
 			"evictionHard":{"nodefs.available":"0%","nodefs.inodesFree":"0%","imagefs.available":"0%"},
 			"tlsCipherSuites":["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]}`,
 		wantUser: `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration"}`,
+		wantUserDoc: `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration",
+			"rotateCertificates":false,"staticPodPath":""}`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -248,6 +253,13 @@ func TestValidateResults(t *testing.T) {
 			}
 			if diff := cmp.Diff(wantUser, res.User); diff != "" {
 				t.Errorf("User (-want +got):\n%s", diff)
+			}
+			wantUserDoc := tt.wantUserDoc
+			if wantUserDoc == "" {
+				wantUserDoc = tt.wantUser
+			}
+			if diff := cmp.Diff(jsonValue(t, wantUserDoc), jsonValue(t, string(res.UserDocument))); diff != "" {
+				t.Errorf("UserDocument (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantWarn, res.Warnings); diff != "" {
 				t.Errorf("Warnings (-want +got):\n%s", diff)
@@ -439,6 +451,15 @@ func TestNewValidatorBadPolicy(t *testing.T) {
 		name:   "platform value of the wrong type",
 		policy: Policy{Fields: []Field{{Path: "maxPods", Value: "many", Rule: merge.UserWins}}},
 		want:   `provision: merge: policy: platform[0]: maxPods: expected int32, got string "many"`,
+	}, {
+		name: "null map values and list elements in platform values",
+		policy: Policy{Fields: []Field{
+			{Path: "evictionHard", Value: map[string]any{"memory.available": nil, "nodefs.available": "5%"}, Blocked: true},
+			{Path: "clusterDNS", Value: []any{"10.96.0.10", nil}, Rule: merge.PlatformWins},
+			{Path: "featureGates[MemoryQoS]", Value: false, Rule: merge.UserWins},
+		}},
+		want: "provision: policy: fields[0] evictionHard[memory.available]: null is not a value: remove the key to leave it out (an empty map is {}); " +
+			"fields[1] clusterDNS[1]: null is not a value: remove the element (an empty list is [])",
 	}, {
 		name:   "blocked value the kubelet refuses",
 		policy: Policy{Owner: "acme", Fields: []Field{{Path: "readOnlyPort", Value: 70000, Blocked: true}}},
