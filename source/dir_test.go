@@ -14,7 +14,7 @@ import (
 
 func types(s string) k8stypes.UID { return k8stypes.UID(s) }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
