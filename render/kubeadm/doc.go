@@ -21,6 +21,17 @@
 //     kubeadm's generated configuration (as kubeadm does, with the v1beta1
 //     type as the schema) it gives kubeadm's configuration with those
 //     fields set: maps and nested objects merged by key, lists replaced.
+//   - An explicitly empty map or list (evictionHard: {}, clusterDNS: [],
+//     or a non-nil empty map or slice for Render) is written as {} or [],
+//     never left out: the kubelet reads evictionHard: {} as "no hard
+//     eviction", while a patch without it would leave the kubelet its
+//     default thresholds. Over kubeadm's generated configuration, which
+//     sets none of the map fields and only clusterDNS among the lists, the
+//     patched configuration has the empty map or list.
+//   - A null map value or list element in RenderDocument's document is an
+//     error naming its path (evictionHard[memory.available]), as in
+//     package provision: dropped, {memory.available: null} would become
+//     {}, which says "no hard eviction".
 //   - Nothing here modifies its arguments; there is no state.
 //
 // # Not guaranteed
@@ -30,6 +41,10 @@
 //   - A patch cannot remove one of kubeadm's values without a null, and
 //     neither function writes nulls: "not set" in the user's configuration
 //     means "keep kubeadm's value".
+//   - Maps merge by key, in a strategic and in a JSON merge patch alike, so
+//     {} empties a map only where the configuration below does not fill
+//     it: kubeadm's generated configuration does not, but a patch that
+//     sorts before this one might.
 //   - Render works from the typed struct, where a zero value is unset; use
 //     RenderDocument to set a field to false, 0 or "".
 //   - The snippet is a fragment of kubeadm's v1beta4 configuration, not a

@@ -24,6 +24,9 @@ func FuzzRenderDocument(f *testing.F) {
 		`{"featureGates":{"A":true},"systemReserved":{},"maxPods":null}`,
 		"staticPodURLHeader:\n  a: [b, c]\n",
 		"maxPod: 1\n",
+		"evictionHard: {}\nclusterDNS: []\nlogging: {vmodule: []}\n",
+		"evictionHard: {memory.available: null}\nregisterWithTaints: [{key: a, effect: NoSchedule, value: null}]\n",
+		"staticPodURLHeader: {a: [null]}\nfeatureGates: {}\n",
 		"- 1\n",
 	} {
 		f.Add([]byte(seed))

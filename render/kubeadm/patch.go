@@ -2,11 +2,15 @@ package kubeadm
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -80,8 +84,11 @@ func FileName(opts Options) (string, error) {
 // "") is not in the patch and kubeadm's value stays: rotateCertificates:
 // false and staticPodPath: "" cannot be expressed this way. Use
 // RenderDocument with the user's document (provision.Result.Document) to
-// keep them. cfg's apiVersion and kind are ignored and written as
-// kubelet.config.k8s.io/v1beta1 KubeletConfiguration. cfg is not modified.
+// keep them. A map or list counts as set when it is not nil: an empty one
+// is written as {} or [] (evictionHard: {} is "no hard eviction"; left out,
+// the kubelet would use its default thresholds). cfg's apiVersion and kind
+// are ignored and written as kubelet.config.k8s.io/v1beta1
+// KubeletConfiguration. cfg is not modified.
 func Render(cfg *kubeletv1beta1.KubeletConfiguration, opts Options) (*Patch, error) {
 	if cfg == nil {
 		return nil, errors.New("kubeadm: no configuration")
@@ -99,6 +106,7 @@ func Render(cfg *kubeletv1beta1.KubeletConfiguration, opts Options) (*Patch, err
 		return nil, err
 	}
 	pruneZero(set, zero)
+	addExplicitEmpties(set, reflect.ValueOf(cfg).Elem())
 	return finish(name, set)
 }
 
@@ -106,10 +114,13 @@ func Render(cfg *kubeletv1beta1.KubeletConfiguration, opts Options) (*Patch, err
 // KubeletConfiguration, exactly the fields doc sets, zero values included.
 // doc is a KubeletConfiguration document in YAML or JSON holding only the
 // fields to set, such as provision.Result.Document. It is decoded strictly
-// (unknown and duplicate fields are errors) but not validated. null values
-// are dropped: in a patch they would delete kubeadm's value, while in a
-// configuration document they mean "not set". apiVersion and kind, when
-// present, must be kubelet.config.k8s.io/v1beta1 KubeletConfiguration.
+// (unknown and duplicate fields are errors) but not validated. A null field
+// is dropped: in a patch it would delete kubeadm's value, while in a
+// configuration document it means "not set". A null map value or list
+// element is an error naming its path, one per null, since dropping it
+// would change what the map or list says (see package provision). Empty
+// maps and lists are kept. apiVersion and kind, when present, must be
+// kubelet.config.k8s.io/v1beta1 KubeletConfiguration.
 func RenderDocument(doc []byte, opts Options) (*Patch, error) {
 	name, err := FileName(opts)
 	if err != nil {
@@ -141,7 +152,11 @@ func RenderDocument(doc []byte, opts Options) (*Patch, error) {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &tree); err != nil {
 		return nil, fmt.Errorf("kubeadm: document: %w", err)
 	}
-	dropNulls(tree)
+	var nulls []error
+	dropNulls(tree, configType, nil, &nulls)
+	if len(nulls) > 0 {
+		return nil, errors.Join(nulls...)
+	}
 	return finish(name, tree)
 }
 
@@ -197,21 +212,181 @@ func pruneZero(set, zero map[string]any) {
 	}
 }
 
-// dropNulls removes null values at every depth, and objects that held only
-// nulls.
-func dropNulls(tree map[string]any) {
-	for k, v := range tree {
-		switch v := v.(type) {
-		case nil:
-			delete(tree, k)
-		case map[string]any:
-			if len(v) == 0 {
-				continue // an explicitly empty map stays
+// configType is the type every document and configuration here has.
+var configType = reflect.TypeFor[kubeletv1beta1.KubeletConfiguration]()
+
+// dropNulls walks v, a value of Go type t at path (nil: the document):
+// it deletes the null fields of objects, and the objects that held only
+// null fields, and records an error for every null map value or list
+// element. Explicitly empty objects and lists stay. It reports whether v is
+// an object it emptied, for the caller to delete.
+func dropNulls(v any, t reflect.Type, path *field.Path, errs *[]error) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if customJSON(t) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok || len(obj) == 0 {
+			return false // an explicitly empty object stays
+		}
+		fields := jsonFields(t)
+		for _, k := range sortedKeys(obj) {
+			if obj[k] == nil {
+				delete(obj, k)
+				continue
 			}
-			dropNulls(v)
-			if len(v) == 0 {
-				delete(tree, k)
+			if ft, ok := fields[k]; ok && dropNulls(obj[k], ft, childPath(path, k), errs) {
+				delete(obj, k)
+			}
+		}
+		return len(obj) == 0
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		for _, k := range sortedKeys(obj) {
+			p := path.Key(k)
+			if obj[k] == nil {
+				*errs = append(*errs, fmt.Errorf("kubeadm: document: %s: null is not a value: remove the key to leave it out (an empty map is {})", p))
+				continue
+			}
+			dropNulls(obj[k], t.Elem(), p, errs)
+		}
+	case reflect.Slice, reflect.Array:
+		list, ok := v.([]any)
+		if !ok {
+			return false
+		}
+		for i, e := range list {
+			p := path.Index(i)
+			if e == nil {
+				*errs = append(*errs, fmt.Errorf("kubeadm: document: %s: null is not a value: remove the element (an empty list is [])", p))
+				continue
+			}
+			dropNulls(e, t.Elem(), p, errs)
+		}
+	}
+	return false
+}
+
+// addExplicitEmpties adds to tree, the JSON form of v (a struct), the maps
+// and lists of v that are empty but not nil, which encoding/json leaves out
+// under omitempty, at any depth of nested structs. Elements of maps and
+// lists are written whole by encoding/json and not looked into.
+func addExplicitEmpties(tree map[string]any, v reflect.Value) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() || fv.Elem().Kind() != reflect.Struct {
+				continue
+			}
+			fv = fv.Elem()
+		}
+		if f.Anonymous && name == "" && fv.Kind() == reflect.Struct {
+			addExplicitEmpties(tree, fv) // inlined, as TypeMeta
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		switch fv.Kind() {
+		case reflect.Map:
+			if !fv.IsNil() && fv.Len() == 0 {
+				tree[name] = map[string]any{}
+			}
+		case reflect.Slice:
+			if !fv.IsNil() && fv.Len() == 0 {
+				tree[name] = []any{}
+			}
+		case reflect.Struct:
+			if customJSON(fv.Type()) {
+				continue
+			}
+			sub, ok := tree[name].(map[string]any)
+			if !ok {
+				sub = map[string]any{}
+			}
+			addExplicitEmpties(sub, fv)
+			if len(sub) > 0 {
+				tree[name] = sub
 			}
 		}
 	}
+}
+
+// customJSON says whether t has its own JSON form (metav1.Duration,
+// resource.Quantity...), which is not its Go structure.
+func customJSON(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return pt.Implements(reflect.TypeFor[json.Unmarshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) ||
+		pt.Implements(reflect.TypeFor[json.Marshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextMarshaler]())
+}
+
+// jsonFields maps the JSON names of a struct's fields to their types, with
+// embedded structs without a name (TypeMeta) inlined, as encoding/json does.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	addJSONFields(t, m)
+	return m
+}
+
+func addJSONFields(t reflect.Type, m map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				addJSONFields(ft, m)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, dup := m[name]; !dup {
+			m[name] = f.Type
+		}
+	}
+}
+
+func childPath(path *field.Path, name string) *field.Path {
+	if path == nil {
+		return field.NewPath(name)
+	}
+	return path.Child(name)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
