@@ -11,8 +11,25 @@
 //
 // # Guarantees
 //
-//   - Render reads only the fields the user set (non-zero, non-empty) and
-//     writes only those, so Bottlerocket keeps its own defaults for the rest.
+//   - Render reads only the fields the user set (non-zero; a map or list
+//     counts when it is not nil) and writes only those, so Bottlerocket
+//     keeps its own defaults for the rest.
+//   - An explicitly empty map or list (non-nil, no entries: what
+//     evictionHard: {} or clusterDNS: [] decode to) is never dropped
+//     silently. Bottlerocket cannot say "empty" other than by leaving the
+//     setting out: its kubelet configuration template writes a map or list
+//     only when the setting has entries. So where the kubelet reads the
+//     empty value as it reads the field's absence (FieldMapping.EmptyIsUnset:
+//     allowedUnsafeSysctls, cpuManagerPolicyOptions, evictionSoft,
+//     evictionSoftGracePeriod, systemReserved) nothing is written, with the
+//     same result on the node; every other mapped field is an
+//     *InvalidValueError that says what Bottlerocket would do instead:
+//     evictionHard: {} ("no hard eviction"; unset, the kubelet's default
+//     thresholds apply), kubeReserved: {} (Bottlerocket always reserves
+//     cpu, memory and ephemeral-storage), clusterDNS: [] (unset, the
+//     platform fills in the cluster's DNS address). An explicitly empty
+//     field without a Bottlerocket setting (tlsCipherSuites: [],
+//     featureGates: {}) is reported as unsupported, as any set field is.
 //   - Every set field without a Bottlerocket setting is reported, all in one
 //     *UnsupportedFieldsError, by its JSON name. Every value Bottlerocket's
 //     API would refuse (an eviction signal or reserved resource it does not
@@ -36,10 +53,7 @@
 //     one) renders if each value fits its Bottlerocket setting. Validate with
 //     components/kubelet first.
 //   - A zero in a non-pointer field (maxPods: 0, eventBurst: 0) cannot be told
-//     from an unset field and is not rendered; neither are empty lists or
-//     maps, except an explicitly empty evictionHard, which the kubelet reads
-//     as "no hard eviction" and Bottlerocket cannot express, so it is an
-//     error.
+//     from an unset field and is not rendered.
 //   - The mapping targets the settings Bottlerocket has documented since
 //     release 1.14 (before 1.14 the image GC percentages had to be strings).
 //     Settings added in later releases (container-log-max-workers,
@@ -53,6 +67,9 @@
 //
 // # Sources
 //
+// What Bottlerocket writes into the kubelet's configuration for each setting,
+// set or unset (the kubelet-config template of the kubernetes-1.x packages):
+// https://github.com/bottlerocket-os/bottlerocket-core-kit/tree/develop/packages.
 // Setting names and meanings:
 // https://bottlerocket.dev/en/os/1.20.x/api/settings/kubernetes/ (the site's
 // data file: https://github.com/bottlerocket-os/bottlerocket-project-website/blob/develop/data/settings/1.14.x/kubernetes.toml).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,7 +17,9 @@ import (
 // FuzzRender decodes arbitrary JSON into a KubeletConfiguration and renders
 // it. Render must never panic, never modify its input, and either fail with
 // only typed errors or produce valid TOML made of known settings, the same
-// bytes every time.
+// bytes every time. A top-level map or list that is explicitly empty must
+// never be dropped silently: it is reported (unsupported, or an invalid
+// value naming it) unless SupportedFields says EmptyIsUnset.
 func FuzzRender(f *testing.F) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	if err != nil {
@@ -43,12 +46,17 @@ func FuzzRender(f *testing.F) {
 		`{"kubeReserved":{"cpu":"1E3","memory":"1e-3"},"containerLogMaxSize":"10 MB"}`,
 		`{"authentication":{"anonymous":{"enabled":false}},"logging":{"format":"json"}}`,
 		`{"imageGCHighThresholdPercent":101,"podPidsLimit":-1,"cpuCFSQuota":false}`,
+		`{"tlsCipherSuites":[],"kubeReserved":{},"evictionSoft":{},"maxPods":10}`,
+		`{"clusterDNS":[],"systemReserved":{},"logging":{"vmodule":[]}}`,
+		`{"featureGates":{},"allowedUnsafeSysctls":[],"cpuManagerPolicyOptions":{}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	known := map[string]bool{}
+	mapped := map[string]FieldMapping{}
 	for _, m := range SupportedFields() {
 		known[strings.TrimPrefix(m.Setting, settingsPrefix)] = true
+		mapped[m.Field] = m
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -61,11 +69,23 @@ func FuzzRender(f *testing.F) {
 		if diff := cmp.Diff(before, &c); diff != "" {
 			t.Fatalf("Render modified its input (-before +after):\n%s", diff)
 		}
+		reported := map[string]bool{}
 		if err != nil {
 			if out != nil {
 				t.Errorf("Render returned output %q with an error", out)
 			}
 			checkTyped(t, err)
+			collectFields(err, reported)
+		}
+		for _, name := range explicitlyEmpty(&c) {
+			if m, ok := mapped[name]; ok && m.EmptyIsUnset {
+				continue
+			}
+			if !reported[name] {
+				t.Errorf("explicitly empty %s was neither rendered nor reported: err = %v", name, err)
+			}
+		}
+		if err != nil {
 			return
 		}
 		doc, perr := parseTOML(string(out))
@@ -108,4 +128,59 @@ func checkTyped(t *testing.T, err error) {
 	if !errors.As(err, &ufe) && !errors.As(err, &ive) {
 		t.Errorf("untyped error %T: %v", err, err)
 	}
+}
+
+// collectFields records the top-level fields err names: the unsupported
+// ones and those of invalid values.
+func collectFields(err error, out map[string]bool) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			collectFields(e, out)
+		}
+		return
+	}
+	var ufe *UnsupportedFieldsError
+	if errors.As(err, &ufe) {
+		for _, f := range ufe.Fields {
+			out[f] = true
+		}
+	}
+	var ive *InvalidValueError
+	if errors.As(err, &ive) {
+		out[ive.Field] = true
+	}
+}
+
+// explicitlyEmpty returns the JSON names of the top-level map and list
+// fields of c that are not nil but empty, and of the struct fields that
+// hold such a map or list at any depth.
+func explicitlyEmpty(c *kc) []string {
+	var out []string
+	v := reflect.ValueOf(c).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if f.Anonymous {
+			continue
+		}
+		if hasExplicitEmpty(v.Field(i)) {
+			out = append(out, jsonName(f))
+		}
+	}
+	return out
+}
+
+func hasExplicitEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Map, reflect.Slice:
+		return !v.IsNil() && v.Len() == 0
+	case reflect.Pointer:
+		return !v.IsNil() && hasExplicitEmpty(v.Elem())
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() && hasExplicitEmpty(v.Field(i)) {
+				return true
+			}
+		}
+	}
+	return false
 }

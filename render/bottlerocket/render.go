@@ -23,6 +23,12 @@ type FieldMapping struct {
 	Field string
 	// Setting is the full Bottlerocket setting, e.g. "settings.kubernetes.max-pods".
 	Setting string
+	// EmptyIsUnset is true for a map or list field whose explicitly empty
+	// value (non-nil, no entries) the kubelet reads the same as the field's
+	// absence, which is what Bottlerocket gives it for an unset setting:
+	// Render writes nothing for it. An explicitly empty value of any other
+	// map or list field is an *InvalidValueError.
+	EmptyIsUnset bool
 }
 
 // SupportedFields returns every KubeletConfiguration field Render can
@@ -32,7 +38,7 @@ func SupportedFields() []FieldMapping {
 	ms := mappings()
 	out := make([]FieldMapping, len(ms))
 	for i, m := range ms {
-		out[i] = FieldMapping{Field: m.field, Setting: settingsPrefix + m.setting}
+		out[i] = FieldMapping{Field: m.field, Setting: settingsPrefix + m.setting, EmptyIsUnset: emptyIsUnset(m.field)}
 	}
 	return out
 }
@@ -41,9 +47,12 @@ func SupportedFields() []FieldMapping {
 // settings.kubernetes TOML, for use in Bottlerocket user data.
 //
 // cfg must be the configuration as the user wrote it, not a defaulted one: a
-// field counts as set when it is non-zero (a non-nil pointer, a non-empty map
-// or list, a non-zero scalar or struct), and only set fields are rendered, so
-// Bottlerocket keeps its own defaults for the rest. TypeMeta is ignored.
+// field counts as set when it is non-zero (a non-nil pointer, map or list,
+// a non-zero scalar or struct), and only set fields are rendered, so
+// Bottlerocket keeps its own defaults for the rest. A map or list that is
+// not nil but empty is set, to nothing: it renders to nothing when
+// FieldMapping.EmptyIsUnset, and is an error otherwise. TypeMeta is
+// ignored.
 //
 // The output holds a [settings.kubernetes] table with one key per set field,
 // sorted, followed by one subtable per map setting (eviction-hard,
@@ -108,7 +117,14 @@ func mappings() []mapping {
 		{"allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(r *renderer, c *kc) value {
 			return r.singleLineList(c.AllowedUnsafeSysctls)
 		}},
-		{"clusterDNS", "cluster-dns-ip", func(r *renderer, c *kc) value { return r.clusterDNS(c.ClusterDNS) }},
+		{"clusterDNS", "cluster-dns-ip", func(r *renderer, c *kc) value {
+			if c.ClusterDNS != nil && len(c.ClusterDNS) == 0 {
+				r.invalid(r.cur.field, "[]", "an empty list gives the kubelet no cluster DNS, "+
+					"but Bottlerocket treats an empty list as unset, and an unset cluster-dns-ip is filled in with the cluster's DNS address")
+				return nil
+			}
+			return r.clusterDNS(c.ClusterDNS)
+		}},
 		{"clusterDomain", "cluster-domain", func(r *renderer, c *kc) value {
 			return r.checkedString(c.ClusterDomain, domain)
 		}},
@@ -155,7 +171,14 @@ func mappings() []mapping {
 		}},
 		{"kubeAPIBurst", "kube-api-burst", func(r *renderer, c *kc) value { return int32Value(c.KubeAPIBurst) }},
 		{"kubeAPIQPS", "kube-api-qps", func(r *renderer, c *kc) value { return int32Ptr(c.KubeAPIQPS) }},
-		{"kubeReserved", "kube-reserved", func(r *renderer, c *kc) value { return r.reserved(c.KubeReserved) }},
+		{"kubeReserved", "kube-reserved", func(r *renderer, c *kc) value {
+			if c.KubeReserved != nil && len(c.KubeReserved) == 0 {
+				r.invalid(r.cur.field, "{}", "an empty map reserves nothing for Kubernetes components, "+
+					"but Bottlerocket always reserves cpu, memory and ephemeral-storage (its defaults for the resources the table leaves out)")
+				return nil
+			}
+			return r.reserved(c.KubeReserved)
+		}},
 		{"maxPods", "max-pods", func(r *renderer, c *kc) value { return r.nonNegative(int64(c.MaxPods)) }},
 		{"memoryManagerPolicy", "memory-manager-policy", func(r *renderer, c *kc) value {
 			return r.enum(c.MemoryManagerPolicy, "None", "Static")
@@ -183,6 +206,20 @@ func mappings() []mapping {
 			return r.enum(c.TopologyManagerScope, "container", "pod")
 		}},
 	}
+}
+
+// emptyIsUnset says whether an explicitly empty value of field means to
+// the kubelet what Bottlerocket gives it when the setting is unset:
+// Bottlerocket's kubelet configuration template writes these fields only
+// when their setting has entries, and the kubelet's default for each is
+// empty (no unsafe sysctls, no CPU manager options, no soft eviction, no
+// system reservation).
+func emptyIsUnset(field string) bool {
+	switch field {
+	case "allowedUnsafeSysctls", "cpuManagerPolicyOptions", "evictionSoft", "evictionSoftGracePeriod", "systemReserved":
+		return true
+	}
+	return false
 }
 
 // renderer collects the value errors of one Render call and knows which
@@ -439,13 +476,15 @@ func jsonName(f reflect.StructField) string {
 
 // isSet reports whether v carries a value the user wrote: a non-nil pointer
 // or interface (even to a zero value, as with cpuCFSQuota: false), a
-// non-empty map or slice, a struct with any field set, or a non-zero scalar.
+// non-nil map or slice (even an empty one: tlsCipherSuites: [] says "Go's
+// default suites", not "Bottlerocket's"), a struct with any field set, or a
+// non-zero scalar.
 func isSet(v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		return !v.IsNil()
 	case reflect.Map, reflect.Slice:
-		return v.Len() > 0
+		return !v.IsNil()
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			if isSet(v.Field(i)) {

@@ -180,7 +180,8 @@ func TestRenderField(t *testing.T) {
 }
 
 // TestRenderEmpty checks that nothing set renders just the table header, and
-// that empty lists and maps (other than evictionHard) count as unset.
+// that explicitly empty lists and maps whose emptiness the kubelet reads as
+// it reads their absence render to nothing (empties_test.go has the rest).
 func TestRenderEmpty(t *testing.T) {
 	tests := []struct {
 		name string
@@ -188,9 +189,9 @@ func TestRenderEmpty(t *testing.T) {
 	}{
 		{"zero value", kc{}},
 		{"TypeMeta is ignored", kc{TypeMeta: metav1.TypeMeta{Kind: "KubeletConfiguration", APIVersion: "kubelet.config.k8s.io/v1beta1"}}},
-		{"empty lists and maps", kc{
-			ClusterDNS: []string{}, AllowedUnsafeSysctls: []string{}, KubeReserved: map[string]string{},
-			EvictionSoft: map[string]string{}, FeatureGates: map[string]bool{}, TLSCipherSuites: []string{},
+		{"empty lists and maps that mean unset", kc{
+			AllowedUnsafeSysctls: []string{}, CPUManagerPolicyOptions: map[string]string{}, EvictionSoft: map[string]string{},
+			EvictionSoftGracePeriod: map[string]string{}, SystemReserved: map[string]string{},
 		}},
 	}
 	for _, tt := range tests {
