@@ -13,7 +13,7 @@ unit:
 
 ## integration: the separate test/ module against a real kube-apiserver and etcd.
 integration: bins
-	cd test && $(GO) vet ./cluster/... ./integration/... && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/...
+	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/...
 
 ## bins: build kube-apiserver and etcd into bin/ when missing or stale.
 bins:

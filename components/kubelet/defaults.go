@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +74,9 @@ func DefaultEvictionHard() map[string]string {
 //     if that is set, else 5m;
 //   - serializeImagePulls: when unset it is false if maxParallelImagePulls is
 //     2 or more, else true;
+//   - reservedMemory: each limit is rounded up to a whole milli-unit, as
+//     the kubelet's scheme does with every resource list ("1.5u" becomes
+//     "1m");
 //   - evictionHard: when unset it is DefaultEvictionHard; when set and
 //     mergeDefaultEvictionSettings is true, the default signals it does not
 //     mention are added (a signal it does mention is never changed). The map
@@ -303,6 +307,30 @@ func Default(obj *kubeletv1beta1.KubeletConfiguration) {
 	}
 	if g.enabled(gateKubeletEnsureSecretPulledImages) && obj.ImagePullCredentialsVerificationPolicy == "" {
 		obj.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyPreloadedImages
+	}
+	roundUpReservedMemory(obj)
+}
+
+// roundUpReservedMemory rounds every reservedMemory limit up to a whole
+// milli-unit, as the kubelet's scheme defaults every resource list. A limits
+// map that needs a change is copied first, so a map shared with another
+// object is not modified.
+func roundUpReservedMemory(obj *kubeletv1beta1.KubeletConfiguration) {
+	for i := range obj.ReservedMemory {
+		limits := obj.ReservedMemory[i].Limits
+		copied := false
+		for name, q := range limits {
+			rounded := q.DeepCopy()
+			if rounded.RoundUp(-3) {
+				continue // already whole milli-units
+			}
+			if !copied {
+				limits = maps.Clone(limits)
+				obj.ReservedMemory[i].Limits = limits
+				copied = true
+			}
+			limits[name] = rounded
+		}
 	}
 }
 

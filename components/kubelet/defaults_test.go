@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -302,6 +304,30 @@ func TestDefaultRules(t *testing.T) {
 					"imagefs.available": "15%", "imagefs.inodesFree": "5%",
 				}
 				if diff := cmp.Diff(want, got.EvictionHard); diff != "" {
+					t.Error(diff)
+				}
+			},
+		},
+		{
+			name: "AllBeta=false turns off the beta gates the config does not set",
+			in:   kubeletv1beta1.KubeletConfiguration{FeatureGates: map[string]bool{gateAllBeta: false, gateKubeletEnsureSecretPulledImages: true}},
+			check: func(t *testing.T, got *kubeletv1beta1.KubeletConfiguration) {
+				if got.CrashLoopBackOff.MaxContainerRestartPeriod != nil {
+					t.Errorf("maxContainerRestartPeriod = %v, want nil (KubeletCrashLoopBackOffMax is beta)", got.CrashLoopBackOff.MaxContainerRestartPeriod)
+				}
+				if got.ImagePullCredentialsVerificationPolicy != kubeletv1beta1.NeverVerifyPreloadedImages {
+					t.Errorf("imagePullCredentialsVerificationPolicy = %q, want the default (its gate is set explicitly)", got.ImagePullCredentialsVerificationPolicy)
+				}
+			},
+		},
+		{
+			name: "reservedMemory limits are rounded up to milli-units",
+			in: kubeletv1beta1.KubeletConfiguration{ReservedMemory: []kubeletv1beta1.MemoryReservation{
+				{NumaNode: 0, Limits: corev1.ResourceList{"memory": resource.MustParse("1.5u"), "hugepages-2Mi": resource.MustParse("2Mi")}},
+			}},
+			check: func(t *testing.T, got *kubeletv1beta1.KubeletConfiguration) {
+				want := corev1.ResourceList{"memory": resource.MustParse("1m"), "hugepages-2Mi": resource.MustParse("2Mi")}
+				if diff := cmp.Diff(want, got.ReservedMemory[0].Limits, quantityCmp); diff != "" {
 					t.Error(diff)
 				}
 			},

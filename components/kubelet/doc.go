@@ -7,9 +7,22 @@
 // which a library cannot import. This package carries its own, written from
 // the upstream rules of Kubernetes 1.37 on Linux. It works on the v1beta1
 // type directly (upstream converts to an internal type first) and treats
-// feature gates as the 1.37 defaults overlaid with the configuration's
-// featureGates map. It is plain functions on the typed struct: decoding and
-// layering belong to the merge package.
+// feature gates as the kubelet does: the 1.37 defaults, AllAlpha and AllBeta
+// for the alpha and beta gates the configuration does not set itself, and the
+// configuration's featureGates map. It is plain functions on the typed
+// struct: decoding and layering belong to the merge package.
+//
+// # Proven against upstream
+//
+// The test module's conformance tests (test/conformance) import
+// k8s.io/kubernetes and compare this package with the kubelet's own code on
+// generated configurations:
+//
+//   - Default equals the kubelet's defaulting field for field: the v1beta1
+//     defaults of the kubelet's scheme (resource lists included) and the
+//     Linux eviction defaults the kubelet applies when it loads its config
+//     file. No difference is allowed; none of these defaults depends on the
+//     host.
 //
 // # Guarantees
 //

@@ -24,7 +24,29 @@ type gateSpec struct {
 	// locked gates cannot be set to anything but their default: the kubelet
 	// refuses to start when a configuration tries.
 	locked bool
+	// stage is the gate's maturity: AllAlpha and AllBeta set every alpha
+	// (beta) gate the configuration does not set itself.
+	stage gateStage
 }
+
+// gateStage is a feature gate's maturity at Kubernetes 1.37.
+type gateStage uint8
+
+const (
+	stageGA gateStage = iota
+	stageAlpha
+	stageBeta
+	stageDeprecated
+	// stagePreAlpha gates are known but not available in 1.37: the kubelet
+	// refuses a configuration that sets one.
+	stagePreAlpha
+)
+
+// The special gates that set every alpha or beta gate at once.
+const (
+	gateAllAlpha = "AllAlpha"
+	gateAllBeta  = "AllBeta"
+)
 
 // gateDefault returns the 1.37 default of the named gate. Only the gates this
 // package consults are listed; for any other name known is false.
@@ -43,9 +65,9 @@ func gateDefault(name string) (spec gateSpec, known bool) {
 	case gateImageMaximumGCAge: // GA in 1.35, locked on
 		return gateSpec{enabled: true, locked: true}, true
 	case gateKubeletCrashLoopBackOffMax: // beta, on since 1.35
-		return gateSpec{enabled: true}, true
+		return gateSpec{enabled: true, stage: stageBeta}, true
 	case gateKubeletEnsureSecretPulledImages: // beta, on since 1.35
-		return gateSpec{enabled: true}, true
+		return gateSpec{enabled: true, stage: stageBeta}, true
 	case gateMemoryQoS: // alpha
 		return gateSpec{enabled: false}, true
 	case gateNodeLogQuery: // beta, off
@@ -66,7 +88,9 @@ func gateDefault(name string) (spec gateSpec, known bool) {
 // overlaid with the configuration's own featureGates map.
 type gates map[string]bool
 
-// enabled reports whether the named gate is on. A locked gate is always at
+// enabled reports whether the named gate is on: the configuration's own
+// setting, else AllAlpha or AllBeta for an alpha or beta gate when the
+// configuration sets those, else the 1.37 default. A locked gate is always at
 // its default (an attempt to change it is reported once, on featureGates, not
 // again on every field the gate governs).
 func (g gates) enabled(name string) bool {
@@ -76,6 +100,16 @@ func (g gates) enabled(name string) bool {
 	}
 	if v, ok := g[name]; ok {
 		return v
+	}
+	switch spec.stage {
+	case stageAlpha:
+		if v, ok := g[gateAllAlpha]; ok {
+			return v
+		}
+	case stageBeta:
+		if v, ok := g[gateAllBeta]; ok {
+			return v
+		}
 	}
 	return spec.enabled
 }

@@ -1,0 +1,20 @@
+// Package conformance holds the differential tests that prove the library's
+// kubelet profile (components/kubelet) equal to the kubelet's own code in
+// k8s.io/kubernetes v1.37.0, on generated inputs:
+//
+//   - TestKubeletDefaults: kubelet.Default against the kubelet's scheme
+//     defaulting plus the eviction defaults it applies when it loads its
+//     config file, field for field.
+//
+// Each test draws its cases from a fixed seed, so a run is reproducible; a
+// failing case prints its own seed, and
+//
+//	go test ./conformance -run '^TestKubeletDefaults$' -conformance.seed=N -v
+//
+// runs that case alone. -conformance.cases=N changes how many cases a test
+// draws, -short draws a tenth, and -conformance.keep-going reports up to 20
+// failing cases instead of stopping at the first.
+//
+// These tests need no cluster and no binaries: they run in seconds once the
+// upstream packages are compiled.
+package conformance
