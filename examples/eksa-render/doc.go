@@ -21,6 +21,13 @@
 //   - bottlerocket: settings.toml, Bottlerocket's settings.kubernetes for
 //     the user's settings plus the node-labels table.
 //
+// An explicitly empty map or list in a kubeletConfiguration (evictionHard:
+// {}, "no hard eviction") is carried as written into the kubeadm patch; a
+// bottlerocket group refuses the ones Bottlerocket cannot express
+// (evictionHard: {}, kubeReserved: {}, clusterDNS: [], or any field it has
+// no setting for). A null map value or list element (evictionHard:
+// {memory.available: null}) is an error naming its path.
+//
 // On any problem, in any group, nothing is written: every error is printed
 // to stderr, one per line, and the exit code is 1. Warnings (a user value
 // the platform replaced) go to stderr too. The exit code is 2 for bad

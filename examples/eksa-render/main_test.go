@@ -141,6 +141,17 @@ func TestBadInputs(t *testing.T) {
 			w0 + `unsupported KubeletConfiguration fields for Bottlerocket: cgroupDriver` + "\n" +
 			`spec.workerNodeGroupConfigurations[1].kubeletConfiguration: apiVersion: missing, expected "kubelet.config.k8s.io/v1beta1"`,
 	}, {
+		name: "null map value",
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", evictionHard: {memory.available: null, nodefs.available: 5%}}\n",
+		want: cp + `evictionHard[memory.available]: null is not a value: remove the key to leave it out (an empty map is {})`,
+	}, {
+		name: "explicit empties Bottlerocket cannot express",
+		args: []string{"-allow", "tlsCipherSuites"},
+		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + ", tlsCipherSuites: [], kubeReserved: {}, evictionSoft: {}}\n",
+		want: cp + `unsupported KubeletConfiguration fields for Bottlerocket: tlsCipherSuites` + "\n" +
+			cp + `kubeReserved: cannot be expressed as Bottlerocket settings.kubernetes.kube-reserved: an empty map reserves nothing for Kubernetes components, ` +
+			`but Bottlerocket always reserves cpu, memory and ephemeral-storage (its defaults for the resources the table leaves out)`,
+	}, {
 		name: "spec: unknown and duplicate fields",
 		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    count: 3\n  workerNodeGroupConfigurations:\n  - name: md-0\n    osFamily: ubuntu\n    machineGroupRef: {}\n",
 		want: `cluster spec: unknown field "spec.controlPlaneConfiguration.count"` + "\n" +
@@ -205,5 +216,38 @@ func TestUsage(t *testing.T) {
 				t.Error("nothing on stderr")
 			}
 		})
+	}
+}
+
+// TestExplicitEmpties checks that an explicitly empty map or list in a
+// group's kubeletConfiguration reaches the kubeadm patch: evictionHard: {}
+// is "no hard eviction", clusterDNS: [] is "no cluster DNS".
+func TestExplicitEmpties(t *testing.T) {
+	dir := t.TempDir()
+	spec := cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", evictionHard: {}, clusterDNS: [], maxPods: 20}\n"
+	specFile := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(specFile, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-out", out, specFile}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	got := readTree(t, out)["control-plane/patches/kubeletconfiguration.yaml"]
+	want := `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous:
+    enabled: false
+clusterDNS: []
+evictionHard: {}
+maxPods: 20
+readOnlyPort: 0
+tlsCipherSuites:
+- TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("patch (-want +got):\n%s", diff)
 	}
 }
