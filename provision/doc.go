@@ -43,7 +43,9 @@
 // thresholds; kubeadm's DNS address). So an explicit empty the user wrote
 // is in Document and UserDocument as {} or [], and in Config and User as a
 // non-nil empty map or slice; the defaulted copy that is validated keeps
-// it (defaults fill only unset fields, so the thresholds do not come back);
+// it (defaults fill only unset fields, so the thresholds do not come back,
+// unless mergeDefaultEvictionSettings: true asks the kubelet to add its
+// default signals to the ones set);
 // the renderers write it or refuse it with an error naming the field
 // (render/kubeadm, render/bottlerocket). A platform's value may be an
 // explicit empty too (Field.Value map[string]string{}).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"sort"
 	"strings"
@@ -181,7 +182,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // nulls dropped, which is not what the user wrote, and policy violations
 // are reported only for a document that decodes.
 func nullsError(mergeErr error, name string, nulls []merge.Problem) error {
-	if me, ok := mergeErr.(*merge.Error); ok {
+	var me *merge.Error
+	if errors.As(mergeErr, &me) {
 		for _, d := range me.Decode {
 			if d.Document == name {
 				d.Problems = append(d.Problems, nulls...)
