@@ -1,6 +1,7 @@
 package dynconfig
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,69 +12,73 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/crashloop"
-	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/status"
 )
 
-// BenchmarkBootstrapReadPath measures what every startup reads from the
-// state dir, with 100 checkpoints on disk: take the lock, read both
-// pointers, the bad marks and the startups, and load and verify current's
-// checkpoint (a realistic ~4 KiB kubelet payload).
-func BenchmarkBootstrapReadPath(b *testing.B) {
-	dir := filepath.Join(b.TempDir(), "state")
-	opts := checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0", Logger: klog.Background()}
-	s, err := checkpoint.Open(opts)
+// benchStateDir lays out a state dir as a node has it after a while:
+// checkpoints (current, last-known-good and stale ones), bad marks and
+// startups. It returns the current source.
+func benchStateDir(b *testing.B, dir string, stale, marks int) *corev1.NodeConfigSource {
+	b.Helper()
+	s, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0", Logger: klog.Background().V(10)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	payload := strings.Repeat("  someField: someValue\n", 180)
+	defer s.Close()
+	payload := `{"apiVersion":"test.dynconfig.io/v1","kind":"TestConfig","value":1,"name":"` + strings.Repeat("x", 4000) + `"}`
 	var srcs []*corev1.NodeConfigSource
-	for i := 0; i < 100; i++ {
+	for i := 0; i < stale+2; i++ {
 		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("kubelet-%d", i),
-				UID: types.UID(fmt.Sprintf("uid-%03d", i)), ResourceVersion: "1"},
-			Data: map[string]string{"kubelet": payload},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("c-%d", i),
+				UID: types.UID(fmt.Sprintf("uid-%04d", i)), ResourceVersion: "1"},
+			Data: map[string]string{"config": payload},
 		}
 		if _, err := s.Save(cm); err != nil {
 			b.Fatal(err)
 		}
 		srcs = append(srcs, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
-			Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: "1", KubeletConfigKey: "kubelet"}})
+			Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: "1", KubeletConfigKey: "config"}})
 	}
-	if err := s.SetCurrent(srcs[42]); err != nil {
+	if err := s.SetCurrent(srcs[0]); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.SetLastKnownGood(srcs[7]); err != nil {
+	if err := s.SetLastKnownGood(srcs[1]); err != nil {
 		b.Fatal(err)
 	}
-	bad, err := lkg.NewTracker(lkg.TrackerOptions{Dir: s.TrackingDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := 50; i < 60; i++ {
-		if err := bad.MarkBad(lkg.Key(srcs[i]), "failed to validate current"); err != nil {
+	for i := 0; i < marks; i++ {
+		src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+			UID: types.UID(fmt.Sprintf("bad-%04d", i)), ResourceVersion: "1", KubeletConfigKey: "config"}}
+		if err := s.MarkBad(src, checkpoint.BadMark{Reason: "failed to validate current", Problem: "ValidateFailed"}); err != nil {
 			b.Fatal(err)
 		}
-	}
-	st, err := crashloop.New(crashloop.Options{Dir: s.TrackingDir()})
-	if err != nil {
-		b.Fatal(err)
 	}
 	for i := 0; i < 4; i++ {
-		if err := st.RecordStartup(3); err != nil {
+		if _, err := s.RecordStartup(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
-	}
+	return srcs[0]
+}
 
+// BenchmarkBootstrapReadPath measures what every startup reads from the
+// state dir, through the store the Controller uses: take the lock, record
+// the startup (one durable write), read both pointers, the bad marks and
+// the startups, and load and verify current's checkpoint (~4 KiB payload).
+func BenchmarkBootstrapReadPath(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "state")
+	benchStateDir(b, dir, 100, 10)
+	opts := checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0", Logger: klog.Background().V(10)}
 	b.ReportAllocs()
-	b.ResetTimer()
 	for b.Loop() {
 		s, err := checkpoint.Open(opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		startups, err := s.RecordStartup()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,22 +89,55 @@ func BenchmarkBootstrapReadPath(b *testing.B) {
 		if _, err := s.LastKnownGood(); err != nil {
 			b.Fatal(err)
 		}
-		bad, _ := lkg.NewTracker(lkg.TrackerOptions{Dir: s.TrackingDir()})
-		if _, ok, err := bad.Entry(lkg.Key(cur.Source)); err != nil || ok {
-			b.Fatal(ok, err)
+		marks, err := s.BadMarks()
+		if err != nil {
+			b.Fatal(err)
 		}
-		st, _ := crashloop.New(crashloop.Options{Dir: s.TrackingDir()})
-		startups, err := st.Startups()
-		if err != nil || len(startups) != 4 {
-			b.Fatal(len(startups), err)
+		if _, _, ok := marks.Lookup(cur.Source); ok {
+			b.Fatal("current is marked")
 		}
 		key, _ := checkpoint.KeyFromSource(cur.Source)
 		if _, err := s.Load(key); err != nil {
 			b.Fatal(err)
 		}
-		crashloop.CrashLooping(crashloop.Input{Startups: startups, CurrentSetTime: cur.SetTime, Now: time.Now(), Trial: time.Minute, Threshold: 3})
+		crashloop.CrashLooping(crashloop.Input{Startups: startups, Since: cur.FirstRun, Now: time.Now(), Trial: time.Minute, Threshold: 3})
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+// nopReporter accepts every report.
+type nopReporter struct{}
+
+func (nopReporter) ReportConfigOK(context.Context, status.Report) error { return nil }
+
+// benchmarkBootstrap measures the whole Bootstrap of a Controller with
+// remote config disabled (no source I/O): what a user pays per start.
+func benchmarkBootstrap(b *testing.B, stale, marks int) {
+	dir := filepath.Join(b.TempDir(), "state")
+	benchStateDir(b, dir, stale, marks)
+	clk := clocktesting.NewFakeClock(time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.Step(time.Hour) // outside any trial window: no crash loop
+		c, err := New(Options[testConfig]{
+			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1.37.0",
+			Reporter: nopReporter{}, Clock: clk,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := klog.NewContext(context.Background(), klog.Background().V(10))
+		if _, err := c.Bootstrap(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBootstrap(b *testing.B)                     { benchmarkBootstrap(b, 0, 0) }
+func BenchmarkBootstrap1000StaleCheckpoints(b *testing.B) { benchmarkBootstrap(b, 1000, 0) }
+func BenchmarkBootstrapFullBadConfigList(b *testing.B)    { benchmarkBootstrap(b, 0, 100) }

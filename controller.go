@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,40 +17,38 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/crashloop"
 	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
 
 // Controller runs the config lifecycle of one component on one node:
 // Bootstrap picks the config to start with, Run follows the assignment.
 // Create it with New.
+//
+// The Controller only wires: the state dir is package checkpoint's, every
+// decision is a pure function of package lkg (Decide at startup and on each
+// change; Promotion, NextAction and AfterReloadFailure while running) and
+// package crashloop, and the condition's wording is package status's.
 type Controller[T any] struct {
-	opts Options[T]
-
-	store    *checkpoint.Store
-	startups *crashloop.Tracker
-	bad      *lkg.Tracker
-
-	// bootLoads holds the checkpoints read during Bootstrap, so the trial
-	// lookup, the startup sync and the decision read each one once. Nil
-	// outside Bootstrap.
-	bootLoads map[checkpoint.Key]*corev1.ConfigMap
+	opts  Options[T]
+	store *checkpoint.Store
 
 	mu        sync.Mutex
-	state     state
+	st        state
 	published *status.Report // the last report the Reporter accepted
-	healthy   chan struct{}  // closed by MarkHealthy
-	markOnce  sync.Once
+	healthC   chan struct{}  // closed by MarkHealthy for the config running now
+	healthy   bool
 }
 
 // state is what the last decision left behind, for Run.
 type state struct {
 	current       checkpoint.Pointer
 	lastKnownGood *corev1.NodeConfigSource
+	trial         components.Trial // current's
 	decision      lkg.Decision
-	trial         components.Trial
 	report        status.Report
-	syncFailed    bool // the startup decision was made without a clear assignment
-	promoted      bool
+	syncFailed    bool // the last decision was made without a clear assignment
+	running       lkg.Running
 }
 
 // New validates opts and returns a Controller. Nothing is read or locked
@@ -58,24 +57,21 @@ func New[T any](opts Options[T]) (*Controller[T], error) {
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	return &Controller[T]{opts: opts, healthy: make(chan struct{})}, nil
+	return &Controller[T]{opts: opts, healthC: make(chan struct{})}, nil
 }
 
-// MarkHealthy tells the Controller that the component runs well on its
-// config. With Options.RequireHealthy, current becomes last-known-good only
-// after this call and the trial period. Safe to call any number of times,
-// from any goroutine.
-func (c *Controller[T]) MarkHealthy() { c.markOnce.Do(func() { close(c.healthy) }) }
-
-func (c *Controller[T]) isHealthy() bool {
-	if !c.opts.RequireHealthy {
-		return true
-	}
-	select {
-	case <-c.healthy:
-		return true
-	default:
-		return false
+// MarkHealthy tells the Controller that the component runs well on the
+// config it runs now. With Options.RequireHealthy, a config becomes
+// last-known-good only after its trial and this call; every config the
+// component moves to (by a restart or a reload) needs its own call, made
+// after Bootstrap returned it or Reload applied it. Safe to call any number
+// of times, from any goroutine.
+func (c *Controller[T]) MarkHealthy() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.healthy {
+		c.healthy = true
+		close(c.healthC)
 	}
 }
 
@@ -92,12 +88,15 @@ func (c *Controller[T]) remoteEnabled() bool {
 }
 
 // Bootstrap decides which config the component starts with, in this order:
-// take the state-dir lock; build and validate the local config (an invalid
-// local config is an error: there is nothing to fall back to); read the
-// assignment (bounded by StartupSyncTimeout) and checkpoint it if it is
-// new; record this startup; read the pointers and bad marks; load, decode
-// and validate current, or roll back; report the ConfigOK condition; and
-// return the config to run. Call it once, before Run.
+// take the state-dir lock (recreating any missing part of the layout);
+// build and validate the local config (an invalid local config is an error:
+// there is nothing to fall back to); record this startup; read the
+// pointers and bad marks; read the assignment (bounded by
+// StartupSyncTimeout) and checkpoint it if it is new; decide (load, decode
+// and validate current, or roll back: lkg.Decide); record current's first
+// run; report the ConfigOK condition; and return the config to run. Call it
+// once, before Run. Garbage collection of old checkpoints waits for Run, so
+// that no startup waits on it.
 func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 	logger := klog.FromContext(ctx)
 	if c.store != nil {
@@ -110,193 +109,227 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 		return nil, fmt.Errorf("dynconfig: %w", err)
 	}
 	c.store = store
-	c.bootLoads = map[checkpoint.Key]*corev1.ConfigMap{}
-	defer func() { c.bootLoads = nil }()
-	c.startups, err = crashloop.New(crashloop.Options{Dir: store.TrackingDir(), Clock: c.opts.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("dynconfig: %w", err)
-	}
-	c.bad, err = lkg.NewTracker(lkg.TrackerOptions{Dir: store.TrackingDir(), Clock: c.opts.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("dynconfig: %w", err)
-	}
 	// The local config is the baseline last-known-good: it must be valid.
-	if _, err := c.opts.Layers.Build(nil); err != nil {
+	localCfg, err := c.opts.Layers.Build(nil)
+	if err != nil {
 		return nil, fmt.Errorf("dynconfig: invalid local config: %w", err)
 	}
+	// Record this startup before anything is decided: a config adopted by
+	// this process first runs after this record, so this start is never
+	// counted as one of its crashes, whichever way it was adopted.
+	startups, err := c.store.RecordStartup()
+	c.noteStateError(ctx, err, "Recording this startup")
 
-	// Record this startup before the assignment is read: a config adopted
-	// by this process (assigned while the component was down) is judged by
-	// the restarts that follow, like one adopted by a running process.
-	c.recordStartup(ctx)
+	v := c.readState(ctx)
+	v.startups = startups
 	var syncErr error
 	if !c.remoteEnabled() {
-		if err := c.resetToLocal(); err != nil {
-			return nil, err
-		}
+		c.resetToLocal(ctx, v)
 	} else {
-		syncErr = c.startupSync(ctx)
+		syncErr = c.startupSync(ctx, v)
 	}
-	cfg, err := c.evaluate(ctx, syncErr)
+	d, cfg, err := c.decide(ctx, v, syncErr, localCfg)
 	if err != nil {
 		return nil, err
 	}
+	c.startRunning(ctx, v, d)
 	c.report(ctx)
-	logger.Info("Config chosen", "status", c.state.report.Status, "message", c.state.report.Message, "reason", c.state.report.Reason)
+	r := c.snapshot().report
+	logger.Info("Config chosen", "status", r.Status, "message", r.Message, "reason", r.Reason)
 	return cfg, nil
 }
 
-// resetToLocal points current and last-known-good at the local config.
-func (c *Controller[T]) resetToLocal() error {
-	for _, p := range []struct {
-		get func() (checkpoint.Pointer, error)
-		set func(*corev1.NodeConfigSource) error
-	}{{c.store.Current, c.store.SetCurrent}, {c.store.LastKnownGood, c.store.SetLastKnownGood}} {
-		ptr, err := p.get()
-		if err == nil && ptr.Source == nil {
-			continue
-		}
-		if err := p.set(nil); err != nil {
-			return fmt.Errorf("dynconfig: %w", err)
-		}
+// view is one read of the state dir, for one decision. Each file is read
+// once; checkpoints are loaded at most once.
+type view struct {
+	current    checkpoint.Pointer
+	currentErr error // damaged or unreadable: the desired config is unclear until a sync
+	lkg        checkpoint.Pointer
+	lkgErr     error
+	marks      checkpoint.BadMarks
+	marksErr   error // an I/O error (a corrupt file reads as no marks)
+	startups   []time.Time
+	loads      map[checkpoint.Key]loaded
+}
+
+type loaded struct {
+	cm  *corev1.ConfigMap
+	err error
+}
+
+// readState reads the pointers and the bad marks.
+func (c *Controller[T]) readState(ctx context.Context) *view {
+	v := &view{loads: map[checkpoint.Key]loaded{}}
+	v.current, v.currentErr = c.store.Current()
+	c.noteStateError(ctx, v.currentErr, "Reading the current pointer; the desired config is unclear until the assignment is read")
+	v.lkg, v.lkgErr = c.store.LastKnownGood()
+	c.noteStateError(ctx, v.lkgErr, "Reading the last-known-good pointer; the local config is the rollback target")
+	v.marks, v.marksErr = c.store.BadMarks()
+	if errors.Is(v.marksErr, checkpoint.ErrCorrupt) {
+		c.noteStateError(ctx, v.marksErr, "Reading the bad marks; they are lost")
+		v.marksErr = nil
 	}
-	return nil
+	return v
+}
+
+// load reads a checkpoint once per view. A corrupt checkpoint has been
+// moved to the quarantine by the store; it is reported here.
+func (c *Controller[T]) load(ctx context.Context, v *view, key checkpoint.Key) (*corev1.ConfigMap, error) {
+	if l, ok := v.loads[key]; ok {
+		return l.cm, l.err
+	}
+	cm, err := c.store.Load(key)
+	if errors.Is(err, checkpoint.ErrCorrupt) {
+		c.noteStateError(ctx, err, "Loading a checkpoint")
+	}
+	v.loads[key] = loaded{cm: cm, err: err}
+	return cm, err
+}
+
+// noteStateError reports a state-dir problem: always the log; for a file
+// moved to the quarantine also a metric and an Event that say where it went.
+func (c *Controller[T]) noteStateError(ctx context.Context, err error, what string) {
+	if err == nil {
+		return
+	}
+	klog.FromContext(ctx).Error(err, what)
+	var ce *checkpoint.CorruptError
+	if !errors.As(err, &ce) || ce.MovedTo == "" {
+		return
+	}
+	c.opts.Metrics.IncQuarantined()
+	c.warn(ctx, status.EventReasonStateFileQuarantined, fmt.Sprintf("corrupt state file %s moved to %s: %v", ce.Path, ce.MovedTo, ce.Err))
+}
+
+func (c *Controller[T]) warn(ctx context.Context, reason, message string) {
+	if c.opts.Events == nil {
+		return
+	}
+	if err := c.opts.Events.RecordWarning(ctx, reason, message); err != nil {
+		klog.FromContext(ctx).Error(err, "Recording an event", "reason", reason)
+	}
+}
+
+// resetToLocal points current and last-known-good at the local config
+// (remote config disabled).
+func (c *Controller[T]) resetToLocal(ctx context.Context, v *view) {
+	if v.currentErr != nil || v.current.Source != nil {
+		if err := c.store.SetCurrent(nil); err != nil {
+			klog.FromContext(ctx).Error(err, "Resetting current to the local config")
+		}
+		v.current, v.currentErr = c.store.Current()
+	}
+	if v.lkgErr != nil || v.lkg.Source != nil {
+		if err := c.store.SetLastKnownGood(nil); err != nil {
+			klog.FromContext(ctx).Error(err, "Resetting last-known-good to the local config")
+		}
+		v.lkg, v.lkgErr = c.store.LastKnownGood()
+	}
 }
 
 // startupSync reads the assignment and, when it names a config other than
 // current, checkpoints it and makes it current. It returns the error that
 // made the desired config unclear, if any.
-func (c *Controller[T]) startupSync(ctx context.Context) error {
+func (c *Controller[T]) startupSync(ctx context.Context, v *view) error {
 	sctx, cancel := context.WithTimeout(ctx, c.opts.StartupSyncTimeout)
 	defer cancel()
 	a, err := c.opts.Remote.Assigned(sctx)
 	if err != nil {
 		return err
 	}
-	_, err = c.adopt(ctx, a.Source, a.ConfigMap)
+	_, err = c.adopt(ctx, v, a)
 	return err
 }
 
-// adopt checkpoints cm and makes src current when src differs from current
-// (or its checkpoint is missing). It reports whether current changed.
-func (c *Controller[T]) adopt(ctx context.Context, src *corev1.NodeConfigSource, cm *corev1.ConfigMap) (bool, error) {
-	cur, err := c.store.Current()
-	if err == nil && lkg.Key(cur.Source) == lkg.Key(src) {
+// adopt checkpoints a's ConfigMap and makes a's source current when it is
+// another config than current (uid, resourceVersion and payload key), or
+// when current's pointer is damaged. It reports whether current changed.
+func (c *Controller[T]) adopt(ctx context.Context, v *view, a source.Assignment) (bool, error) {
+	src := a.Source
+	if src != nil && src.ConfigMap == nil {
+		src = nil
+	}
+	if v.currentErr == nil && lkg.Same(v.current.Source, src) {
 		if src == nil {
 			return false, nil
 		}
 		key, _ := checkpoint.KeyFromSource(src)
-		if _, err := c.load(key); err == nil {
+		if _, err := c.load(ctx, v, key); err == nil {
 			return false, nil
 		}
-		// Same config, but its checkpoint is gone or damaged (failed loads
-		// are not remembered): save it again without moving the trial clock.
-		if _, err := c.store.Save(cm); err != nil {
+		// Same config, but its checkpoint is gone or damaged: save it
+		// again without touching the pointer (its trial goes on).
+		if _, err := c.store.Save(a.ConfigMap); err != nil {
 			return false, fmt.Errorf("checkpoint %s: %w", key, err)
 		}
+		delete(v.loads, key)
 		return false, nil
 	}
 	if src != nil {
-		if _, err := c.store.Save(cm); err != nil {
-			return false, fmt.Errorf("checkpoint ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		if _, err := c.store.Save(a.ConfigMap); err != nil {
+			return false, fmt.Errorf("checkpoint ConfigMap %s/%s: %w", a.ConfigMap.Namespace, a.ConfigMap.Name, err)
 		}
+		key, _ := checkpoint.KeyFromSource(src)
+		delete(v.loads, key)
 	}
 	if err := c.store.SetCurrent(src); err != nil {
 		return false, err
 	}
+	v.current, v.currentErr = c.store.Current()
 	klog.FromContext(ctx).Info("New config assigned", "current", describe(src))
 	return true, nil
 }
 
-// recordStartup appends this startup to the startups file, trimmed to the
-// current config's threshold+1 entries.
-func (c *Controller[T]) recordStartup(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	trial := c.opts.DefaultTrial
-	if cur, err := c.store.Current(); err == nil {
-		if key, ok := checkpoint.KeyFromSource(cur.Source); ok {
-			if cm, err := c.load(key); err == nil {
-				if t, err := components.TrialFromAnnotations(cm.Annotations, c.opts.DefaultTrial); err == nil {
-					trial = t
-				}
-			}
-		}
+// trialOf returns the trial settings of the config src, from its
+// checkpoint's annotations.
+func (c *Controller[T]) trialOf(ctx context.Context, v *view, src *corev1.NodeConfigSource) (components.Trial, *corev1.ConfigMap, error, error) {
+	key, ok := checkpoint.KeyFromSource(src)
+	if !ok {
+		return c.opts.DefaultTrial, nil, nil, nil
 	}
-	if err := c.startups.RecordStartup(trial.CrashLoopThreshold); err != nil {
-		logger.Error(err, "Recording this startup")
+	cm, err := c.load(ctx, v, key)
+	if err != nil {
+		return c.opts.DefaultTrial, nil, err, nil
 	}
+	t, terr := components.TrialFromAnnotations(cm.Annotations, c.opts.DefaultTrial)
+	if terr != nil {
+		return c.opts.DefaultTrial, cm, nil, terr
+	}
+	return t, cm, nil, nil
 }
 
-// load reads a checkpoint, once per Bootstrap. Callers only read the
-// ConfigMap it returns.
-func (c *Controller[T]) load(key checkpoint.Key) (*corev1.ConfigMap, error) {
-	if cm, ok := c.bootLoads[key]; ok {
-		return cm, nil
+// decide runs lkg.Decide over v, carries out its side effects on the state
+// dir (a bad mark, a reset of last-known-good), records the outcome in the
+// Controller's state, and returns the decision and the config it chose.
+// localCfg, when not nil, is the local config already built.
+func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, localCfg *T) (lkg.Decision, *T, error) {
+	if v.currentErr != nil && syncErr == nil {
+		syncErr = fmt.Errorf("current pointer unreadable: %w", v.currentErr)
 	}
-	cm, err := c.store.Load(key)
-	if err == nil && c.bootLoads != nil {
-		c.bootLoads[key] = cm
+	cur := v.current.Source
+	if v.currentErr != nil {
+		cur = nil
 	}
-	return cm, err
-}
-
-// evaluate runs the startup decision over the state dir and applies it.
-func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error) {
-	logger := klog.FromContext(ctx)
-	cur, err := c.store.Current()
-	if err != nil {
-		logger.Error(err, "Current pointer unreadable; using last-known-good")
-		if syncErr == nil {
-			syncErr = fmt.Errorf("current pointer unreadable: %w", err)
-		}
-		cur = checkpoint.Pointer{}
+	var lastKnownGood *corev1.NodeConfigSource
+	if v.lkgErr == nil {
+		lastKnownGood = v.lkg.Source
 	}
-	lkgPtr, err := c.store.LastKnownGood()
-	if err != nil {
-		logger.Error(err, "Last-known-good pointer unreadable; the local config is the rollback target")
-		lkgPtr = checkpoint.Pointer{}
-	}
-
-	// Load current's checkpoint once: its annotations carry the trial
-	// settings, and its payload is the config.
-	trial := c.opts.DefaultTrial
-	var curCM *corev1.ConfigMap
-	var curLoadErr, trialErr error
-	if key, ok := checkpoint.KeyFromSource(cur.Source); ok {
-		curCM, curLoadErr = c.load(key)
-		if curLoadErr == nil {
-			if t, err := components.TrialFromAnnotations(curCM.Annotations, c.opts.DefaultTrial); err != nil {
-				trialErr = err
-			} else {
-				trial = t
-			}
-		}
-	}
-	startups, err := c.startups.Startups()
-	if err != nil {
-		logger.Error(err, "Startups file unreadable; treated as empty")
-	}
+	trial, curCM, curLoadErr, trialErr := c.trialOf(ctx, v, cur)
 	now := c.opts.Clock.Now()
 	in := lkg.Input{
 		SyncError:     syncErr,
-		Current:       cur.Source,
-		LastKnownGood: lkgPtr.Source,
+		MarksError:    v.marksErr,
+		Current:       cur,
+		LastKnownGood: lastKnownGood,
 		CurrentCrashLooping: crashloop.CrashLooping(crashloop.Input{
-			Startups: startups, CurrentSetTime: cur.SetTime, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
+			Startups: v.startups, Since: v.current.FirstRun, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
 		}),
-		TrialPassed: !cur.SetTime.IsZero() && now.Sub(cur.SetTime) > trial.Duration && c.isHealthy(),
 	}
-	if key := lkg.Key(cur.Source); key != "" {
-		e, ok, err := c.bad.Entry(key)
-		if err != nil {
-			logger.Error(err, "Bad-config file unreadable; treated as empty")
-		}
-		if ok {
-			in.CurrentBad = &e
-			in.LastKnownGoodCrashLooping = crashloop.CrashLooping(crashloop.Input{
-				Startups: startups, CurrentSetTime: e.Time, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
-			})
-		}
+	if _, mark, ok := v.marks.Lookup(cur); ok {
+		in.CurrentBad = &lkg.Entry{Time: mark.Time, Reason: mark.Reason, CrashLoop: isCrashLoopMark(mark)}
+		in.LastKnownGoodCrashLooping = crashloop.CrashLooping(crashloop.Input{
+			Startups: v.startups, Since: mark.Time, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
+		})
 	}
 	var curCfg, lkgCfg *T
 	in.LoadCurrent = func() error {
@@ -306,59 +339,97 @@ func (c *Controller[T]) evaluate(ctx context.Context, syncErr error) (*T, error)
 		if trialErr != nil {
 			return &lkg.ConfigError{Stage: lkg.StageValidate, Err: trialErr}
 		}
-		cfg, err := c.build(cur.Source, curCM)
+		cfg, err := c.build(cur, curCM)
 		curCfg = cfg
 		return err
 	}
 	in.LoadLastKnownGood = func() error {
-		key, _ := checkpoint.KeyFromSource(lkgPtr.Source)
-		cm, err := c.load(key)
+		key, _ := checkpoint.KeyFromSource(lastKnownGood)
+		cm, err := c.load(ctx, v, key)
 		if err != nil {
 			return &lkg.ConfigError{Stage: lkg.StageLoad, Err: err}
 		}
-		cfg, err := c.build(lkgPtr.Source, cm)
+		cfg, err := c.build(lastKnownGood, cm)
 		lkgCfg = cfg
 		return err
 	}
 	d, err := lkg.Decide(in)
 	if err != nil {
-		return nil, fmt.Errorf("dynconfig: %w", err)
+		return lkg.Decision{}, nil, fmt.Errorf("dynconfig: %w", err)
 	}
-	if err := c.apply(ctx, d, cur, lkgPtr); err != nil {
-		return nil, err
+	c.apply(ctx, d, cur)
+	if d.ResetLastKnownGood {
+		lastKnownGood = nil
 	}
+	report := reportFor(d, cur, lastKnownGood, c.local())
+	c.observe(ctx, d, cur, lastKnownGood, report)
 
-	report := reportFor(d, cur.Source, lkgPtr.Source, c.local())
-	c.observe(ctx, d, cur.Source, lkgPtr.Source, report)
 	c.mu.Lock()
-	c.state = state{current: cur, lastKnownGood: lkgPtr.Source, decision: d, trial: trial, report: report,
-		syncFailed: syncErr != nil, promoted: d.PromoteCurrent || (d.Run != nil && lkg.Key(d.Run) == lkg.Key(lkgPtr.Source))}
+	c.st.current = v.current
+	c.st.lastKnownGood = lastKnownGood
+	c.st.trial = trial
+	c.st.decision = d
+	c.st.report = report
+	c.st.syncFailed = syncErr != nil
 	c.mu.Unlock()
 
 	switch {
+	case d.Run == nil && localCfg != nil:
+		return d, localCfg, nil
 	case d.Run == nil:
-		return c.opts.Layers.Build(nil)
-	case lkg.Key(d.Run) == lkg.Key(cur.Source) && curCfg != nil:
-		return curCfg, nil
+		cfg, err := c.opts.Layers.Build(nil)
+		if err != nil {
+			return d, nil, fmt.Errorf("dynconfig: invalid local config: %w", err)
+		}
+		return d, cfg, nil
+	case lkg.Same(d.Run, cur) && curCfg != nil:
+		return d, curCfg, nil
 	default:
-		return lkgCfg, nil
+		return d, lkgCfg, nil
 	}
 }
 
-// observe exports a decision: metrics always, a rollback event when a
-// config has just been found bad.
+// isCrashLoopMark tells a crash-loop mark from the certain ones; marks of
+// older versions carry no problem and are told by their reason.
+func isCrashLoopMark(m checkpoint.BadMark) bool {
+	if m.Problem != "" {
+		return m.Problem == lkg.ProblemCrashLoop.String()
+	}
+	return strings.HasPrefix(m.Reason, "crash loop detected")
+}
+
+// apply carries out a decision's side effects on the state dir. A failed
+// write is logged, not fatal: the decision stands for this process, and the
+// next start decides again.
+func (c *Controller[T]) apply(ctx context.Context, d lkg.Decision, cur *corev1.NodeConfigSource) {
+	logger := klog.FromContext(ctx)
+	if d.Cause != nil {
+		logger.Error(d.Cause, "Not running current config", "problem", d.Problem.String(), "current", describe(cur))
+	}
+	if d.LastKnownGoodUnusable != nil {
+		logger.Error(d.LastKnownGoodUnusable, "Last-known-good config unusable; running the local config")
+	}
+	if d.MarkBad {
+		err := c.store.MarkBad(cur, checkpoint.BadMark{Reason: problemReason(d, cur), Problem: d.Problem.String()})
+		c.noteStateError(ctx, err, "Marking current bad")
+	}
+	if d.ResetLastKnownGood {
+		if err := c.store.SetLastKnownGood(nil); err != nil {
+			logger.Error(err, "Resetting last-known-good to the local config")
+		} else {
+			logger.Info("Last-known-good reset to the local config")
+		}
+	}
+}
+
+// observe exports a decision: metrics always, Events when a config has just
+// been found bad and when the node is in a dead end.
 func (c *Controller[T]) observe(ctx context.Context, d lkg.Decision, cur, lastKnownGood *corev1.NodeConfigSource, r status.Report) {
 	m := c.opts.Metrics
 	m.SetAssigned(cur)
 	m.SetActive(d.Run)
-	switch {
-	case d.PromoteCurrent:
-		m.SetLastKnownGood(cur)
-	case d.ResetLastKnownGood:
-		m.SetLastKnownGood(nil)
-	default:
-		m.SetLastKnownGood(lastKnownGood)
-	}
+	m.SetLastKnownGood(lastKnownGood)
+	m.SetDeadEnd(d.DeadEnd)
 	if d.Problem != lkg.ProblemNone {
 		m.IncError(d.Problem.String())
 	}
@@ -370,65 +441,49 @@ func (c *Controller[T]) observe(ctx context.Context, d lkg.Decision, cur, lastKn
 			}
 		}
 	}
+	if d.DeadEnd {
+		c.mu.Lock()
+		already := c.st.decision.DeadEnd
+		c.mu.Unlock()
+		if !already {
+			c.warn(ctx, status.EventReasonConfigDeadEnd, r.Reason+"; "+r.Message)
+		}
+	}
 }
 
-// apply carries out a decision's side effects on the state dir.
-func (c *Controller[T]) apply(ctx context.Context, d lkg.Decision, cur checkpoint.Pointer, lkgPtr checkpoint.Pointer) error {
-	logger := klog.FromContext(ctx)
-	if d.Cause != nil {
-		logger.Error(d.Cause, "Not running current config", "problem", d.Problem.String(), "current", describe(cur.Source))
-	}
-	if d.LastKnownGoodUnusable != nil {
-		logger.Error(d.LastKnownGoodUnusable, "Last-known-good config unusable; running the local config", "lastKnownGood", describe(lkgPtr.Source))
-	}
-	if d.MarkBad {
-		if err := c.bad.MarkBad(lkg.Key(cur.Source), problemReason(d, cur.Source)); err != nil {
-			var corrupt *lkg.CorruptError
-			if !errors.As(err, &corrupt) {
-				return fmt.Errorf("dynconfig: mark %s bad: %w", describe(cur.Source), err)
-			}
-			logger.Error(err, "Replaced a corrupt bad-config file")
+// startRunning records that this process now runs d's config: its trial
+// uptime starts now, it needs its own MarkHealthy, and when it is current
+// its first run is recorded (crash-loop counting starts there).
+func (c *Controller[T]) startRunning(ctx context.Context, v *view, d lkg.Decision) {
+	now := c.opts.Clock.Now()
+	if !d.UsingLastKnownGood && d.Run != nil && v.current.FirstRun.IsZero() {
+		if p, err := c.store.RecordFirstRun(); err != nil {
+			c.noteStateError(ctx, err, "Recording the first run of current")
+		} else {
+			v.current = p
 		}
 	}
-	if d.Problem == lkg.ProblemLoadFailed {
-		// A damaged checkpoint is not the config's fault: drop it so the next
-		// sync downloads it again.
-		if key, ok := checkpoint.KeyFromSource(cur.Source); ok {
-			var corrupt *checkpoint.CorruptError
-			if _, err := c.store.Load(key); errors.As(err, &corrupt) {
-				if err := c.store.Remove(key); err != nil {
-					logger.Error(err, "Removing a corrupt checkpoint")
-				}
-			}
-		}
-	}
-	switch {
-	case d.PromoteCurrent:
-		if err := c.store.SetLastKnownGood(cur.Source); err != nil {
-			return fmt.Errorf("dynconfig: promote %s: %w", describe(cur.Source), err)
-		}
-		logger.Info("Current config promoted to last-known-good", "config", describe(cur.Source))
-	case d.ResetLastKnownGood:
-		if err := c.store.SetLastKnownGood(nil); err != nil {
-			return fmt.Errorf("dynconfig: reset last-known-good: %w", err)
-		}
-		logger.Info("Last-known-good reset to the local config")
-	}
-	if removed, err := c.store.GC(); err != nil {
-		logger.Error(err, "Checkpoint GC")
-	} else if len(removed) > 0 {
-		logger.V(2).Info("Removed unreferenced checkpoints", "keys", removed)
-	}
-	return nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.st.current = v.current
+	c.st.running = lkg.Running{Source: d.Run, Since: now}
+	c.healthy = false
+	c.healthC = make(chan struct{})
+}
+
+// snapshot returns a copy of the state, with the running config's health.
+func (c *Controller[T]) snapshot() state {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st
+	s.running.Healthy = c.healthy
+	return s
 }
 
 // build decodes the payload of cm named by src and merges it with the
 // instance layers, classifying failures for lkg.Decide.
 func (c *Controller[T]) build(src *corev1.NodeConfigSource, cm *corev1.ConfigMap) (*T, error) {
-	key := src.ConfigMap.KubeletConfigKey
-	if key == "" {
-		key = c.opts.Profile.PayloadKey()
-	}
+	key := source.PayloadKey(src, c.opts.Profile.PayloadKey())
 	payload, ok := cm.Data[key]
 	if !ok {
 		return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: fmt.Errorf("configmap %s/%s has no key %q", cm.Namespace, cm.Name, key)}
@@ -454,18 +509,13 @@ func (c *Controller[T]) local() status.Local {
 	return status.LocalDefault
 }
 
-// report publishes the current state's condition; failures are logged
-// (Run reports again on its next sync).
-func (c *Controller[T]) report(ctx context.Context) {
-	c.mu.Lock()
-	r := c.state.report
-	c.mu.Unlock()
-	c.publish(ctx, r)
-}
+// report publishes the current state's condition.
+func (c *Controller[T]) report(ctx context.Context) { c.publish(ctx, c.snapshot().report) }
 
 // publish sends r unless it is what the last successful publish sent: the
 // heartbeat moves when the component (re)starts or the condition changes,
 // not on every resync, which keeps a node's requests per change low.
+// Failures are logged (Run reports again on its next sync).
 func (c *Controller[T]) publish(ctx context.Context, r status.Report) {
 	if c.opts.Reporter == nil {
 		return
@@ -491,14 +541,18 @@ func (c *Controller[T]) publish(ctx context.Context, r status.Report) {
 }
 
 // Run follows the assignment until ctx ends: on a change it checkpoints the
-// new config, makes it current and restarts the component (or reloads it);
-// it promotes current to last-known-good when its trial passes; it reports
-// sync failures in the condition without changing the config. Call it after
-// Bootstrap. It returns nil when ctx ends.
+// new config, makes it current, decides again, and restarts the component
+// (or reloads it) when the config to run is not the one running; it
+// promotes current to last-known-good once the component has run it for a
+// full trial (lkg.Promotion); it reports sync failures in the condition
+// without changing the config; it removes checkpoints nothing references.
+// Call it after Bootstrap. It returns nil when ctx ends, or after
+// Options.Restart returns.
 func (c *Controller[T]) Run(ctx context.Context) error {
 	if c.store == nil {
 		return errors.New("dynconfig: Run called before Bootstrap")
 	}
+	c.collectGarbage(ctx)
 	changed := make(chan struct{}, 1)
 	notify := func() {
 		select {
@@ -523,7 +577,25 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	resync := c.opts.Clock.NewTimer(c.jitter())
 	defer resync.Stop()
 	for {
-		trialC, stopTrial := c.trialTimer()
+		pv := c.promotion()
+		if pv.Promote {
+			c.promote(ctx)
+			continue
+		}
+		// Wait on a timer only while the trial runs, and on MarkHealthy's
+		// channel only while it matters: nothing here can spin.
+		var trialC <-chan time.Time
+		stopTrial := func() {}
+		if pv.After > 0 {
+			t := c.opts.Clock.NewTimer(pv.After)
+			trialC, stopTrial = t.C(), func() { t.Stop() }
+		}
+		var healthC <-chan struct{}
+		if pv.WaitHealthy {
+			c.mu.Lock()
+			healthC = c.healthC
+			c.mu.Unlock()
+		}
 		syncDue := false
 		select {
 		case <-ctx.Done():
@@ -535,7 +607,7 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 			resync.Reset(c.jitter())
 			syncDue = true
 		case <-trialC:
-		case <-c.healthyC():
+		case <-healthC:
 		}
 		stopTrial()
 		if syncDue && c.remoteEnabled() {
@@ -545,7 +617,6 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		c.maybePromote(ctx)
 	}
 }
 
@@ -554,84 +625,68 @@ func (c *Controller[T]) jitter() time.Duration {
 	return p + time.Duration(rand.Int64N(int64(p)/10+1))
 }
 
-// healthyC fires once when MarkHealthy is first called, if it matters.
-func (c *Controller[T]) healthyC() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.opts.RequireHealthy || c.state.promoted {
-		return nil
-	}
-	return c.healthy
+// promotion applies lkg.Promotion to the running state.
+func (c *Controller[T]) promotion() lkg.PromotionVerdict {
+	s := c.snapshot()
+	return lkg.Promotion(lkg.PromotionInput{
+		Current:        s.current.Source,
+		LastKnownGood:  s.lastKnownGood,
+		Running:        s.running,
+		Trial:          s.trial.Duration,
+		RequireHealthy: c.opts.RequireHealthy,
+		Now:            c.opts.Clock.Now(),
+	})
 }
 
-// trialTimer returns a channel that fires when current's trial ends, or nil
-// when no promotion is pending.
-func (c *Controller[T]) trialTimer() (<-chan time.Time, func()) {
-	c.mu.Lock()
-	s := c.state
-	c.mu.Unlock()
-	if s.promoted || s.decision.Run == nil || s.decision.UsingLastKnownGood || s.current.SetTime.IsZero() {
-		return nil, func() {}
-	}
-	wait := s.current.SetTime.Add(s.trial.Duration).Sub(c.opts.Clock.Now()) + time.Millisecond
-	if wait < 0 {
-		wait = 0
-	}
-	t := c.opts.Clock.NewTimer(wait)
-	return t.C(), func() { t.Stop() }
-}
-
-// maybePromote makes current last-known-good when its trial is over and the
-// component is healthy (if it opted in).
-func (c *Controller[T]) maybePromote(ctx context.Context) {
-	c.mu.Lock()
-	s := c.state
-	c.mu.Unlock()
-	if s.promoted || s.decision.Run == nil || s.decision.UsingLastKnownGood || s.current.SetTime.IsZero() {
-		return
-	}
-	if c.opts.Clock.Since(s.current.SetTime) <= s.trial.Duration || !c.isHealthy() {
-		return
-	}
+// promote makes current last-known-good.
+func (c *Controller[T]) promote(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	if err := c.store.SetLastKnownGood(s.current.Source); err != nil {
+	cur := c.snapshot().current.Source
+	if err := c.store.SetLastKnownGood(cur); err != nil {
 		logger.Error(err, "Promoting current to last-known-good")
+		// Try again at the next resync, not in a loop.
+		c.mu.Lock()
+		c.st.running.Since = c.opts.Clock.Now().Add(-c.st.trial.Duration).Add(c.opts.ResyncPeriod)
+		c.mu.Unlock()
 		return
 	}
 	c.mu.Lock()
-	c.state.promoted = true
-	c.state.lastKnownGood = s.current.Source
+	c.st.lastKnownGood = cur
 	c.mu.Unlock()
-	c.opts.Metrics.SetLastKnownGood(s.current.Source)
-	logger.Info("Current config promoted to last-known-good", "config", describe(s.current.Source))
-	if _, err := c.store.GC(); err != nil {
-		logger.Error(err, "Checkpoint GC")
+	c.opts.Metrics.SetLastKnownGood(cur)
+	logger.Info("Current config promoted to last-known-good", "config", describe(cur))
+	c.collectGarbage(ctx)
+}
+
+// collectGarbage removes the checkpoints that no pointer references.
+func (c *Controller[T]) collectGarbage(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if removed, err := c.store.GC(); err != nil {
+		logger.Error(err, "Checkpoint garbage collection")
+	} else if len(removed) > 0 {
+		logger.V(2).Info("Removed unreferenced checkpoints", "keys", removed)
 	}
 }
 
 // sync reads the assignment and acts on it. A failure to read it is
 // reported and changes nothing; a new assignment is checkpointed and made
-// current, then the component restarts or reloads.
+// current, and the component moves to the config the new decision chose:
+// not at all when that config already runs, else by a reload or a restart.
 func (c *Controller[T]) sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	a, err := c.opts.Remote.Assigned(ctx)
-	c.mu.Lock()
-	s := c.state
-	c.mu.Unlock()
+	s := c.snapshot()
 	if err != nil {
 		c.opts.Metrics.IncError(lkg.ProblemSyncFailed.String())
 		logger.Error(err, "Sync failed; config unchanged")
-		c.publish(ctx, status.Report{
-			Status:  corev1.ConditionUnknown,
-			Reason:  status.SyncFailedReason(err),
-			Message: s.report.Message,
-		})
+		c.publish(ctx, syncFailedReport(s.report, err))
 		return nil
 	}
-	changed, err := c.adopt(ctx, a.Source, a.ConfigMap)
+	v := c.readState(ctx)
+	changed, err := c.adopt(ctx, v, a)
 	if err != nil {
 		logger.Error(err, "Adopting the new assignment; config unchanged")
-		c.publish(ctx, status.Report{Status: corev1.ConditionUnknown, Reason: status.SyncFailedReason(err), Message: s.report.Message})
+		c.publish(ctx, syncFailedReport(s.report, err))
 		return nil
 	}
 	c.opts.Metrics.SetAssigned(a.Source)
@@ -641,44 +696,94 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		c.publish(ctx, s.report)
 		return nil
 	}
-	if changed && c.opts.Events != nil {
+	if v.startups, err = c.store.Startups(); err != nil {
+		c.noteStateError(ctx, err, "Reading the startups")
+	}
+	d, cfg, err := c.decide(ctx, v, nil, nil)
+	if err != nil {
+		return err
+	}
+	action := lkg.NextAction(s.running.Source, d, c.opts.Reload != nil)
+	if changed && action != lkg.ActionNone && lkg.Same(d.Run, a.Source) && c.opts.Events != nil {
 		msg := status.ConfigChangedMessage(a.Source)
-		if c.opts.Reload != nil {
+		if action == lkg.ActionReload {
 			msg = status.ConfigReloadMessage(a.Source)
 		}
 		if err := c.opts.Events.RecordConfigChanged(ctx, msg); err != nil {
 			logger.Error(err, "Recording the config-changed event")
 		}
 	}
+	switch action {
+	case lkg.ActionNone:
+		c.report(ctx)
+		c.collectGarbage(ctx)
+		return nil
+	case lkg.ActionReload:
+		return c.reload(ctx, v, d, cfg)
+	}
 	return c.restart(ctx)
+}
+
+// reload applies the decision's config in process. When Reload fails for
+// current, current is marked bad and the rollback target is reloaded; when
+// that fails too, or the config that failed was the rollback target, the
+// process restarts (lkg.AfterReloadFailure).
+func (c *Controller[T]) reload(ctx context.Context, v *view, d lkg.Decision, cfg *T) error {
+	logger := klog.FromContext(ctx)
+	err := c.opts.Reload(ctx, cfg)
+	if err == nil {
+		c.startRunning(ctx, v, d)
+		c.report(ctx)
+		c.collectGarbage(ctx)
+		return nil
+	}
+	logger.Error(err, "Reloading the config failed", "config", describe(d.Run))
+	if lkg.AfterReloadFailure(d.Run, v.current.Source).Restart {
+		return c.restart(ctx)
+	}
+	cur := v.current.Source
+	mark := checkpoint.BadMark{Reason: status.ApplyFailedReason(uidOf(cur)), Problem: lkg.ProblemApplyFailed.String()}
+	if err := c.store.MarkBad(cur, mark); err != nil {
+		c.noteStateError(ctx, err, "Marking current bad")
+	}
+	c.opts.Metrics.IncError(lkg.ProblemApplyFailed.String())
+	c.opts.Metrics.IncRollback()
+	if c.opts.Events != nil {
+		if err := c.opts.Events.RecordRolledBack(ctx, mark.Reason); err != nil {
+			logger.Error(err, "Recording the rollback event")
+		}
+	}
+	v2 := c.readState(ctx)
+	v2.startups = v.startups
+	d2, cfg2, err := c.decide(ctx, v2, nil, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.opts.Reload(ctx, cfg2); err != nil {
+		logger.Error(err, "Reloading the rollback target failed too", "config", describe(d2.Run))
+		return c.restart(ctx)
+	}
+	c.startRunning(ctx, v2, d2)
+	c.report(ctx)
+	c.collectGarbage(ctx)
+	return nil
 }
 
 // errRestarted tells Run that Options.Restart was called: the process is
 // going away, and the state Run holds is stale.
 var errRestarted = errors.New("restarted")
 
-// restart applies the new current: in process through Reload, or by ending
-// the process for its manager to restart.
+// restart ends the process for its manager to start it again on the new
+// decision.
 func (c *Controller[T]) restart(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
-	if c.opts.Reload == nil {
-		logger.Info("Restarting to apply the new config")
-		klog.Flush()
-		if c.opts.Restart != nil {
-			c.opts.Restart()
-			return errRestarted
-		}
-		os.Exit(0)
+	klog.FromContext(ctx).Info("Restarting to apply the new config")
+	klog.Flush()
+	if c.opts.Restart != nil {
+		c.opts.Restart()
+		return errRestarted
 	}
-	cfg, err := c.evaluate(ctx, nil)
-	if err != nil {
-		return err
-	}
-	c.report(ctx)
-	if err := c.opts.Reload(ctx, cfg); err != nil {
-		logger.Error(err, "Reloading the new config")
-	}
-	return nil
+	os.Exit(0)
+	return errRestarted
 }
 
 // describe names a source in logs.

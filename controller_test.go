@@ -181,6 +181,21 @@ func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[test
 	return c
 }
 
+// runTrial runs one process for a full trial of the config it starts on,
+// so that it becomes last-known-good, then stops it.
+func (n *node) runTrial() {
+	n.t.Helper()
+	r, _ := n.run(n.controller())
+	waitFor(n.t, n.clock.HasWaiters)
+	n.clock.Step(2 * time.Minute) // the default trial in these tests is 1m
+	waitFor(n.t, func() bool {
+		p, err := r.c.store.LastKnownGood()
+		c, cerr := r.c.store.Current()
+		return err == nil && cerr == nil && lkg.Same(p.Source, c.Source)
+	})
+	r.stop(n.t)
+}
+
 // start simulates one process start: Bootstrap, then stop (release lock).
 func (n *node) start() (*testConfig, status.Report) {
 	n.t.Helper()
@@ -254,11 +269,7 @@ func TestBootstrapScenarios(t *testing.T) {
 		n := newNode(t, "")
 		n.configMap("a", "uid-a", good, nil)
 		n.assign("a", "uid-a")
-		n.start()
-		n.clock.Step(2 * time.Minute) // past the trial: a becomes last-known-good
-		if _, r := n.start(); r.Status != "True" {
-			t.Fatalf("report %+v", r)
-		}
+		n.runTrial() // a runs a full trial: last-known-good
 		n.configMap("b", "uid-b", invalid, nil)
 		n.assign("b", "uid-b")
 		cfg, r := n.start()
@@ -321,13 +332,12 @@ func TestBootstrapScenarios(t *testing.T) {
 		n := newNode(t, "")
 		n.configMap("a", "uid-a", good, nil)
 		n.assign("a", "uid-a")
-		n.start()
-		n.clock.Step(2 * time.Minute)
-		n.start()
+		n.runTrial()
 		n.assign("", "")
-		cfg, r := n.start()
-		if cfg.Value != 0 || r.Message != "using current (default)" {
-			t.Fatalf("cfg %+v report %+v", cfg, r)
+		r, cfg := n.run(n.controller()) // Run collects the garbage
+		r.stop(t)
+		if rep := n.reporter.last(); cfg.Value != 0 || rep.Message != "using current (default)" {
+			t.Fatalf("cfg %+v report %+v", cfg, rep)
 		}
 		s, err := checkpoint.Open(checkpoint.Options{Dir: n.stateDir, ComponentVersion: "v1.0.0"})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,9 +34,7 @@ func prepareDamageNode(t *testing.T) (*node, map[string]string) {
 	n.assign("x", "uid-x")
 	n.start() // x fails validation: a bad mark
 	n.assign("a", "uid-a")
-	n.start()
-	n.clock.Step(2 * time.Minute)
-	n.start() // a promoted
+	n.runTrial() // a promoted
 	n.assign("b", "uid-b")
 	n.start() // b current, in trial
 	files := map[string]string{
@@ -56,15 +55,41 @@ func prepareDamageNode(t *testing.T) (*node, map[string]string) {
 	return n, files
 }
 
-// damages returns the ways a file is broken: truncated at a sample of
-// offsets (every offset below 64, then every 23rd; the packages' own tests
-// cover every offset of every file), garbage, empty, missing, a directory.
-func damages(valid []byte) map[string]func(path string) error {
+// damages returns the ways a state file is broken: truncated at a sample of
+// offsets (every offset below 64, then every 23rd; the checkpoint package's
+// own tests cover every offset of every file), bit flips at a sample of
+// offsets, garbage, empty, missing, an empty and a non-empty directory, a
+// FIFO, a symlink to a valid file outside the state dir, a dangling
+// symlink, a 100 MB file, and mode 000 (as root, still readable).
+func damages(t *testing.T, valid []byte) map[string]func(path string) error {
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, valid, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	d := map[string]func(string) error{
 		"garbage":   func(p string) error { return os.WriteFile(p, []byte("\x00\xffnot json{"), 0o600) },
 		"empty":     func(p string) error { return os.WriteFile(p, nil, 0o600) },
 		"missing":   os.Remove,
 		"directory": func(p string) error { _ = os.Remove(p); return os.Mkdir(p, 0o700) },
+		"non-empty directory": func(p string) error {
+			_ = os.Remove(p)
+			if err := os.Mkdir(p, 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(p, "x"), valid, 0o600)
+		},
+		"fifo":             func(p string) error { _ = os.Remove(p); return syscall.Mkfifo(p, 0o600) },
+		"symlink outside":  func(p string) error { _ = os.Remove(p); return os.Symlink(outside, p) },
+		"dangling symlink": func(p string) error { _ = os.Remove(p); return os.Symlink(outside+"-gone", p) },
+		"100 MB": func(p string) error {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0o600)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Truncate(100 << 20) // sparse: instant, and still 100 MB to a reader
+		},
+		"mode 000": func(p string) error { return os.Chmod(p, 0) },
 	}
 	for i := 1; i < len(valid); i++ {
 		if i >= 64 && i%23 != 0 {
@@ -73,50 +98,84 @@ func damages(valid []byte) map[string]func(path string) error {
 		n := i
 		d[fmt.Sprintf("truncated at %d", n)] = func(p string) error { return os.WriteFile(p, valid[:n], 0o600) }
 	}
+	for i := 0; i < len(valid); i += 7 {
+		n := i
+		d[fmt.Sprintf("bit flip at %d", n)] = func(p string) error {
+			b := append([]byte(nil), valid...)
+			b[n] ^= 0x04
+			return os.WriteFile(p, b, 0o600)
+		}
+	}
 	return d
 }
 
-// TestCorruptionMatrix damages each state file in many ways and checks
-// that Bootstrap never fails or panics and makes the right fallback
-// decision: with the source reachable, state is repaired from it and b
-// runs (a directory squatting on a file's path cannot be repaired: the
-// desired config is then unclear and the last-known-good runs); with the source unreachable, the last-known-good runs, or the
-// local config when the last-known-good itself is damaged.
+// TestCorruptionMatrix damages each state file and each state directory in
+// many ways and checks that Bootstrap never fails, hangs or panics, and makes
+// the right fallback decision: with the source reachable, state is repaired
+// from it and b runs; with the source unreachable, the last-known-good runs,
+// or the local config when the last-known-good itself is damaged. Anything
+// moved aside is in the quarantine.
 func TestCorruptionMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs hundreds of Bootstraps")
 	}
 	base, files := prepareDamageNode(t)
 	snapshot := copyTree(t, base.stateDir)
+	type damageCase struct {
+		file, damage string
+		apply        func(string) error
+		path         string
+	}
+	var cases []damageCase
 	for fileName, path := range files {
 		valid, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(base.stateDir, path)
-		for damageName, damage := range damages(valid) {
-			for _, reachable := range []bool{true, false} {
-				name := fmt.Sprintf("%s/%s/reachable=%v", fileName, damageName, reachable)
-				restoreTree(t, snapshot, base.stateDir)
-				if err := damage(filepath.Join(base.stateDir, rel)); err != nil {
-					t.Fatalf("%s: %v", name, err)
+		for damageName, damage := range damages(t, valid) {
+			cases = append(cases, damageCase{fileName, damageName, damage, path})
+		}
+	}
+	for _, dir := range []string{"checkpoints", "meta", "tracking/v1.0.0", "tracking"} {
+		path := filepath.Join(base.stateDir, dir)
+		cases = append(cases,
+			damageCase{dir + "/", "deleted", os.RemoveAll, path},
+			damageCase{dir + "/", "a file", func(p string) error { _ = os.RemoveAll(p); return os.WriteFile(p, []byte("x"), 0o600) }, path},
+		)
+	}
+	for _, tc := range cases {
+		for _, reachable := range []bool{true, false} {
+			name := fmt.Sprintf("%s/%s/reachable=%v", tc.file, tc.damage, reachable)
+			restoreTree(t, snapshot, base.stateDir)
+			if err := tc.apply(tc.path); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			c := base.controller(func(o *Options[testConfig]) {
+				if !reachable {
+					o.Remote = unreachable{}
 				}
-				c := base.controller(func(o *Options[testConfig]) {
-					if !reachable {
-						o.Remote = unreachable{}
-					}
-				})
-				cfg, err := c.Bootstrap(context.Background())
+			})
+			done := make(chan struct{})
+			var cfg *testConfig
+			var err error
+			go func() {
+				defer close(done)
+				cfg, err = c.Bootstrap(context.Background())
 				c.Close()
-				if err != nil {
-					t.Errorf("%s: Bootstrap: %v", name, err)
-					continue
-				}
-				r := base.reporter.last()
-				want := wantAfterDamage(fileName, damageName, reachable)
-				if cfg.Value != want.value || string(r.Status) != want.status || r.Message != want.message {
-					t.Errorf("%s: ran value %d with %+v; want value %d, %s %q", name, cfg.Value, r, want.value, want.status, want.message)
-				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s: Bootstrap hangs", name)
+			}
+			if err != nil {
+				t.Errorf("%s: Bootstrap: %v", name, err)
+				continue
+			}
+			r := base.reporter.last()
+			want := wantAfterDamage(tc.file, tc.damage, reachable)
+			if cfg.Value != want.value || string(r.Status) != want.status || r.Message != want.message {
+				t.Errorf("%s: ran value %d with %+v; want value %d, %s %q", name, cfg.Value, r, want.value, want.status, want.message)
 			}
 		}
 	}
@@ -128,21 +187,18 @@ type outcome struct {
 	message string
 }
 
+// harmless damages leave a valid file behind (mode 000 as root) or one that
+// nothing needs (bad marks, startups).
 func wantAfterDamage(file, damage string, reachable bool) outcome {
 	if reachable {
-		if damage == "directory" && (file == "current" || file == "checkpoint of b") {
-			// The repair write cannot replace a directory: the desired
-			// config cannot be made current, so it is unclear.
-			return outcome{1, "Unknown", "using last known good: (UID: uid-a)"}
-		}
 		return outcome{2, "True", "using current (UID: uid-b)"}
 	}
-	// Unreachable: the last-known-good runs, unless it is what was damaged.
-	lkgGone := file == "checkpoint of a" || (file == "last-known-good" && damage != "empty" && damage != "missing")
-	if file == "last-known-good" && (damage == "empty" || damage == "missing") {
-		lkgGone = true // an empty or missing pointer means local
+	if damage == "mode 000" {
+		return outcome{1, "Unknown", "using last known good: (UID: uid-a)"}
 	}
-	if lkgGone {
+	// Unreachable: the last-known-good runs, unless it is what was damaged.
+	switch file {
+	case "checkpoint of a", "last-known-good", "checkpoints/", "meta/":
 		return outcome{0, "Unknown", status.LastKnownGoodMessage(status.Ref{}, status.LocalDefault)}
 	}
 	return outcome{1, "Unknown", "using last known good: (UID: uid-a)"}

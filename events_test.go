@@ -31,6 +31,13 @@ func (r *recordedEvents) RecordRolledBack(_ context.Context, msg string) error {
 	return nil
 }
 
+func (r *recordedEvents) RecordWarning(_ context.Context, reason, msg string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, reason+": "+msg)
+	return nil
+}
+
 func (r *recordedEvents) list() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,37 +104,54 @@ func TestEventsAndMetrics(t *testing.T) {
 	if uid := activeUID(t, reg); uid != "uid-a" {
 		t.Fatalf("active config metric uid %q, want uid-a", uid)
 	}
-	// A new assignment while running: ConfigChanged, then the restart hook.
+	// A new invalid assignment while running: the running process finds it
+	// bad, records the rollback, and restarts onto the last-known-good
+	// (local: a was still on trial). No ConfigChanged: b never runs.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
-	n.assign("b", "uid-b") // Run's first sync, or the source's notification, picks it up
+	n.assign("b", "uid-b")
 	waitFor(t, func() bool { return n.restarts.Load() == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	if ev := events.list(); len(ev) != 1 || !strings.HasPrefix(ev[0], "ConfigChanged: config changed to ConfigMap kube-system/b (UID: uid-b") {
-		t.Fatalf("events %q", ev)
-	}
-
-	// The restarted process finds b invalid: a rollback, counted and recorded.
-	c = n.controller(withObservers)
-	if _, err := c.Bootstrap(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
 	ev := events.list()
-	if len(ev) != 2 || ev[1] != "ConfigRolledBack: failed to validate current (UID: uid-b); using last-known-good (default)" {
+	if len(ev) != 1 || ev[0] != "ConfigRolledBack: failed to validate current (UID: uid-b); using last-known-good (default)" {
 		t.Fatalf("events %q", ev)
 	}
 	if got := counterValue(t, reg, status.MetricRollbacksTotal); got != 1 {
 		t.Fatalf("rollbacks %v, want 1", got)
 	}
+	// The restarted process runs the local config.
+	c = n.controller(withObservers)
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 	if uid := activeUID(t, reg); uid != "" {
 		t.Fatalf("active config metric uid %q, want local (a was still on trial)", uid)
 	}
+	// A valid assignment while running: ConfigChanged, then the restart.
+	n.configMap("c", "uid-c", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 3}`, nil)
+	c = n.controller(withObservers)
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { done <- c.Run(ctx) }()
+	n.assign("c", "uid-c")
+	waitFor(t, func() bool { return n.restarts.Load() == 2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if ev := events.list(); len(ev) != 2 || !strings.HasPrefix(ev[1], "ConfigChanged: config changed to ConfigMap kube-system/c (UID: uid-c") {
+		t.Fatalf("events %q", ev)
+	}
+	n.assign("b", "uid-b")
 	// A later start on the marked config is not a new rollback.
 	c = n.controller(withObservers)
 	if _, err := c.Bootstrap(context.Background()); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -63,6 +64,11 @@ type EventRecorder interface {
 	// RecordRolledBack is called when a config is found bad and the
 	// component rolls back.
 	RecordRolledBack(ctx context.Context, message string) error
+	// RecordWarning records other Warning events: reason is
+	// status.EventReasonConfigDeadEnd when the node enters a dead end, and
+	// status.EventReasonStateFileQuarantined when a corrupt state file was
+	// moved to the quarantine (the message says where).
+	RecordWarning(ctx context.Context, reason, message string) error
 }
 
 // Options configures a Controller. The zero value of each optional field
@@ -100,15 +106,21 @@ type Options[T any] struct {
 	// Default: none.
 	Metrics *status.Metrics
 
-	// Restart is called after a new config was checkpointed and made
-	// current, so the process manager restarts the component on it.
-	// Default: os.Exit(0) (systemd with Restart=always restarts it). If
-	// Restart returns, Run returns nil: the process is expected to exit and
-	// start again with a new Controller. Ignored when Reload is set.
+	// Restart is called when the component must run another config than
+	// the one it runs (and cannot reload), so the process manager restarts
+	// it on that config. It is never called when the config to run is the
+	// one running. Default: os.Exit(0) (systemd with Restart=always
+	// restarts it). If Restart returns, Run returns nil: the process is
+	// expected to exit and start again with a new Controller. With Reload
+	// set, it is called only when reloading the rollback target failed.
 	Restart func()
-	// Reload, when set, applies a new config in process instead of a
-	// restart; the Controller re-runs its startup decision and calls Reload
-	// with the result. An error marks nothing bad but is reported.
+	// Reload, when set, applies a config in process instead of a restart:
+	// on a change the Controller decides again and calls Reload with the
+	// config to run, when it is not the one running. An error means the
+	// component did not apply it: current is marked bad (reason "failed to
+	// apply current (UID: <uid>)"), ConfigOK turns False and Reload is
+	// called again with the rollback target; if that fails too, Restart is
+	// called.
 	Reload func(ctx context.Context, cfg *T) error
 
 	// RequireHealthy delays promotion to last-known-good until the
@@ -130,13 +142,43 @@ type Options[T any] struct {
 	Clock clock.WithTicker
 }
 
+// isNil reports whether v holds a nil pointer, map, slice, func, channel or
+// interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
 func (o *Options[T]) complete() error {
 	var errs []error
 	if o.Profile == nil {
 		errs = append(errs, errors.New("Options.Profile is required"))
 	}
+	if isNil(o.Profile) && o.Profile != nil {
+		errs = append(errs, errors.New("Options.Profile is a typed nil"))
+	}
 	if o.Layers == nil {
 		errs = append(errs, errors.New("Options.Layers is required"))
+	} else if isNil(o.Layers) {
+		errs = append(errs, errors.New("Options.Layers is a typed nil"))
+	}
+	// A nil pointer in an interface is not a nil interface: it would be
+	// called, and panic, in Bootstrap. The usual cause is a constructor
+	// error that was dropped.
+	if o.Remote != nil && isNil(o.Remote) {
+		errs = append(errs, errors.New("Options.Remote is a typed nil (was an error of its constructor dropped?); leave it nil to disable remote config"))
+	}
+	if o.Reporter != nil && isNil(o.Reporter) {
+		errs = append(errs, errors.New("Options.Reporter is a typed nil (was an error of its constructor dropped?); leave it nil to only log the condition"))
+	}
+	if o.Events != nil && isNil(o.Events) {
+		errs = append(errs, errors.New("Options.Events is a typed nil (was an error of its constructor dropped?); leave it nil for no events"))
 	}
 	if o.StateDir == "" {
 		errs = append(errs, errors.New("Options.StateDir is required"))

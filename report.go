@@ -31,9 +31,13 @@ func problemReason(d lkg.Decision, current *corev1.NodeConfigSource) string {
 		return status.ValidateFailedReason(uid)
 	case lkg.ProblemCrashLoop:
 		return status.CrashLoopReason(uid)
+	case lkg.ProblemApplyFailed:
+		return status.ApplyFailedReason(uid)
+	case lkg.ProblemStateUnreadable:
+		return status.StateUnreadableReason(d.Cause)
 	case lkg.ProblemMarkedBad:
 		if d.DeadEnd {
-			return status.DeadEndReason(d.Cause.Error())
+			return status.DeadEndReason(d.Cause.Error(), d.DeadEndAfterCrashLoop)
 		}
 		return d.Cause.Error()
 	}
@@ -61,11 +65,18 @@ func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, 
 		Reason:  problemReason(d, current),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: uidOf(d.Run)}, local),
 	}
-	if d.Problem == lkg.ProblemSyncFailed {
+	if d.Problem == lkg.ProblemSyncFailed || d.Problem == lkg.ProblemStateUnreadable {
 		r.Status = corev1.ConditionUnknown
 	}
 	if d.LastKnownGoodUnusable != nil {
 		r.Reason = status.WithUnusableLastKnownGood(r.Reason, uidOf(lastKnownGood), d.LastKnownGoodUnusable)
 	}
 	return r
+}
+
+// syncFailedReport is the condition while a live sync fails: Unknown, the
+// cause in the reason, and the running config's message unchanged, since
+// nothing changes.
+func syncFailedReport(running status.Report, cause error) status.Report {
+	return status.Report{Status: corev1.ConditionUnknown, Reason: status.SyncFailedReason(cause), Message: running.Message}
 }

@@ -16,6 +16,8 @@ import (
 const (
 	checkpointVersion = "dynconfig.io/checkpoint/v1"
 	pointerVersion    = "dynconfig.io/pointer/v1"
+	badMarksVersion   = "dynconfig.io/bad-configs/v1"
+	startupsVersion   = "dynconfig.io/startups/v1"
 )
 
 // maxFileSize bounds what is read from a checkpoint or pointer file. A
@@ -49,8 +51,9 @@ type pointerEnvelope struct {
 
 // pointerPayload is the checksummed content of a pointer file.
 type pointerPayload struct {
-	Source  *corev1.NodeConfigSource `json:"source,omitempty"`
-	SetTime time.Time                `json:"setTime"`
+	Source   *corev1.NodeConfigSource `json:"source,omitempty"`
+	SetTime  time.Time                `json:"setTime"`
+	FirstRun time.Time                `json:"firstRun,omitzero"`
 }
 
 func checksum(payload []byte) string {
@@ -136,20 +139,27 @@ func normalizeSource(src *corev1.NodeConfigSource) *corev1.NodeConfigSource {
 // encodePointer serializes p into a pointer envelope. The time is stored in
 // UTC with nanoseconds.
 func encodePointer(p Pointer) ([]byte, error) {
-	payload, err := json.Marshal(pointerPayload{Source: normalizeSource(p.Source), SetTime: p.SetTime.UTC()})
+	pp := pointerPayload{Source: normalizeSource(p.Source), SetTime: p.SetTime.UTC()}
+	if !p.FirstRun.IsZero() {
+		pp.FirstRun = p.FirstRun.UTC()
+	}
+	payload, err := json.Marshal(pp)
 	if err != nil {
 		return nil, fmt.Errorf("serialize pointer: %w", err)
 	}
 	return envelope(pointerVersion, "pointer", payload), nil
 }
 
-// decodePointer parses and verifies a pointer file. Empty data is the local
-// config with an unknown set time. A source whose key is not valid is an
-// error: no writer of this package produces one, and a caller must be able to
-// pass it to Load. Every error means the data is corrupt.
+// decodePointer parses and verifies a pointer file. A source whose key is
+// not valid is an error: no writer of this package produces one, and a
+// caller must be able to pass it to Load. Every error means the data is
+// corrupt, including empty data: this package writes the local config as an
+// envelope without a source, so a zero-length pointer is a torn or truncated
+// file, and reading it as "local" would let GC delete the checkpoint it
+// pointed at.
 func decodePointer(data []byte) (Pointer, error) {
 	if len(data) == 0 {
-		return Pointer{}, nil
+		return Pointer{}, fmt.Errorf("empty file")
 	}
 	var env pointerEnvelope
 	if err := json.Unmarshal(data, &env); err != nil {
@@ -170,5 +180,5 @@ func decodePointer(data []byte) (Pointer, error) {
 			return Pointer{}, fmt.Errorf("pointer references an invalid key: %w", err)
 		}
 	}
-	return Pointer{Source: src, SetTime: p.SetTime}, nil
+	return Pointer{Source: src, SetTime: p.SetTime, FirstRun: p.FirstRun}, nil
 }

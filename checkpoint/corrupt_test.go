@@ -171,9 +171,13 @@ func TestCorruptCheckpoint(t *testing.T) {
 				t.Fatalf("Load succeeded with %v", got)
 			}
 			wantCorrupt(t, err, path)
-			if d.name == "a directory" {
-				_, err := s.Exists(k)
-				wantCorrupt(t, err, path)
+			// The evidence is moved aside, never overwritten in place.
+			var ce *checkpoint.CorruptError
+			if errors.As(err, &ce); ce.MovedTo == "" {
+				t.Fatalf("error %v: not moved to the quarantine", err)
+			}
+			if ok, err := s.Exists(k); ok || err != nil {
+				t.Fatalf("Exists after the quarantine = %v, %v; want false", ok, err)
 			}
 		})
 	}
@@ -240,7 +244,7 @@ func TestCorruptPointer(t *testing.T) {
 					return envelopeOf("dynconfig.io/pointer/v1", "pointer", `{"setTime":"yesterday"}`)
 				}),
 			)
-			// Offset 0 is an empty file, the local config: tested below.
+			// Offset 0 is an empty file: tested below.
 			for i := 1; i < len(valid); i++ {
 				damages = append(damages, writeDamage(fmt.Sprintf("truncated to %d bytes", i), func(v []byte) []byte { return v[:i] }))
 			}
@@ -270,13 +274,17 @@ func TestCorruptPointer(t *testing.T) {
 					}
 				}},
 			} {
-				t.Run(local.name+" is local", func(t *testing.T) {
+				// A pointer this package wrote is never empty and never
+				// missing from a laid-out state dir: reading either as
+				// "local" would let GC delete what it pointed at.
+				t.Run(local.name+" is corrupt", func(t *testing.T) {
 					restore(t)
 					local.apply(t)
 					got, err := p.get()
-					if err != nil || got.Source != nil || !got.SetTime.IsZero() {
-						t.Errorf("read = %+v, %v; want local with zero time", got, err)
+					if err == nil {
+						t.Fatalf("read succeeded with %+v", got)
 					}
+					wantCorrupt(t, err, path)
 				})
 			}
 			t.Run("restored", func(t *testing.T) {

@@ -22,18 +22,26 @@ var (
 	ErrClosed = errors.New("checkpoint store is closed")
 )
 
-// CorruptError reports a checkpoint or pointer file that exists but cannot be
-// trusted: truncated, garbage, a checksum mismatch, an unknown envelope
-// version, content for another key, or not a regular file.
+// CorruptError reports a state file (checkpoint, pointer, bad marks,
+// startups) that cannot be trusted: missing where it must exist, empty,
+// truncated, garbage, a checksum mismatch, an unknown envelope version,
+// content for another key, or not a regular file. It is the one corruption
+// type of the state dir; errors.Is(err, ErrCorrupt) matches it.
 type CorruptError struct {
 	// Path is the file that is corrupt.
 	Path string
 	// Err says what is wrong with it.
 	Err error
+	// MovedTo is where the Store moved the file (into <dir>/quarantine),
+	// or "" when it was left in place (Inspect never moves anything).
+	MovedTo string
 }
 
-// Error names the file and what is wrong with it.
+// Error names the file, what is wrong with it, and where it went.
 func (e *CorruptError) Error() string {
+	if e.MovedTo != "" {
+		return fmt.Sprintf("corrupt file %s: %v (moved to %s)", e.Path, e.Err, e.MovedTo)
+	}
 	return fmt.Sprintf("corrupt file %s: %v", e.Path, e.Err)
 }
 

@@ -22,7 +22,7 @@ import (
 
 // Names inside a state dir.
 const (
-	lockFile       = "lock"
+	lockFileName   = "lock"
 	checkpointsDir = "checkpoints"
 	metaDir        = "meta"
 	trackingDir    = "tracking"
@@ -61,9 +61,12 @@ type Options struct {
 type Pointer struct {
 	// Source is the config pointed at; nil means the local config.
 	Source *corev1.NodeConfigSource
-	// SetTime is when the pointer was set; zero if unknown (a missing or
-	// empty file). For current, it starts the trial period.
+	// SetTime is when the pointer was set.
 	SetTime time.Time
+	// FirstRun is, for current, when the component first ran it (zero: not
+	// yet). Crash-loop counting starts there (RecordFirstRun). It is zero
+	// in last-known-good.
+	FirstRun time.Time
 }
 
 // Store is an open state dir. It holds the state dir's lock until Close. Its
@@ -74,17 +77,20 @@ type Store struct {
 	clock       clock.PassiveClock
 	log         klog.Logger
 
-	// laidOut: the layout existed when Open looked, so nothing was created.
-	laidOut bool
-
-	mu   sync.RWMutex
-	lock *os.File // nil once closed
+	mu      sync.RWMutex
+	lock    *os.File // the lock file; nil once closed
+	dirLock *os.File // the state dir, locked too
 }
 
-// Open validates opts, creates the state dir layout, takes the state dir's
-// lock without blocking, and removes the temporary files of interrupted
-// writes. If another Store, in this or another process, holds the lock, the
-// error wraps ErrLocked and names the dir.
+// Open validates opts, takes the state dir's lock without blocking, makes
+// sure every directory of the layout exists (recreating any that was
+// deleted, and moving aside anything that is not a directory where one
+// should be), and removes the temporary files of interrupted writes. If
+// another Store, in this or another process, holds the lock, the error wraps
+// ErrLocked and names the dir.
+//
+// A new state dir gets both pointers written as the local config, so that a
+// pointer file missing later is known to be damage (see Current).
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("checkpoint: Options.Dir is required")
@@ -113,45 +119,97 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.log = s.log.WithValues("stateDir", dir)
 
-	// Fast path for every start after the first: when the deepest directory
-	// of the layout exists, so do the others (they are created parents
-	// first), and nothing needs creating.
-	fi, statErr := os.Stat(s.trackingDir)
-	s.laidOut = statErr == nil && fi.IsDir()
-	if !s.laidOut {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err := mkdirAllDurable(dir); err != nil {
 			return nil, err
 		}
 	}
 	// Lock before touching anything else in the dir: the holder may be
 	// writing, and its temporary files are not stale.
-	if s.lock, err = lockDir(dir); err != nil {
+	if s.lock, s.dirLock, err = lockDir(dir); err != nil {
 		return nil, err
 	}
 	if err := s.prepare(); err != nil {
-		_ = s.lock.Close()
+		s.closeLocks()
 		return nil, err
 	}
 	return s, nil
 }
 
-// lockDir takes a non-blocking exclusive flock on <dir>/lock. flock locks
-// belong to the open file description, so a second Open in the same process
-// conflicts too.
-func lockDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, filePerm)
+// lockDir locks the state dir itself, and then <dir>/lock, both with a
+// non-blocking exclusive flock. The lock on the directory cannot be taken
+// away by unlinking a file; the lock file keeps older versions, which lock
+// only it, out. flock locks belong to the open file description, so a second
+// Open in the same process conflicts too.
+func lockDir(dir string) (lockFile, dirFile *os.File, err error) {
+	dirFile, err = os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open lock file of state dir %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open state dir %s: %w", dir, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &lockedError{dir: dir, err: err}
+	if err := flock(dirFile, dir); err != nil {
+		_ = dirFile.Close()
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, lockFileName)
+	lockFile, err = openLockFile(path)
+	if err != nil {
+		_ = dirFile.Close()
+		return nil, nil, fmt.Errorf("open lock file of state dir %s: %w", dir, err)
+	}
+	if err := flock(lockFile, dir); err != nil {
+		_ = lockFile.Close()
+		_ = dirFile.Close()
+		return nil, nil, err
+	}
+	// The lock file must still be the file at its path (it was not replaced
+	// between the open and the flock), or an older version could lock the
+	// new file.
+	var held, named unix.Stat_t
+	if err := unix.Fstat(int(lockFile.Fd()), &held); err == nil && unix.Lstat(path, &named) == nil &&
+		(held.Dev != named.Dev || held.Ino != named.Ino) {
+		_ = lockFile.Close()
+		_ = dirFile.Close()
+		return nil, nil, &lockedError{dir: dir, err: errors.New("the lock file was replaced while it was being locked")}
+	}
+	return lockFile, dirFile, nil
+}
+
+// openLockFile opens (creating) the lock file. Anything but a regular file
+// in its place (a directory, a symlink, a FIFO) is removed first: the state
+// dir itself is already locked, and the lock file holds no data.
+func openLockFile(path string) (*os.File, error) {
+	open := func() (*os.File, error) {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, filePerm)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("lock state dir %s: %w", dir, err)
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			_ = f.Close()
+			return nil, fmt.Errorf("%s is not a regular file", path)
+		}
+		return f, nil
 	}
-	return f, nil
+	f, err := open()
+	if err == nil {
+		return f, nil
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+		if rerr := os.RemoveAll(path); rerr != nil {
+			return nil, fmt.Errorf("%w; removing it: %v", err, rerr)
+		}
+		return open()
+	}
+	return nil, err
+}
+
+func flock(f *os.File, dir string) error {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return &lockedError{dir: dir, err: err}
+		}
+		return fmt.Errorf("lock state dir %s: %w", dir, err)
+	}
+	return nil
 }
 
 // lockedError is what Open returns when the state dir is locked; it matches
@@ -167,25 +225,29 @@ func (e *lockedError) Error() string {
 func (e *lockedError) Unwrap() error        { return e.err }
 func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 
-// prepare creates the layout and removes stale temporary files from every
-// directory this package writes into. Called with the lock held.
+// prepare makes sure the layout exists and removes stale temporary files.
+// Called with the lock held, on every Open: a deleted sub-directory is
+// recreated (every later write would fail without it), and anything that is
+// not a directory where one should be is moved to the quarantine first.
 func (s *Store) prepare() error {
-	if !s.laidOut {
-		for _, d := range []string{
-			filepath.Join(s.dir, checkpointsDir),
-			filepath.Join(s.dir, metaDir),
-			filepath.Join(s.dir, trackingDir),
-			s.trackingDir,
-		} {
-			if _, err := mkdirDurable(d); err != nil {
-				return err
-			}
+	freshMeta := false
+	for _, d := range []string{
+		filepath.Join(s.dir, checkpointsDir),
+		filepath.Join(s.dir, metaDir),
+		filepath.Join(s.dir, trackingDir),
+		s.trackingDir,
+	} {
+		created, err := s.ensureDir(d)
+		if err != nil {
+			return err
+		}
+		if created && d == filepath.Join(s.dir, metaDir) {
+			freshMeta = true
 		}
 	}
-	// Every write of this package and of the tracking files goes through a
-	// temporary file in one of these three directories.
-	dirs := []string{filepath.Join(s.dir, checkpointsDir), filepath.Join(s.dir, metaDir), s.trackingDir}
-	for _, d := range dirs {
+	// Every write of this package goes through a temporary file in one of
+	// these three directories.
+	for _, d := range []string{filepath.Join(s.dir, checkpointsDir), filepath.Join(s.dir, metaDir), s.trackingDir} {
 		removed, err := atomicfile.RemoveTemp(d)
 		for _, p := range removed {
 			s.log.Info("Removed temporary file of an interrupted write", "path", p)
@@ -199,7 +261,31 @@ func (s *Store) prepare() error {
 			}
 		}
 	}
+	if freshMeta {
+		for _, name := range []string{currentFile, lastKnownGood} {
+			if err := s.writePointer(name, Pointer{SetTime: s.clock.Now()}); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// ensureDir creates dir if it is missing. Something that is not a directory
+// in its place (a file, a symlink, a FIFO) is moved to the quarantine first.
+func (s *Store) ensureDir(dir string) (created bool, err error) {
+	fi, err := os.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return false, nil
+	case err == nil:
+		if _, qerr := s.quarantine(dir); qerr != nil {
+			return false, fmt.Errorf("%s is not a directory (mode %v) and cannot be moved aside: %w", dir, fi.Mode(), qerr)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("stat %s: %w", dir, err)
+	}
+	return mkdirDurable(dir)
 }
 
 // mkdirDurable creates dir (0700) if it is missing and fsyncs its parent so
@@ -248,14 +334,21 @@ func (s *Store) Close() error {
 	if s.lock == nil {
 		return nil
 	}
-	// Closing the only descriptor of the open file description releases the
-	// flock.
-	err := s.lock.Close()
-	s.lock = nil
-	if err != nil {
-		return fmt.Errorf("close lock file of state dir %s: %w", s.dir, err)
+	if err := s.closeLocks(); err != nil {
+		return fmt.Errorf("close lock of state dir %s: %w", s.dir, err)
 	}
 	return nil
+}
+
+// closeLocks releases both flocks: closing the only descriptor of an open
+// file description releases its flock.
+func (s *Store) closeLocks() error {
+	err := s.lock.Close()
+	if derr := s.dirLock.Close(); err == nil {
+		err = derr
+	}
+	s.lock, s.dirLock = nil, nil
+	return err
 }
 
 // Dir returns the absolute path of the state dir.
@@ -313,7 +406,7 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 		return Key{}, err
 	}
 	defer unlock()
-	if _, err := mkdirDurable(filepath.Join(s.dir, checkpointsDir, string(k.UID))); err != nil {
+	if _, err := s.ensureDir(filepath.Join(s.dir, checkpointsDir, string(k.UID))); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
 	// Temporary files go to checkpoints/ itself, not to the UID dir, so Open
@@ -335,7 +428,12 @@ func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	cm, err := s.load(k)
+	unlock()
+	return cm, s.quarantineIfCorrupt(err)
+}
+
+func (s *Store) load(k Key) (*corev1.ConfigMap, error) {
 	path := s.checkpointPath(k)
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -517,21 +615,20 @@ func (s *Store) removeEmptyUIDDir(uidDir string) error {
 	return atomicfile.SyncDir(filepath.Dir(uidDir))
 }
 
-// Current returns the current pointer. A missing or empty file is the local
-// config; a file that cannot be trusted is a *CorruptError, and what to fall
-// back to is the caller's decision.
+// Current returns the current pointer. A pointer file that is missing (Open
+// writes both when it creates a state dir), empty or otherwise untrustworthy
+// is a *CorruptError; a corrupt file is moved to the quarantine first (the
+// error says where). What to fall back to is the caller's decision.
 func (s *Store) Current() (Pointer, error) { return s.readPointer(currentFile) }
 
 // LastKnownGood returns the last-known-good pointer, like Current.
 func (s *Store) LastKnownGood() (Pointer, error) { return s.readPointer(lastKnownGood) }
 
 // SetCurrent points current at src, recording the Clock's now as the time it
-// was set (the start of the trial period); a nil src, or one without a
-// ConfigMap, is the local config. The local config is written as an envelope
-// without a source, so that its set time is kept; an empty file, as the
-// Dynamic Kubelet Configuration proposal writes it, reads as local too. The
-// checkpoint that src references must have been saved: if it is not on disk
-// the error wraps ErrNotFound and nothing is written.
+// was set and no first run (see RecordFirstRun); a nil src, or one without a
+// ConfigMap, is the local config, written as an envelope without a source.
+// The checkpoint that src references must have been saved: if it is not on
+// disk the error wraps ErrNotFound and nothing is written.
 func (s *Store) SetCurrent(src *corev1.NodeConfigSource) error {
 	return s.setPointer(currentFile, src)
 }
@@ -541,20 +638,45 @@ func (s *Store) SetLastKnownGood(src *corev1.NodeConfigSource) error {
 	return s.setPointer(lastKnownGood, src)
 }
 
+// RecordFirstRun records the Clock's now as the time the component first
+// ran current, unless a first run is recorded already, and returns the
+// pointer as it is now. Crash-loop counting starts there: the startup that
+// adopted current is not a crash.
+func (s *Store) RecordFirstRun() (Pointer, error) {
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return Pointer{}, err
+	}
+	defer unlock()
+	p, err := s.readPointerLocked(currentFile)
+	if err != nil {
+		return Pointer{}, fmt.Errorf("record first run: %w", err)
+	}
+	if !p.FirstRun.IsZero() {
+		return p, nil
+	}
+	p.FirstRun = s.clock.Now()
+	if err := s.writePointer(currentFile, p); err != nil {
+		return Pointer{}, fmt.Errorf("record first run: %w", err)
+	}
+	return p, nil
+}
+
 func (s *Store) readPointer(name string) (Pointer, error) {
 	unlock, err := s.readLocked()
 	if err != nil {
 		return Pointer{}, err
 	}
-	defer unlock()
-	return s.readPointerLocked(name)
+	p, err := s.readPointerLocked(name)
+	unlock()
+	return p, s.quarantineIfCorrupt(err)
 }
 
 func (s *Store) readPointerLocked(name string) (Pointer, error) {
 	path := s.pointerPath(name)
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Pointer{}, nil
+		return Pointer{}, corrupt(path, "is missing (a state dir gets both pointers when it is created)")
 	}
 	if err != nil {
 		return Pointer{}, fmt.Errorf("read pointer %s: %w", name, err)
@@ -588,20 +710,39 @@ func (s *Store) setPointer(name string, src *corev1.NodeConfigSource) error {
 			return fmt.Errorf("set %s to checkpoint %s: %w", name, k, ErrNotFound)
 		}
 	}
-	data, err := encodePointer(Pointer{Source: src, SetTime: s.clock.Now()})
+	return s.writePointer(name, Pointer{Source: src, SetTime: s.clock.Now()})
+}
+
+// writePointer writes a pointer file; the caller holds the write lock (or
+// is Open, before the Store is shared).
+func (s *Store) writePointer(name string, p Pointer) error {
+	data, err := encodePointer(p)
 	if err != nil {
 		return fmt.Errorf("set %s: %w", name, err)
 	}
-	if err := atomicfile.WriteFile(s.pointerPath(name), data, filePerm); err != nil {
+	if err := s.replaceFile(s.pointerPath(name), data); err != nil {
 		return fmt.Errorf("set %s: %w", name, err)
 	}
 	return nil
 }
 
+// replaceFile writes data to path atomically and durably. Something that is
+// not a regular file in its place (a directory, a FIFO, a symlink), which a
+// rename cannot or must not replace, is moved to the quarantine first.
+func (s *Store) replaceFile(path string, data []byte) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		if _, err := s.quarantine(path); err != nil {
+			return fmt.Errorf("%s is not a regular file (mode %v) and cannot be moved aside: %w", path, fi.Mode(), err)
+		}
+	}
+	return atomicfile.WriteFile(path, data, filePerm)
+}
+
 // GC removes every checkpoint that neither current nor last-known-good
 // references, and UID directories left empty, and returns the keys it
-// removed. If either pointer cannot be read it removes nothing: a corrupt
-// pointer might reference any checkpoint.
+// removed. If either pointer cannot be read (missing, corrupt, unreadable)
+// it removes nothing: a damaged pointer might reference any checkpoint. Each
+// directory it removes from is fsynced once, after all its removals.
 func (s *Store) GC() ([]Key, error) {
 	unlock, err := s.writeLocked()
 	if err != nil {
@@ -623,17 +764,40 @@ func (s *Store) GC() ([]Key, error) {
 		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
 	}
 	var removed []Key
+	touched := map[types.UID]bool{}
 	for _, k := range keys {
 		if keep[k] {
 			continue
 		}
-		if err := s.remove(k); err != nil {
-			return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
+		if err := os.Remove(s.checkpointPath(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, fmt.Errorf("garbage-collect checkpoints: remove %s: %w", k, err)
 		}
 		removed = append(removed, k)
+		touched[k.UID] = true
 	}
 	for _, u := range emptyUIDs {
-		if err := s.removeEmptyUIDDir(filepath.Join(s.dir, checkpointsDir, string(u))); err != nil {
+		touched[u] = true
+	}
+	root := filepath.Join(s.dir, checkpointsDir)
+	removedDir := false
+	for u := range touched {
+		uidDir := filepath.Join(root, string(u))
+		err := os.Remove(uidDir)
+		switch {
+		case err == nil:
+			removedDir = true
+		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
+			// Still holds a checkpoint that is kept: its own entries changed.
+			if err := atomicfile.SyncDir(uidDir); err != nil {
+				return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
+			}
+		default:
+			return removed, fmt.Errorf("garbage-collect checkpoints: remove empty directory %s: %w", uidDir, err)
+		}
+	}
+	if removedDir {
+		if err := atomicfile.SyncDir(root); err != nil {
 			return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
 		}
 	}

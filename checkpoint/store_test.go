@@ -314,6 +314,7 @@ func TestPermissions(t *testing.T) {
 
 func TestPointers(t *testing.T) {
 	s, clk := openStore(t, t.TempDir())
+	openedAt := clk.Now()
 	cmA := newConfigMap("uid-a", "1")
 	cmB := newConfigMap("uid-b", "7")
 	mustSave(t, s, cmA)
@@ -335,7 +336,8 @@ func TestPointers(t *testing.T) {
 				wantSource *corev1.NodeConfigSource
 				wantTime   time.Time
 			}{
-				// A missing file is the local config, set at an unknown time.
+				// A new state dir starts on the local config, set when it
+				// was opened.
 				{set: nil, wantErr: nil, wantSource: nil},
 				{set: sourceFor(cmA), wantSource: sourceFor(cmA)},
 				{set: sourceFor(cmB), wantSource: sourceFor(cmB)},
@@ -364,8 +366,8 @@ func TestPointers(t *testing.T) {
 					t.Errorf("step %d: source (-want +got):\n%s", i, diff)
 				}
 				switch {
-				case i == 0 && !got.SetTime.IsZero():
-					t.Errorf("step %d: SetTime = %v, want zero for a missing file", i, got.SetTime)
+				case i == 0 && !got.SetTime.Equal(openedAt):
+					t.Errorf("step %d: SetTime = %v, want %v (when the state dir was created)", i, got.SetTime, openedAt)
 				case i > 0 && st.wantErr == nil && !got.SetTime.Equal(setAt):
 					t.Errorf("step %d: SetTime = %v, want %v", i, got.SetTime, setAt)
 				case st.wantErr != nil && got.SetTime.Equal(setAt):
@@ -388,18 +390,43 @@ func TestPointers(t *testing.T) {
 	}
 }
 
-func TestEmptyPointerFileIsLocal(t *testing.T) {
-	s, _ := openStore(t, t.TempDir())
+// An empty pointer is corruption, and GC then removes nothing: the
+// checkpoint the pointer named must survive until a valid pointer says
+// otherwise.
+func TestEmptyPointerFileIsCorruptAndKeepsCheckpoints(t *testing.T) {
 	for _, name := range []string{"current", "last-known-good"} {
-		if err := os.WriteFile(filepath.Join(s.Dir(), "meta", name), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for name, get := range map[string]func() (checkpoint.Pointer, error){"current": s.Current, "last-known-good": s.LastKnownGood} {
-		p, err := get()
-		if err != nil || p.Source != nil || !p.SetTime.IsZero() {
-			t.Errorf("%s from an empty file = %+v, %v; want local, zero time", name, p, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			s, _ := openStore(t, t.TempDir())
+			cm := newConfigMap("uid-a", "1")
+			mustSave(t, s, cm)
+			if err := s.SetLastKnownGood(sourceFor(cm)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(s.Dir(), "meta", name)
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			get := map[string]func() (checkpoint.Pointer, error){"current": s.Current, "last-known-good": s.LastKnownGood}[name]
+			_, err := get()
+			wantCorrupt(t, err, path)
+			var ce *checkpoint.CorruptError
+			if !errors.As(err, &ce) || ce.MovedTo == "" {
+				t.Fatalf("error %v does not say where the file went", err)
+			}
+			if _, err := os.Stat(ce.MovedTo); err != nil {
+				t.Fatalf("quarantined file: %v", err)
+			}
+			// Now missing: still corrupt, and GC keeps everything.
+			if _, err := get(); !errors.Is(err, checkpoint.ErrCorrupt) {
+				t.Fatalf("second read: %v, want corrupt (missing)", err)
+			}
+			if removed, err := s.GC(); err == nil || len(removed) != 0 {
+				t.Fatalf("GC with a damaged pointer removed %v (err %v)", removed, err)
+			}
+			if ok, _ := s.Exists(checkpoint.KeyOf(cm)); !ok {
+				t.Fatal("checkpoint lost")
+			}
+		})
 	}
 }
 
@@ -546,8 +573,12 @@ func TestUIDDirIsAFile(t *testing.T) {
 	wantCorrupt(t, err, path)
 	_, err = s.Exists(k)
 	wantCorrupt(t, err, path)
-	if _, err := s.Save(newConfigMap("uid-a", "1")); err == nil || !strings.Contains(err.Error(), "not a directory") {
-		t.Errorf("Save into a UID that is a file: %v, want a 'not a directory' error", err)
+	// Save moves the file to the quarantine and carries on.
+	if _, err := s.Save(newConfigMap("uid-a", "1")); err != nil {
+		t.Fatalf("Save into a UID that is a file: %v", err)
+	}
+	if q, _ := os.ReadDir(filepath.Join(s.Dir(), checkpoint.QuarantineDir)); len(q) != 1 || !strings.HasSuffix(q[0].Name(), "checkpoints_uid-a") {
+		t.Fatalf("quarantine holds %v, want the file that was in the UID's place", q)
 	}
 }
 

@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// MaxThreshold is the largest crash-loop threshold a config may ask for. It
-// bounds the startups file to MaxThreshold+1 entries.
+// MaxThreshold is the largest crash-loop threshold a config may ask for.
 const MaxThreshold = 10
 
 // ValidateThreshold returns an error unless n is a valid crash-loop threshold,
@@ -23,39 +22,43 @@ type Input struct {
 	// Startups are the recorded startup times, in any order. They include the
 	// startup of the process asking.
 	Startups []time.Time
-	// CurrentSetTime is when the config being judged was set as current. The
-	// zero time means unknown, and the verdict is then false.
-	CurrentSetTime time.Time
+	// Since is when the config being judged first ran (for a rollback
+	// target: when the config it replaced was marked bad). The start that
+	// adopted the config recorded its startup before that, so it is not
+	// counted. The zero time means the config has not run yet, and the
+	// verdict is then false.
+	Since time.Time
 	// Now is the time of the verdict.
 	Now time.Time
-	// Trial is the trial period of the config being judged.
+	// Trial is the trial period of the config being judged: the window,
+	// from Since, in which startups count.
 	Trial time.Duration
-	// Threshold is the config's crash-loop threshold. Values outside
-	// 0..MaxThreshold are clamped into that range.
+	// Threshold is the config's crash-loop threshold: how many crash
+	// restarts are tolerated. Values outside 0..MaxThreshold are clamped
+	// into that range.
 	Threshold int
 }
 
 // CrashLooping reports whether the config described by in is crash-looping:
-// the time from in.CurrentSetTime to in.Now does not exceed in.Trial, and the
-// number of in.Startups strictly after in.CurrentSetTime exceeds in.Threshold.
-// Startups after in.Now are counted (see the package documentation on clock
-// steps). It does no I/O.
+// Now is within Trial of Since, and the startups strictly after Since (the
+// crash restarts) exceed Threshold. Startups after Now are counted (see the
+// package documentation on clock steps). It does no I/O.
 func CrashLooping(in Input) bool {
-	if in.CurrentSetTime.IsZero() {
+	if in.Since.IsZero() {
 		return false
 	}
-	if in.Now.Sub(in.CurrentSetTime) > in.Trial {
+	if in.Now.Sub(in.Since) > in.Trial {
 		return false
 	}
 	threshold := min(max(in.Threshold, 0), MaxThreshold)
-	return countAfter(in.Startups, in.CurrentSetTime) > threshold
+	return CrashRestarts(in.Startups, in.Since) > threshold
 }
 
-// countAfter returns how many of ts are strictly after t.
-func countAfter(ts []time.Time, t time.Time) int {
+// CrashRestarts returns how many of startups are strictly after since.
+func CrashRestarts(startups []time.Time, since time.Time) int {
 	n := 0
-	for _, s := range ts {
-		if s.After(t) {
+	for _, s := range startups {
+		if s.After(since) {
 			n++
 		}
 	}

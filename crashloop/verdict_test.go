@@ -60,67 +60,67 @@ func TestCrashLooping(t *testing.T) {
 		},
 		{
 			name: "no startups",
-			in:   Input{CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: 0},
+			in:   Input{Since: t0, Now: at(5 * s), Trial: trial, Threshold: 0},
 		},
 		{
 			name: "count equal to threshold is tolerated",
-			in:   Input{Startups: stamps(1*s, 2*s, 3*s), CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: 3},
+			in:   Input{Startups: stamps(1*s, 2*s, 3*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 3},
 		},
 		{
 			name: "count exceeding threshold trips",
-			in:   Input{Startups: stamps(1*s, 2*s, 3*s, 4*s), CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: 3},
+			in:   Input{Startups: stamps(1*s, 2*s, 3*s, 4*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 3},
 			want: true,
 		},
 		{
 			name: "startup at the set time is not after it",
-			in:   Input{Startups: stamps(0, 1*s, 2*s, 3*s), CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: 3},
+			in:   Input{Startups: stamps(0, 1*s, 2*s, 3*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 3},
 		},
 		{
 			name: "startups before the set time do not count",
-			in:   Input{Startups: stamps(-3*s, -2*s, -1*s, 1*s), CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: 1},
+			in:   Input{Startups: stamps(-3*s, -2*s, -1*s, 1*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 1},
 		},
 		{
 			name: "order of startups is irrelevant",
-			in:   Input{Startups: stamps(4*s, -1*s, 2*s, 1*s), CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: 2},
+			in:   Input{Startups: stamps(4*s, -1*s, 2*s, 1*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 2},
 			want: true,
 		},
 		{
 			name: "elapsed equal to trial is still in the trial",
-			in:   Input{Startups: stamps(1*s, 2*s), CurrentSetTime: t0, Now: at(trial), Trial: trial, Threshold: 1},
+			in:   Input{Startups: stamps(1*s, 2*s), Since: t0, Now: at(trial), Trial: trial, Threshold: 1},
 			want: true,
 		},
 		{
 			name: "one nanosecond past the trial",
-			in:   Input{Startups: stamps(1*s, 2*s), CurrentSetTime: t0, Now: at(trial + 1), Trial: trial, Threshold: 1},
+			in:   Input{Startups: stamps(1*s, 2*s), Since: t0, Now: at(trial + 1), Trial: trial, Threshold: 1},
 		},
 		{
 			name: "startups in the future of now are counted",
-			in:   Input{Startups: stamps(2*time.Minute, 3*time.Minute), CurrentSetTime: t0, Now: at(1 * s), Trial: trial, Threshold: 1},
+			in:   Input{Startups: stamps(2*time.Minute, 3*time.Minute), Since: t0, Now: at(1 * s), Trial: trial, Threshold: 1},
 			want: true,
 		},
 		{
 			name: "set time in the future of now is within the trial",
-			in:   Input{Startups: stamps(2*s, 3*s), CurrentSetTime: at(1 * s), Now: at(-time.Hour), Trial: trial, Threshold: 1},
+			in:   Input{Startups: stamps(2*s, 3*s), Since: at(1 * s), Now: at(-time.Hour), Trial: trial, Threshold: 1},
 			want: true,
 		},
 		{
 			name: "zero trial after the set time",
-			in:   Input{Startups: stamps(1*s, 2*s), CurrentSetTime: t0, Now: at(3 * s), Trial: 0, Threshold: 0},
+			in:   Input{Startups: stamps(1*s, 2*s), Since: t0, Now: at(3 * s), Trial: 0, Threshold: 0},
 		},
 		{
 			name: "negative threshold is clamped to 0",
-			in:   Input{Startups: stamps(1 * s), CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: -5},
+			in:   Input{Startups: stamps(1 * s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: -5},
 			want: true,
 		},
 		{
 			name: "negative threshold clamped to 0 with no startups",
-			in:   Input{CurrentSetTime: t0, Now: at(5 * s), Trial: trial, Threshold: -5},
+			in:   Input{Since: t0, Now: at(5 * s), Trial: trial, Threshold: -5},
 		},
 		{
 			name: "threshold above the maximum is clamped to it",
 			in: Input{
-				Startups:       stamps(1*s, 2*s, 3*s, 4*s, 5*s, 6*s, 7*s, 8*s, 9*s, 10*s, 11*s),
-				CurrentSetTime: t0, Now: at(20 * s), Trial: trial, Threshold: 50,
+				Startups: stamps(1*s, 2*s, 3*s, 4*s, 5*s, 6*s, 7*s, 8*s, 9*s, 10*s, 11*s),
+				Since:    t0, Now: at(20 * s), Trial: trial, Threshold: 50,
 			},
 			want: true,
 		},

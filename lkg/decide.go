@@ -3,17 +3,35 @@ package lkg
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Key is the bad-mark and checkpoint key of a remote source:
-// "<uid>/<resourceVersion>". It is empty for a local (nil or empty) source.
+// Key is the identity of a config: "<uid>/<resourceVersion>/<payload key>"
+// of a remote source, so that an in-place edit or another payload key of the
+// same ConfigMap is another config. It is empty for a local (nil or empty)
+// source. Two sources are the same config exactly when their Keys are equal.
 func Key(src *corev1.NodeConfigSource) string {
 	if src == nil || src.ConfigMap == nil {
 		return ""
 	}
-	return string(src.ConfigMap.UID) + "/" + src.ConfigMap.ResourceVersion
+	return string(src.ConfigMap.UID) + "/" + src.ConfigMap.ResourceVersion + "/" + src.ConfigMap.KubeletConfigKey
+}
+
+// Same reports whether a and b are the same config (both local, or the same
+// Key).
+func Same(a, b *corev1.NodeConfigSource) bool { return Key(a) == Key(b) }
+
+// Entry is a bad mark, as Decide needs it.
+type Entry struct {
+	// Time is when the config was marked bad.
+	Time time.Time
+	// Reason is the condition reason reported when it was marked.
+	Reason string
+	// CrashLoop is true when the mark is for a crash loop (the imperfect
+	// signal, the only kind that forget-bad can fix by repairing the node).
+	CrashLoop bool
 }
 
 // Stage says how far a config got before it failed.
@@ -81,6 +99,12 @@ const (
 	// ProblemMarkedBad: current was marked bad before (Cause has the
 	// recorded reason).
 	ProblemMarkedBad
+	// ProblemApplyFailed: the component could not apply current in process
+	// (its Reload returned an error); marked bad.
+	ProblemApplyFailed
+	// ProblemStateUnreadable: the bad marks could not be read (an I/O error,
+	// not corruption), so whether current is bad is unclear.
+	ProblemStateUnreadable
 )
 
 // String names the problem.
@@ -100,13 +124,18 @@ func (p Problem) String() string {
 		return "CrashLoop"
 	case ProblemMarkedBad:
 		return "MarkedBad"
+	case ProblemApplyFailed:
+		return "ApplyFailed"
+	case ProblemStateUnreadable:
+		return "StateUnreadable"
 	}
 	return fmt.Sprintf("Problem(%d)", int(p))
 }
 
 // Input is everything Decide looks at. Time-based facts (the crash-loop
-// verdicts, whether the trial passed) are computed by the caller, so Decide
-// itself has no clock and no I/O.
+// verdicts) are computed by the caller, so Decide itself has no clock and no
+// I/O. Promotion is not decided here: a config is promoted only after it ran
+// for a full trial in one process (Promotion), never at a startup.
 type Input struct {
 	// SyncError is non-nil when, during startup, the desired config could
 	// not be determined: the assignment is invalid, or could not be read.
@@ -120,17 +149,18 @@ type Input struct {
 	// LastKnownGood is the rollback target (nil = local).
 	LastKnownGood *corev1.NodeConfigSource
 
+	// MarksError is non-nil when the bad marks could not be read (an I/O
+	// error; a corrupt file reads as no marks). Current might be marked bad,
+	// so it is not run.
+	MarksError error
 	// CurrentBad is current's bad mark, if it has one.
 	CurrentBad *Entry
 	// LoadCurrent loads, decodes and validates current. Required when
 	// Current is remote.
 	LoadCurrent Loader
-	// CurrentCrashLooping: current is still in its trial and the startups
-	// since it was set exceed its threshold.
+	// CurrentCrashLooping: current is still in its trial window and the
+	// startups since it first ran exceed its threshold.
 	CurrentCrashLooping bool
-	// TrialPassed: current's trial period is over (and the component said
-	// it is healthy, when it opted in). Current then becomes last-known-good.
-	TrialPassed bool
 
 	// LoadLastKnownGood loads, decodes and validates the last-known-good
 	// config. Required when LastKnownGood is remote.
@@ -155,16 +185,18 @@ type Decision struct {
 	// Cause explains Problem: the sync, load, decode or validation error,
 	// or the reason recorded with an earlier bad mark.
 	Cause error
-	// MarkBad: record current as bad (key Key(Current)), with the reason
-	// that the ConfigOK condition reports for Problem.
+	// MarkBad: record current as bad, with the reason that the ConfigOK
+	// condition reports for Problem.
 	MarkBad bool
-	// PromoteCurrent: set last-known-good to current.
-	PromoteCurrent bool
 	// ResetLastKnownGood: set last-known-good to local (current is local).
 	ResetLastKnownGood bool
 	// DeadEnd: the rollback target crash-loops too. Keep the evidence and
 	// report; the node needs an out-of-band repair.
 	DeadEnd bool
+	// DeadEndAfterCrashLoop: with DeadEnd, current's mark is for a crash
+	// loop, so repairing the node and forgetting the mark can help. A
+	// decode, validation or apply mark is certain: forgetting it cannot.
+	DeadEndAfterCrashLoop bool
 	// LastKnownGoodUnusable is non-nil when the remote last-known-good could
 	// not be used (missing or corrupt checkpoint, decode or validation
 	// failure, or it is the rejected current itself), so Run is local.
@@ -188,7 +220,8 @@ var (
 //     signal); a current that crash-loops within its trial is marked bad
 //     (imperfect signal); both roll back to last-known-good;
 //   - a missing or corrupt checkpoint of current rolls back without a mark;
-//   - a current past its trial is promoted to last-known-good;
+//   - unreadable bad marks roll back (current might be marked), status
+//     Unknown;
 //   - a last-known-good that cannot be used falls back to local, and says so;
 //   - a rollback target that crash-loops too is a dead end.
 //
@@ -207,9 +240,13 @@ func Decide(in Input) (Decision, error) {
 	if !remote(in.Current) {
 		return Decision{ResetLastKnownGood: remote(in.LastKnownGood)}, nil
 	}
+	if in.MarksError != nil {
+		return rollBack(in, Decision{Problem: ProblemStateUnreadable, Cause: in.MarksError}), nil
+	}
 	if in.CurrentBad != nil {
 		d := Decision{Problem: ProblemMarkedBad, Cause: errors.New(in.CurrentBad.Reason)}
 		d.DeadEnd = in.LastKnownGoodCrashLooping
+		d.DeadEndAfterCrashLoop = d.DeadEnd && in.CurrentBad.CrashLoop
 		return rollBack(in, d), nil
 	}
 	if err := in.LoadCurrent(); err != nil {
@@ -228,10 +265,7 @@ func Decide(in Input) (Decision, error) {
 	if in.CurrentCrashLooping {
 		return rollBack(in, Decision{Problem: ProblemCrashLoop, MarkBad: true}), nil
 	}
-	return Decision{
-		Run:            in.Current,
-		PromoteCurrent: in.TrialPassed && Key(in.LastKnownGood) != Key(in.Current),
-	}, nil
+	return Decision{Run: in.Current}, nil
 }
 
 // rollBack completes d to run the last-known-good config, or local when the
@@ -241,7 +275,7 @@ func rollBack(in Input, d Decision) Decision {
 	if !remote(in.LastKnownGood) {
 		return d
 	}
-	if d.Problem != ProblemSyncFailed && Key(in.LastKnownGood) == Key(in.Current) {
+	if d.Problem != ProblemSyncFailed && d.Problem != ProblemStateUnreadable && Key(in.LastKnownGood) == Key(in.Current) {
 		d.LastKnownGoodUnusable = errLKGIsCurrent
 		return d
 	}

@@ -57,22 +57,32 @@ func TestDecide(t *testing.T) {
 			wantCurLoads: 1,
 		},
 		{
-			name:         "good current past trial is promoted",
-			in:           Input{Current: cur, LastKnownGood: lkg, TrialPassed: true},
-			want:         Decision{Run: cur, PromoteCurrent: true},
-			wantCurLoads: 1,
-		},
-		{
-			name:         "current already lkg is not promoted again",
-			in:           Input{Current: cur, LastKnownGood: src("cur", "1"), TrialPassed: true},
+			name:         "a startup never promotes (promotion needs uptime: Promotion)",
+			in:           Input{Current: cur, LastKnownGood: src("cur", "0")},
 			want:         Decision{Run: cur},
 			wantCurLoads: 1,
 		},
 		{
-			name:         "same uid new resourceVersion is promoted",
-			in:           Input{Current: cur, LastKnownGood: src("cur", "0"), TrialPassed: true},
-			want:         Decision{Run: cur, PromoteCurrent: true},
-			wantCurLoads: 1,
+			name:             "unreadable marks roll back, current might be marked",
+			in:               Input{MarksError: plain, Current: cur, LastKnownGood: lkg},
+			want:             Decision{Run: lkg, UsingLastKnownGood: true, Problem: ProblemStateUnreadable},
+			wantLKGLoads:     1,
+			wantCauseMessage: plain.Error(),
+		},
+		{
+			name:             "unreadable marks where lkg is current still run it",
+			in:               Input{MarksError: plain, Current: cur, LastKnownGood: src("cur", "1")},
+			want:             Decision{Run: cur, UsingLastKnownGood: true, Problem: ProblemStateUnreadable},
+			wantLKGLoads:     1,
+			wantCauseMessage: plain.Error(),
+		},
+		{
+			name: "dead end after a crash-loop mark",
+			in: Input{Current: cur, LastKnownGood: lkg, CurrentBad: &Entry{Reason: "crash loop detected with current (UID: cur)", CrashLoop: true},
+				LastKnownGoodCrashLooping: true},
+			want:             Decision{Run: lkg, UsingLastKnownGood: true, Problem: ProblemMarkedBad, DeadEnd: true, DeadEndAfterCrashLoop: true},
+			wantLKGLoads:     1,
+			wantCauseMessage: "crash loop detected with current (UID: cur)",
 		},
 		{
 			name:             "sync failure at startup uses remote lkg",
@@ -224,7 +234,7 @@ func TestKey(t *testing.T) {
 	}{
 		{nil, ""},
 		{&corev1.NodeConfigSource{}, ""},
-		{src("u", "5"), "u/5"},
+		{src("u", "5"), "u/5/kubelet"},
 	} {
 		if got := Key(tc.src); got != tc.want {
 			t.Errorf("Key(%v) = %q, want %q", tc.src, got, tc.want)
@@ -233,7 +243,7 @@ func TestKey(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	for p := ProblemNone; p <= ProblemMarkedBad; p++ {
+	for p := ProblemNone; p <= ProblemStateUnreadable; p++ {
 		if s := p.String(); s == "" || s[0] == 'P' {
 			t.Errorf("Problem %d has no name: %q", int(p), s)
 		}
@@ -241,6 +251,28 @@ func TestStrings(t *testing.T) {
 	for s := StageLoad; s <= StageValidate; s++ {
 		if n := s.String(); n == "" || n[0] == 'S' {
 			t.Errorf("Stage %d has no name: %q", int(s), n)
+		}
+	}
+}
+
+// The payload key is part of a config's identity.
+func TestSame(t *testing.T) {
+	other := src("u", "5")
+	other.ConfigMap.KubeletConfigKey = "other"
+	for _, tc := range []struct {
+		a, b *corev1.NodeConfigSource
+		want bool
+	}{
+		{nil, nil, true},
+		{nil, &corev1.NodeConfigSource{}, true},
+		{src("u", "5"), src("u", "5"), true},
+		{src("u", "5"), src("u", "6"), false},
+		{src("u", "5"), src("v", "5"), false},
+		{src("u", "5"), other, false},
+		{src("u", "5"), nil, false},
+	} {
+		if got := Same(tc.a, tc.b); got != tc.want {
+			t.Errorf("Same(%s, %s) = %v, want %v", Key(tc.a), Key(tc.b), got, tc.want)
 		}
 	}
 }

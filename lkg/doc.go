@@ -1,25 +1,37 @@
 // Package lkg decides which configuration a component runs — its current
 // remote config, its last-known-good (LKG) config, or its local config — and
-// remembers which configs are known to be bad.
+// holds every rule of the lifecycle as a pure function: no clock, no I/O,
+// no os import. The caller (the dynconfig Controller) reads the state dir,
+// calls these, and writes what they decide.
 //
-// Decide is a pure function: it reads an Input (the current and LKG
-// pointers, current's bad mark, loaders for the two configs, crash-loop
-// verdicts and the trial status, all computed by the caller) and returns a
-// Decision saying what to run, what to mark bad, whether to promote current
-// to LKG or reset LKG to local, and what went wrong, for the ConfigOK
-// condition. It has no clock and does no I/O beyond calling the loaders it
-// is given, each at most once and only when the answer matters.
+// At startup and on every change, Decide reads an Input (the current and
+// LKG pointers, current's bad mark, loaders for the two configs, the
+// crash-loop verdicts computed by package crashloop) and returns a Decision:
+// what to run, whether to mark current bad or reset LKG to local, and what
+// went wrong, for the ConfigOK condition. It calls each loader at most once
+// and only when the answer matters.
 //
-// Tracker keeps the bad marks in bad-configs.json, a JSON object keyed
-// "<uid>/<resourceVersion>" with {"time": RFC3339, "reason": "..."} values,
-// written atomically and durably, and bounded in size (oldest marks go
-// first). A config is never rolled forward to while it has a mark; Forget
-// removes one, which is the repair step after a dead end.
+// While the component runs:
 //
-// What this package does not do: it does not read pointers or checkpoints
-// (package checkpoint does), count startups (package crashloop does), or
-// word the condition (package status does). A corrupt bad-config file is
-// reported and read as empty: the marks are lost, and a bad config is found
-// bad again when it is next tried — by its decode or validation failure at
-// once, or by a new crash loop.
+//   - Promotion: current becomes last-known-good only after this process
+//     ran it for a full trial (uptime on that config, in one process) and,
+//     when the component opted in, after MarkHealthy for that very config.
+//     Time down, unreachable or on another config never counts, so nothing
+//     is promoted at a startup. The verdict says what to wait for: a timer
+//     while the trial runs, the health channel after it, never a busy loop.
+//   - NextAction: move to the decision's config by a reload or a restart,
+//     and only when it is not the config already running.
+//   - AfterReloadFailure: a config the component could not apply in process
+//     is current's fault (mark it bad, reload the rollback target); a
+//     rollback target that cannot be applied needs a restart.
+//   - A live failure to read the assignment changes nothing (the caller
+//     reports it as Unknown with the running config's message).
+//
+// The identity of a config is its ConfigMap's UID and resourceVersion and
+// the payload key (Key, Same): an in-place edit, or another payload key of
+// the same ConfigMap, is another config with its own trial and marks.
+//
+// What this package does not do: it does not read pointers, marks,
+// checkpoints or startups (package checkpoint does), count startups
+// (package crashloop does), or word the condition (package status does).
 package lkg

@@ -98,10 +98,28 @@ func CrashLoopReason(current types.UID) string {
 }
 
 // DeadEndReason: the rollback target crash-loops too, after current was
-// marked bad for markReason. The crash is likely not the config's fault.
-func DeadEndReason(markReason string) string {
+// marked bad for markReason. After a crash-loop mark the crash is likely not
+// the config's fault, so the advice is to repair the node and forget the
+// mark; after a decode, validation or apply mark current is certainly bad,
+// and forgetting the mark would only try it again.
+func DeadEndReason(markReason string, crashLoopMark bool) string {
+	if crashLoopMark {
+		return fmt.Sprintf("dead end: still crash-looping after rolling back (%s); "+
+			"the crash is likely not caused by config: repair the node, then forget the bad mark", markReason)
+	}
 	return fmt.Sprintf("dead end: still crash-looping after rolling back (%s); "+
-		"the crash is likely not caused by config: repair the node, then forget the bad mark", markReason)
+		"the rollback target crashes too: repair the node or the component; current stays bad", markReason)
+}
+
+// ApplyFailedReason: the component could not apply current in process.
+func ApplyFailedReason(current types.UID) string {
+	return fmt.Sprintf("failed to apply current (UID: %s)", current)
+}
+
+// StateUnreadableReason: the state dir could not be read, so whether current
+// may run is unclear.
+func StateUnreadableReason(cause error) string {
+	return fmt.Sprintf("failed to read the state dir, desired config unclear, cause: %v", cause)
 }
 
 // WithUnusableLastKnownGood extends reason when the remote last-known-good

@@ -28,7 +28,10 @@ func TestWording(t *testing.T) {
 		{ReasonAllChecksPassed, "all checks passed"},
 		{ReasonLocalInit, "current is set to the local default, and an init config was provided"},
 		{ReasonLocalDefault, "current is set to the local default, and no init config was provided"},
-		{DeadEndReason("crash loop detected with current (UID: c)"), "dead end: still crash-looping after rolling back (crash loop detected with current (UID: c)); the crash is likely not caused by config: repair the node, then forget the bad mark"},
+		{DeadEndReason("crash loop detected with current (UID: c)", true), "dead end: still crash-looping after rolling back (crash loop detected with current (UID: c)); the crash is likely not caused by config: repair the node, then forget the bad mark"},
+		{DeadEndReason("failed to validate current (UID: c)", false), "dead end: still crash-looping after rolling back (failed to validate current (UID: c)); the rollback target crashes too: repair the node or the component; current stays bad"},
+		{ApplyFailedReason("c"), "failed to apply current (UID: c)"},
+		{StateUnreadableReason(errors.New("EIO")), "failed to read the state dir, desired config unclear, cause: EIO"},
 		{WithUnusableLastKnownGood("failed to validate current (UID: c)", "l", errors.New("not found")), "failed to validate current (UID: c); last-known-good (UID: l) is unusable, using local config, cause: not found"},
 	} {
 		if tc.got != tc.want {

@@ -25,6 +25,12 @@ const (
 	// EventReasonConfigRolledBack: the current config was found bad and the
 	// component runs its last-known-good config. Type Warning.
 	EventReasonConfigRolledBack = "ConfigRolledBack"
+	// EventReasonConfigDeadEnd: the rollback target crash-loops too; the
+	// node needs a repair. Type Warning.
+	EventReasonConfigDeadEnd = "ConfigDeadEnd"
+	// EventReasonStateFileQuarantined: a corrupt or foreign file in the
+	// state dir was moved to its quarantine. Type Warning.
+	EventReasonStateFileQuarantined = "StateFileQuarantined"
 )
 
 // DefaultEventComponent is the event source component when
@@ -98,6 +104,12 @@ func (e *EventReporter) RecordConfigChanged(ctx context.Context, message string)
 // abandoned.
 func (e *EventReporter) RecordRolledBack(ctx context.Context, message string) error {
 	return e.record(ctx, corev1.EventTypeWarning, EventReasonConfigRolledBack, message)
+}
+
+// RecordWarning records a Warning Event with reason (one of the
+// EventReason constants, such as EventReasonConfigDeadEnd) and message.
+func (e *EventReporter) RecordWarning(ctx context.Context, reason, message string) error {
+	return e.record(ctx, corev1.EventTypeWarning, reason, message)
 }
 
 func (e *EventReporter) record(ctx context.Context, eventType, reason, message string) error {

@@ -30,6 +30,12 @@ const (
 	MetricConfigErrorsTotal = "dynconfig_config_errors_total"
 	// MetricRollbacksTotal counts rollbacks to the last-known-good config.
 	MetricRollbacksTotal = "dynconfig_rollbacks_total"
+	// MetricDeadEnd is 1 while the node is in a dead end (the rollback
+	// target crash-loops too), else 0.
+	MetricDeadEnd = "dynconfig_dead_end"
+	// MetricQuarantinedFilesTotal counts corrupt or foreign state files
+	// moved to the state dir's quarantine.
+	MetricQuarantinedFilesTotal = "dynconfig_quarantined_files_total"
 )
 
 // Metrics exports the node's config state to Prometheus:
@@ -39,6 +45,8 @@ const (
 //	dynconfig_last_known_good_config_info{source,namespace,name,uid,resource_version} 1
 //	dynconfig_config_errors_total{problem}
 //	dynconfig_rollbacks_total
+//	dynconfig_dead_end                                                                0 or 1
+//	dynconfig_quarantined_files_total
 //
 // Each info gauge has at most one series, valued 1, naming the config (the
 // local config has source="local" and empty other labels); a Set call
@@ -53,6 +61,8 @@ type Metrics struct {
 	lastKnownGood info
 	errors        *prometheus.CounterVec
 	rollbacks     prometheus.Counter
+	deadEnd       prometheus.Gauge
+	quarantined   prometheus.Counter
 }
 
 // info is an info gauge and the labels of its one series (nil: none).
@@ -102,6 +112,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: MetricRollbacksTotal,
 			Help: "Times this node rolled back from its current config to its last-known-good config.",
 		}),
+		deadEnd: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricDeadEnd,
+			Help: "1 while the rollback target crash-loops too (a dead end that needs a repair), else 0.",
+		}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricQuarantinedFilesTotal,
+			Help: "Corrupt or foreign state files moved to the state dir's quarantine.",
+		}),
 	}
 	collectors := []struct {
 		name string
@@ -112,6 +130,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{MetricLastKnownGoodConfigInfo, m.lastKnownGood.vec},
 		{MetricConfigErrorsTotal, m.errors},
 		{MetricRollbacksTotal, m.rollbacks},
+		{MetricDeadEnd, m.deadEnd},
+		{MetricQuarantinedFilesTotal, m.quarantined},
 	}
 	for i, c := range collectors {
 		if err := reg.Register(c.c); err != nil {
@@ -170,4 +190,24 @@ func (m *Metrics) IncRollback() {
 		return
 	}
 	m.rollbacks.Inc()
+}
+
+// SetDeadEnd records whether the node is in a dead end.
+func (m *Metrics) SetDeadEnd(deadEnd bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if deadEnd {
+		v = 1
+	}
+	m.deadEnd.Set(v)
+}
+
+// IncQuarantined counts one state file moved to the quarantine.
+func (m *Metrics) IncQuarantined() {
+	if m == nil {
+		return
+	}
+	m.quarantined.Inc()
 }

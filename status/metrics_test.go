@@ -24,6 +24,10 @@ func exposition(t testing.TB, reg prometheus.Gatherer) string {
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, f := range families {
+		// The dead-end gauge and the quarantine counter have their own test.
+		if f.GetName() == MetricDeadEnd || f.GetName() == MetricQuarantinedFilesTotal {
+			continue
+		}
 		if err := enc.Encode(f); err != nil {
 			t.Fatalf("encoding %s: %v", f.GetName(), err)
 		}
@@ -241,4 +245,48 @@ func BenchmarkMetricsSetActive(b *testing.B) {
 		m.SetActive(srcs[i&1]) // a config change every time: delete + create a series
 		i++
 	}
+}
+
+func TestDeadEndAndQuarantineMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string) float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == name {
+				if g := f.GetMetric()[0].GetGauge(); g != nil {
+					return g.GetValue()
+				}
+				return f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatalf("%s not exported", name)
+		return 0
+	}
+	if v := value(MetricDeadEnd); v != 0 {
+		t.Fatalf("dead end %v before any report", v)
+	}
+	m.SetDeadEnd(true)
+	if v := value(MetricDeadEnd); v != 1 {
+		t.Fatalf("dead end %v, want 1", v)
+	}
+	m.SetDeadEnd(false)
+	if v := value(MetricDeadEnd); v != 0 {
+		t.Fatalf("dead end %v after recovery, want 0", v)
+	}
+	m.IncQuarantined()
+	m.IncQuarantined()
+	if v := value(MetricQuarantinedFilesTotal); v != 2 {
+		t.Fatalf("quarantined %v, want 2", v)
+	}
+	var nilMetrics *Metrics
+	nilMetrics.SetDeadEnd(true)
+	nilMetrics.IncQuarantined()
 }

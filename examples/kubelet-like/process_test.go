@@ -304,7 +304,7 @@ func TestDeadEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus := demo.Condition{Status: corev1.ConditionFalse,
-		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.uid)),
+		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.uid), true),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: good.uid}, status.LocalDefault),
 		PID:     procs[len(procs)-1].PID()}
 	if diff := cmp.Diff(wantStatus, got); diff != "" {

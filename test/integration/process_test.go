@@ -284,7 +284,7 @@ func TestKubeletLikeAgainstAPIServer(t *testing.T) {
 		}
 	}
 	wantDeadEnd := status.Report{Status: corev1.ConditionFalse,
-		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.UID)),
+		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.UID), true),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: good.UID}, status.LocalDefault)}
 	// The last process reported before it exited: no wait is needed.
 	node.wantReport(ctx, t, wantDeadEnd)

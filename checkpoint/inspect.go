@@ -1,0 +1,252 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
+)
+
+// Snapshot is what a state dir holds, as Inspect read it. Every file was
+// verified (checksums, envelope versions, keys); what could not be read is
+// said, per file, in the Err fields and in Problems.
+type Snapshot struct {
+	// Dir is the absolute path of the state dir.
+	Dir string
+	// Current and LastKnownGood are the pointers.
+	Current, LastKnownGood PointerState
+	// Checkpoints are sorted by UID, then resourceVersion.
+	Checkpoints []CheckpointState
+	// Tracking has one entry per component version, sorted by version.
+	Tracking []TrackingState
+	// Quarantine lists the names in <dir>/quarantine, oldest first.
+	Quarantine []string
+	// Problems are damage outside the files above: a missing or foreign
+	// directory of the layout, an entry that is not a valid key, a
+	// directory that cannot be listed. Each names its path.
+	Problems []error
+}
+
+// PointerState is a pointer as read, or the error that kept it from being
+// read (a *CorruptError for damage).
+type PointerState struct {
+	Pointer Pointer
+	Err     error
+}
+
+// CheckpointState is one checkpoint file: its ConfigMap when it verifies,
+// else the error.
+type CheckpointState struct {
+	Key       Key
+	Path      string
+	Size      int64
+	ConfigMap *corev1.ConfigMap
+	Err       error
+}
+
+// TrackingState is the tracking dir of one component version.
+type TrackingState struct {
+	ComponentVersion string
+	// BadMarks is empty, never nil, when BadMarksErr is nil.
+	BadMarks    BadMarks
+	BadMarksErr error
+	// Startups are oldest first.
+	Startups    []time.Time
+	StartupsErr error
+}
+
+// Inspect reads the whole state dir without its lock and without writing
+// anything: safe while the component runs, and on a damaged dir (a FIFO, a
+// symlink or a directory where a file should be is reported, never followed
+// or waited on). A write in progress is either not seen or seen whole,
+// since every write is a rename. The error is non-nil only when dir itself
+// cannot be read.
+func Inspect(dir string) (*Snapshot, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("inspect state dir %q: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("inspect state dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("inspect state dir: %s is not a directory", abs)
+	}
+	s := &Snapshot{Dir: abs}
+	for _, p := range []struct {
+		name string
+		into *PointerState
+	}{{currentFile, &s.Current}, {lastKnownGood, &s.LastKnownGood}} {
+		path := filepath.Join(abs, metaDir, p.name)
+		data, err := readFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENOTDIR):
+			p.into.Err = corrupt(path, "is missing")
+		case err != nil:
+			p.into.Err = err
+		default:
+			ptr, err := decodePointer(data)
+			if err != nil {
+				p.into.Err = &CorruptError{Path: path, Err: err}
+			} else {
+				p.into.Pointer = ptr
+			}
+		}
+	}
+	s.inspectCheckpoints()
+	s.inspectTracking()
+	if entries, err := os.ReadDir(filepath.Join(abs, QuarantineDir)); err == nil {
+		for _, e := range entries {
+			s.Quarantine = append(s.Quarantine, e.Name())
+		}
+	}
+	return s, nil
+}
+
+// listDir lists a directory of the layout, reporting what keeps it from
+// being one.
+func (s *Snapshot) listDir(path string) []os.DirEntry {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		s.Problems = append(s.Problems, fmt.Errorf("directory %s: %w", path, err))
+		return nil
+	}
+	if !fi.IsDir() {
+		s.Problems = append(s.Problems, corrupt(path, "is not a directory (mode %v)", fi.Mode()))
+		return nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		s.Problems = append(s.Problems, fmt.Errorf("list %s: %w", path, err))
+	}
+	return entries
+}
+
+func (s *Snapshot) inspectCheckpoints() {
+	root := filepath.Join(s.Dir, checkpointsDir)
+	for _, u := range s.listDir(root) {
+		if strings.HasPrefix(u.Name(), atomicfile.TempPrefix) {
+			continue
+		}
+		uidPath := filepath.Join(root, u.Name())
+		if !u.IsDir() {
+			s.Problems = append(s.Problems, corrupt(uidPath, "is not a directory (type %v)", u.Type()))
+			continue
+		}
+		for _, rv := range s.listDir(uidPath) {
+			if strings.HasPrefix(rv.Name(), atomicfile.TempPrefix) {
+				continue
+			}
+			k := Key{UID: types.UID(u.Name()), ResourceVersion: rv.Name()}
+			path := filepath.Join(uidPath, rv.Name())
+			if err := ValidateKey(k); err != nil {
+				s.Problems = append(s.Problems, corrupt(path, "is not a checkpoint: %v", err))
+				continue
+			}
+			c := CheckpointState{Key: k, Path: path}
+			if fi, err := os.Lstat(path); err == nil {
+				c.Size = fi.Size()
+			}
+			data, err := readFile(path)
+			if err != nil {
+				c.Err = err
+			} else if cm, err := decodeCheckpoint(data); err != nil {
+				c.Err = &CorruptError{Path: path, Err: err}
+			} else if got := KeyOf(cm); got != k {
+				c.Err = corrupt(path, "holds the ConfigMap with key %s", got)
+			} else {
+				c.ConfigMap = cm
+			}
+			s.Checkpoints = append(s.Checkpoints, c)
+		}
+	}
+	sort.Slice(s.Checkpoints, func(i, j int) bool { return keyLess(s.Checkpoints[i].Key, s.Checkpoints[j].Key) })
+}
+
+func (s *Snapshot) inspectTracking() {
+	root := filepath.Join(s.Dir, trackingDir)
+	for _, v := range s.listDir(root) {
+		path := filepath.Join(root, v.Name())
+		if !v.IsDir() {
+			s.Problems = append(s.Problems, corrupt(path, "is not a directory (type %v)", v.Type()))
+			continue
+		}
+		t := TrackingState{ComponentVersion: v.Name(), BadMarks: BadMarks{}}
+		marksPath := filepath.Join(path, BadConfigsFile)
+		if data, err := readTracking(marksPath); err != nil {
+			t.BadMarksErr = err
+		} else if data != nil {
+			if m, _, err := decodeBadMarks(data); err != nil {
+				t.BadMarksErr = &CorruptError{Path: marksPath, Err: err}
+			} else {
+				t.BadMarks = m
+			}
+		}
+		startupsPath := filepath.Join(path, StartupsFile)
+		if data, err := readTracking(startupsPath); err != nil {
+			t.StartupsErr = err
+		} else if data != nil {
+			if ts, _, err := decodeStartups(data); err != nil {
+				t.StartupsErr = &CorruptError{Path: startupsPath, Err: err}
+			} else {
+				t.Startups = ts
+			}
+		}
+		s.Tracking = append(s.Tracking, t)
+	}
+}
+
+// Version returns the tracking state of a component version, and whether
+// the state dir has one.
+func (s *Snapshot) Version(componentVersion string) (TrackingState, bool) {
+	for _, t := range s.Tracking {
+		if t.ComponentVersion == componentVersion {
+			return t, true
+		}
+	}
+	return TrackingState{}, false
+}
+
+// Checkpoint returns the checkpoint with key k, and whether there is one.
+func (s *Snapshot) Checkpoint(k Key) (CheckpointState, bool) {
+	for _, c := range s.Checkpoints {
+		if c.Key == k {
+			return c, true
+		}
+	}
+	return CheckpointState{}, false
+}
+
+// LockShared takes the state dir's lock (the directory's flock) without
+// changing anything in it, so that a reader sees a state no writer is
+// changing, and returns the function that releases it. It fails with
+// ErrLocked while a Store holds the dir.
+func LockShared(dir string) (unlock func(), err error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open state dir %s: %w", abs, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &lockedError{dir: abs, err: err}
+		}
+		return nil, fmt.Errorf("lock state dir %s: %w", abs, err)
+	}
+	return func() { _ = f.Close() }, nil
+}

@@ -1,0 +1,386 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
+)
+
+// QuarantineDir is the directory of a state dir that corrupt or foreign
+// files are moved into, so that the evidence survives and nothing is
+// overwritten.
+const QuarantineDir = "quarantine"
+
+// MaxQuarantined is how many entries the quarantine keeps; the oldest are
+// removed when a new one arrives.
+const MaxQuarantined = 8
+
+// quarantineIfCorrupt moves the file of a *CorruptError in err to the
+// quarantine and records where in the error. Other errors, and nil, are
+// returned as they are.
+func (s *Store) quarantineIfCorrupt(err error) error {
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.MovedTo != "" {
+		return err
+	}
+	if _, lerr := os.Lstat(ce.Path); lerr != nil {
+		return err // nothing there to move (a missing pointer, a parent that is a file)
+	}
+	unlock, lerr := s.writeLocked()
+	if lerr != nil {
+		return err
+	}
+	defer unlock()
+	if to, qerr := s.quarantine(ce.Path); qerr != nil {
+		s.log.Error(qerr, "Cannot move a corrupt file to the quarantine", "path", ce.Path)
+	} else {
+		ce.MovedTo = to
+	}
+	return err
+}
+
+// quarantine moves path (a file, a directory, a symlink, a FIFO: whatever
+// is there) into <dir>/quarantine, named by the time and its path in the
+// state dir, keeps the newest MaxQuarantined entries, and returns the new
+// path. The caller holds the write lock, or is Open.
+func (s *Store) quarantine(path string) (string, error) {
+	qdir := filepath.Join(s.dir, QuarantineDir)
+	if _, err := mkdirDurable(qdir); err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(s.dir, path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("%s is not inside the state dir %s", path, s.dir)
+	}
+	name := s.clock.Now().UTC().Format("20060102T150405.000000000Z") + "-" + strings.ReplaceAll(rel, string(filepath.Separator), "_")
+	to := filepath.Join(qdir, name)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		to = filepath.Join(qdir, fmt.Sprintf("%s.%d", name, i))
+	}
+	if err := os.Rename(path, to); err != nil {
+		return "", fmt.Errorf("move %s to the quarantine: %w", path, err)
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
+		return to, err
+	}
+	if err := atomicfile.SyncDir(qdir); err != nil {
+		return to, err
+	}
+	s.log.Info("Moved a corrupt or foreign file to the quarantine", "path", path, "movedTo", to)
+	s.trimQuarantine(qdir)
+	return to, nil
+}
+
+// trimQuarantine removes the oldest entries beyond MaxQuarantined. Names
+// start with a fixed-width UTC time, so name order is age order.
+func (s *Store) trimQuarantine(qdir string) {
+	entries, err := os.ReadDir(qdir)
+	if err != nil || len(entries) <= MaxQuarantined {
+		return
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	for _, n := range names[:len(names)-MaxQuarantined] {
+		if err := os.RemoveAll(filepath.Join(qdir, n)); err != nil {
+			s.log.Error(err, "Trimming the quarantine", "path", filepath.Join(qdir, n))
+		}
+	}
+}
+
+func (s *Store) trackingPath(name string) string { return filepath.Join(s.trackingDir, name) }
+
+// readTracking reads a tracking file: (nil, nil) when it is missing, a
+// *CorruptError when it is not a regular file of a sane size, and any other
+// error (EIO, EACCES) as it is, to be returned, never "repaired".
+func readTracking(path string) ([]byte, error) {
+	data, err := atomicfile.ReadRegular(path, maxTrackingFileSize)
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, atomicfile.ErrSymlink), errors.Is(err, atomicfile.ErrNotRegular), errors.Is(err, atomicfile.ErrTooLarge):
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	return nil, fmt.Errorf("read %s: %w", path, err)
+}
+
+// BadMarks returns every bad mark of this component version. A missing file
+// is no marks. A corrupt file is moved to the quarantine and reads as no
+// marks, with its *CorruptError (a lost mark delays a verdict: the config is
+// found bad again when it is tried, and a crash loop is found at once, since
+// the startups since its first run are kept). Any other error (a failed
+// read) is returned with nil marks, and nothing is written.
+func (s *Store) BadMarks() (BadMarks, error) {
+	unlock, err := s.readLocked()
+	if err != nil {
+		return nil, err
+	}
+	m, legacy, err := s.readBadMarks()
+	unlock()
+	if err != nil {
+		return m, s.quarantineIfCorrupt(err)
+	}
+	if legacy {
+		// Older versions wrote the marks without a checksum: write them in
+		// the current format once.
+		if err := s.withWriteLock(func() error { return s.writeBadMarks(m) }); err != nil {
+			s.log.Error(err, "Rewriting the bad marks in the current format")
+		}
+	}
+	return m, nil
+}
+
+func (s *Store) readBadMarks() (BadMarks, bool, error) {
+	path := s.trackingPath(BadConfigsFile)
+	data, err := readTracking(path)
+	if err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return BadMarks{}, false, err
+		}
+		return nil, false, err
+	}
+	if data == nil {
+		return BadMarks{}, false, nil
+	}
+	m, legacy, err := decodeBadMarks(data)
+	if err != nil {
+		return BadMarks{}, false, &CorruptError{Path: path, Err: err}
+	}
+	return m, legacy, nil
+}
+
+func (s *Store) writeBadMarks(m BadMarks) error {
+	data, err := encodeBadMarks(m)
+	if err != nil {
+		return err
+	}
+	return s.replaceFile(s.trackingPath(BadConfigsFile), data)
+}
+
+func (s *Store) withWriteLock(f func() error) error {
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return f()
+}
+
+// MarkBad records that the config src names is bad, with mark's reason and
+// problem and the Clock's now (mark.Time is ignored), under MarkKey(src).
+//
+// Marks are never dropped while the config they name could run again: a
+// mark whose ConfigMap is still referenced by current or last-known-good, or
+// still checkpointed, is kept whatever the count. Only when more than
+// MaxUnreferencedBadMarks marks name ConfigMaps that are gone from the node
+// are the oldest of those dropped.
+//
+// A corrupt marks file is moved to the quarantine and replaced (the
+// *CorruptError is returned after the new mark was written, for the caller
+// to report). A file that cannot be read is an error, and nothing is
+// written.
+func (s *Store) MarkBad(src *corev1.NodeConfigSource, mark BadMark) error {
+	key := MarkKey(src)
+	if key == "" {
+		return errors.New("mark bad: the local config cannot be marked bad")
+	}
+	if err := validateMarkKey(key); err != nil {
+		return fmt.Errorf("mark bad: %w", err)
+	}
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m, _, rerr := s.readBadMarks()
+	var ce *CorruptError
+	if rerr != nil && !errors.As(rerr, &ce) {
+		return fmt.Errorf("mark %s bad: %w", key, rerr)
+	}
+	if ce != nil {
+		if to, err := s.quarantine(ce.Path); err != nil {
+			return fmt.Errorf("mark %s bad: %v; %w", key, rerr, err)
+		} else {
+			ce.MovedTo = to
+		}
+	}
+	mark.Time = s.clock.Now().UTC()
+	m[key] = mark
+	s.evictUnreferenced(m, key)
+	if err := s.writeBadMarks(m); err != nil {
+		return fmt.Errorf("mark %s bad: %w", key, err)
+	}
+	return rerr
+}
+
+// evictUnreferenced drops the oldest marks of ConfigMaps that no pointer
+// references and no checkpoint holds, beyond MaxUnreferencedBadMarks. The
+// caller holds the write lock.
+func (s *Store) evictUnreferenced(m BadMarks, keep string) {
+	if len(m) <= MaxUnreferencedBadMarks {
+		return
+	}
+	referenced := map[Key]bool{}
+	for _, name := range []string{currentFile, lastKnownGood} {
+		if p, err := s.readPointerLocked(name); err == nil {
+			if k, ok := KeyFromSource(p.Source); ok {
+				referenced[k] = true
+			}
+		} else {
+			return // a damaged pointer might reference any mark: drop none
+		}
+	}
+	keys, _, err := s.list()
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		referenced[k] = true
+	}
+	var unreferenced []string
+	for _, key := range sortedMarkKeys(m) {
+		parts := strings.SplitN(key, "/", 3)
+		if key != keep && !referenced[Key{UID: types.UID(parts[0]), ResourceVersion: parts[1]}] {
+			unreferenced = append(unreferenced, key)
+		}
+	}
+	for i := 0; i < len(unreferenced)-MaxUnreferencedBadMarks; i++ {
+		delete(m, unreferenced[i])
+	}
+}
+
+// ForgetBad removes the marks that match pattern ("<uid>/<rv>/<payload
+// key>", "<uid>/<rv>" for every payload key of a ConfigMap, or "<uid>" for
+// every version of it) and returns the keys removed. This is the repair
+// step after a dead end: when current is among the configs forgotten, its
+// first run is cleared first, so it gets a fresh trial and the startups
+// before the repair no longer count.
+func (s *Store) ForgetBad(pattern string) ([]string, error) {
+	if pattern == "" {
+		return nil, errors.New("forget bad marks: empty pattern")
+	}
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	m, _, err := s.readBadMarks()
+	if err != nil {
+		return nil, fmt.Errorf("forget bad marks: %w", err)
+	}
+	var forgotten []string
+	for k := range m {
+		if markKeyMatches(k, pattern) {
+			forgotten = append(forgotten, k)
+		}
+	}
+	sort.Strings(forgotten)
+	if len(forgotten) == 0 {
+		return nil, nil
+	}
+	// Clear current's first run before the marks go: a crash in between
+	// leaves the mark (still bad, repair again), never a mark-free config
+	// whose old startups count against it.
+	if cur, err := s.readPointerLocked(currentFile); err == nil && !cur.FirstRun.IsZero() {
+		for _, k := range forgotten {
+			if markKeyMatches(MarkKey(cur.Source), k) || markKeyMatches(k, MarkKey(cur.Source)) {
+				cur.FirstRun = time.Time{}
+				if err := s.writePointer(currentFile, cur); err != nil {
+					return nil, fmt.Errorf("forget bad marks: %w", err)
+				}
+				break
+			}
+		}
+	}
+	for _, k := range forgotten {
+		delete(m, k)
+	}
+	if err := s.writeBadMarks(m); err != nil {
+		return nil, fmt.Errorf("forget bad marks: %w", err)
+	}
+	return forgotten, nil
+}
+
+// Startups returns the recorded startup times, oldest first. A missing file
+// is none; a corrupt one is moved to the quarantine and reads as none, with
+// its *CorruptError (a lost record can delay a crash-loop verdict, never
+// cause a false one); any other error is returned as it is.
+func (s *Store) Startups() ([]time.Time, error) {
+	unlock, err := s.readLocked()
+	if err != nil {
+		return nil, err
+	}
+	ts, _, err := s.readStartups()
+	unlock()
+	return ts, s.quarantineIfCorrupt(err)
+}
+
+func (s *Store) readStartups() ([]time.Time, bool, error) {
+	path := s.trackingPath(StartupsFile)
+	data, err := readTracking(path)
+	if err != nil || data == nil {
+		return nil, false, err
+	}
+	ts, legacy, err := decodeStartups(data)
+	if err != nil {
+		return nil, false, &CorruptError{Path: path, Err: err}
+	}
+	return ts, legacy, nil
+}
+
+// RecordStartup appends the Clock's now to the startups file, keeping the
+// newest MaxStartups, and returns every recorded startup, this one last. A
+// corrupt file is moved to the quarantine and replaced by one holding this
+// startup (its *CorruptError is returned with the startups, for the caller
+// to report). A file that cannot be read is an error, and nothing is
+// written.
+func (s *Store) RecordStartup() ([]time.Time, error) {
+	unlock, err := s.writeLocked()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ts, _, rerr := s.readStartups()
+	var ce *CorruptError
+	if rerr != nil {
+		if !errors.As(rerr, &ce) {
+			return nil, fmt.Errorf("record startup: %w", rerr)
+		}
+		if to, err := s.quarantine(ce.Path); err != nil {
+			return nil, fmt.Errorf("record startup: %v; %w", rerr, err)
+		} else {
+			ce.MovedTo = to
+		}
+		ts = nil
+	}
+	ts = append(ts, s.clock.Now().UTC())
+	if len(ts) > MaxStartups {
+		ts = ts[len(ts)-MaxStartups:]
+	}
+	data, err := encodeStartups(ts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.replaceFile(s.trackingPath(StartupsFile), data); err != nil {
+		return nil, fmt.Errorf("record startup: %w", err)
+	}
+	return ts, rerr
+}

@@ -1,0 +1,259 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Names of the tracking files in <dir>/tracking/<componentVersion>/.
+const (
+	// BadConfigsFile holds the bad marks.
+	BadConfigsFile = "bad-configs.json"
+	// StartupsFile holds the most recent startup times.
+	StartupsFile = "startups.json"
+)
+
+// MaxStartups is how many startup times the startups file keeps: one more
+// than the largest crash-loop threshold (10), enough to tell whether the
+// startups after any time exceed any valid threshold.
+const MaxStartups = 11
+
+// MaxUnreferencedBadMarks bounds the bad marks of configs that nothing on
+// the node references any more (see Store.MarkBad).
+const MaxUnreferencedBadMarks = 100
+
+// maxTrackingFileSize bounds what is read from a tracking file.
+const maxTrackingFileSize = 4 << 20
+
+// BadMark records that a config was found bad: when, the reason that the
+// ConfigOK condition reported, and what kind of problem it was.
+type BadMark struct {
+	Time   time.Time `json:"time"`
+	Reason string    `json:"reason"`
+	// Problem names the kind of problem (the Controller writes lkg.Problem
+	// names: "CrashLoop", "DecodeFailed", "ValidateFailed", "ApplyFailed").
+	// Empty in marks older versions wrote.
+	Problem string `json:"problem,omitempty"`
+}
+
+// BadMarks maps a config's mark key (MarkKey) to its mark.
+type BadMarks map[string]BadMark
+
+// MarkKey is the key of a config's bad mark: "<uid>/<resourceVersion>/<payload
+// key>", so that the same ConfigMap read under another payload key is
+// another config. It is empty for the local config. A source without a
+// payload key gives "<uid>/<resourceVersion>", the form older versions wrote,
+// which marks every payload key of that ConfigMap.
+func MarkKey(src *corev1.NodeConfigSource) string {
+	k, ok := KeyFromSource(src)
+	if !ok {
+		return ""
+	}
+	if pk := src.ConfigMap.KubeletConfigKey; pk != "" {
+		return k.String() + "/" + pk
+	}
+	return k.String()
+}
+
+// Lookup returns the mark of src: its own, or a mark older versions made for
+// the whole ConfigMap ("<uid>/<resourceVersion>"). The key returned is the
+// key of the mark found.
+func (m BadMarks) Lookup(src *corev1.NodeConfigSource) (string, BadMark, bool) {
+	key := MarkKey(src)
+	if key == "" {
+		return "", BadMark{}, false
+	}
+	if b, ok := m[key]; ok {
+		return key, b, true
+	}
+	k, _ := KeyFromSource(src)
+	if b, ok := m[k.String()]; ok {
+		return k.String(), b, true
+	}
+	return "", BadMark{}, false
+}
+
+// validateMarkKey checks the "<uid>/<rv>[/<payload key>]" shape and that each
+// part is safe.
+func validateMarkKey(key string) error {
+	parts := strings.Split(key, "/")
+	if len(parts) != 2 && len(parts) != 3 {
+		return fmt.Errorf("bad-mark key %q: want <uid>/<resourceVersion>[/<payload key>]", key)
+	}
+	if err := ValidateKey(Key{UID: types.UID(parts[0]), ResourceVersion: parts[1]}); err != nil {
+		return fmt.Errorf("bad-mark key %q: %w", key, err)
+	}
+	if len(parts) == 3 {
+		if errs := validation.IsConfigMapKey(parts[2]); len(errs) > 0 {
+			return fmt.Errorf("bad-mark key %q: payload key: %s", key, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// markKeyMatches reports whether the mark key matches pattern: the same key,
+// or pattern "<uid>/<rv>" and a key of that ConfigMap, or pattern "<uid>" and
+// a key of any resourceVersion of it.
+func markKeyMatches(key, pattern string) bool {
+	return key == pattern || strings.HasPrefix(key, pattern+"/")
+}
+
+// encodeBadMarks serializes marks into a bad-configs envelope; keys are
+// sorted (encoding/json sorts map keys), times in UTC.
+func encodeBadMarks(m BadMarks) ([]byte, error) {
+	out := make(BadMarks, len(m))
+	for k, v := range m {
+		v.Time = v.Time.UTC()
+		out[k] = v
+	}
+	payload, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("serialize bad marks: %w", err)
+	}
+	return envelope(badMarksVersion, "badConfigs", payload), nil
+}
+
+// decodeBadMarks parses a bad-configs file: the checksummed envelope, or the
+// plain object older versions wrote (legacy is then true, and the caller
+// rewrites the file). Every error means the data is corrupt.
+func decodeBadMarks(data []byte) (m BadMarks, legacy bool, err error) {
+	payload, legacy, err := openEnvelope(data, badMarksVersion, "badConfigs")
+	if err != nil {
+		return nil, false, err
+	}
+	var raw map[string]*BadMark
+	if err := strictUnmarshal(payload, &raw); err != nil {
+		return nil, false, fmt.Errorf("decode bad marks: %w", err)
+	}
+	if raw == nil {
+		return nil, false, errors.New("decode bad marks: not a JSON object")
+	}
+	m = make(BadMarks, len(raw))
+	for k, b := range raw {
+		if err := validateMarkKey(k); err != nil {
+			return nil, false, err
+		}
+		if b == nil || b.Time.IsZero() {
+			return nil, false, fmt.Errorf("bad mark %q: missing time", k)
+		}
+		m[k] = *b
+	}
+	return m, legacy, nil
+}
+
+// encodeStartups serializes startup times into a startups envelope.
+func encodeStartups(ts []time.Time) ([]byte, error) {
+	out := make([]time.Time, len(ts))
+	for i, t := range ts {
+		out[i] = t.UTC()
+	}
+	payload, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("serialize startups: %w", err)
+	}
+	return envelope(startupsVersion, "startups", payload), nil
+}
+
+// decodeStartups parses a startups file: the checksummed envelope, or the
+// plain list older versions wrote (legacy is then true). Every error means
+// the data is corrupt.
+func decodeStartups(data []byte) (ts []time.Time, legacy bool, err error) {
+	payload, legacy, err := openEnvelope(data, startupsVersion, "startups")
+	if err != nil {
+		return nil, false, err
+	}
+	var raw []*time.Time
+	if err := strictUnmarshal(payload, &raw); err != nil {
+		return nil, false, fmt.Errorf("decode startups: %w", err)
+	}
+	if raw == nil {
+		return nil, false, errors.New("decode startups: not a JSON list")
+	}
+	if len(raw) > MaxStartups*4 {
+		return nil, false, fmt.Errorf("decode startups: %d entries, more than any writer keeps", len(raw))
+	}
+	ts = make([]time.Time, 0, len(raw))
+	for i, t := range raw {
+		if t == nil || t.IsZero() {
+			return nil, false, fmt.Errorf("decode startups: entry %d is not a time", i)
+		}
+		ts = append(ts, *t)
+	}
+	return ts, legacy, nil
+}
+
+// openEnvelope returns the verified payload of an envelope of version, whose
+// payload is under field. Data that is no envelope but plain JSON of the
+// payload's shape (an object or a list, as older versions wrote tracking
+// files) is returned as legacy, unverified.
+func openEnvelope(data []byte, version, field string) (payload json.RawMessage, legacy bool, err error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, false, errors.New("empty file")
+	}
+	var fields map[string]json.RawMessage
+	if trimmed[0] == '{' {
+		if err := json.Unmarshal(trimmed, &fields); err != nil {
+			return nil, false, fmt.Errorf("decode envelope: %w", err)
+		}
+	}
+	if _, ok := fields["version"]; !ok {
+		// Older versions wrote the payload alone: a list of startups, or an
+		// object of marks whose keys are never "version".
+		return trimmed, true, nil
+	}
+	if len(fields) != 3 {
+		return nil, false, fmt.Errorf("envelope has %d fields, want version, sha256 and %s", len(fields), field)
+	}
+	var got, sum string
+	if err := json.Unmarshal(fields["version"], &got); err != nil {
+		return nil, false, fmt.Errorf("decode envelope version: %w", err)
+	}
+	if err := json.Unmarshal(fields["sha256"], &sum); err != nil {
+		return nil, false, fmt.Errorf("decode envelope checksum: %w", err)
+	}
+	payload = fields[field]
+	if err := verify(got, version, sum, payload); err != nil {
+		return nil, false, err
+	}
+	return payload, false, nil
+}
+
+// strictUnmarshal decodes data into v, refusing unknown fields and trailing
+// data.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+// sortedMarkKeys returns the keys of m, oldest mark first (ties by key).
+func sortedMarkKeys(m BadMarks) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ti, tj := m[keys[i]].Time, m[keys[j]].Time
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}

@@ -1,0 +1,385 @@
+package dynconfig
+
+// Regression tests for the lifecycle defects of issue 9. Each test drives
+// the Controller only through its public lifecycle (New, Bootstrap, Run,
+// MarkHealthy, Close) over a directory source and a fake clock, so it runs
+// unchanged against the code that had the defect.
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+const (
+	goodValue1 = `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`
+	goodValue2 = `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 2}`
+)
+
+// running is a Controller whose Run goroutine is going.
+type running struct {
+	c      *Controller[testConfig]
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// run bootstraps c and starts Run.
+func (n *node) run(c *Controller[testConfig]) (*running, *testConfig) {
+	n.t.Helper()
+	cfg, err := c.Bootstrap(context.Background())
+	if err != nil {
+		n.t.Fatalf("Bootstrap: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{c: c, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- c.Run(ctx) }()
+	return r, cfg
+}
+
+// stop ends Run and releases the state dir.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := r.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pointers reads current and last-known-good from a closed state dir.
+func (n *node) pointers() (cur, lastKnownGood *corev1.NodeConfigSource) {
+	n.t.Helper()
+	s, err := checkpoint.Open(checkpoint.Options{Dir: n.stateDir, ComponentVersion: "v1.0.0"})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.Current()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	l, err := s.LastKnownGood()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return c.Source, l.Source
+}
+
+func uidOfSource(src *corev1.NodeConfigSource) string {
+	if src == nil || src.ConfigMap == nil {
+		return ""
+	}
+	return string(src.ConfigMap.UID)
+}
+
+// adoptByRestart runs a process that finds the assignment name/uid while it
+// runs, and exits through the restart hook to adopt it.
+func (n *node) adoptByRestart(name, uid string) {
+	n.t.Helper()
+	before := n.restarts.Load()
+	r, _ := n.run(n.controller())
+	waitFor(n.t, n.clock.HasWaiters)
+	n.assign(name, uid)
+	waitFor(n.t, func() bool { return n.restarts.Load() > before })
+	r.stop(n.t)
+}
+
+// Defect 1: a config is promoted only after the component ran it for a full
+// trial, never because the component was down longer than the trial.
+func TestRegressionNoPromotionWithoutRunning(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, nil)
+	n.assign("a", "uid-a")
+	n.start()                      // adopts a and stops at once
+	n.clock.Step(10 * time.Minute) // down for ten trials
+	n.start()                      // first start after the outage: zero uptime on a
+	if _, l := n.pointers(); l != nil {
+		t.Fatalf("last-known-good is %s after zero seconds of uptime on it; want local", uidOfSource(l))
+	}
+}
+
+// Defect 2: a Reload that fails is not success: the config is marked bad,
+// the last-known-good is reloaded and ConfigOK is False.
+func TestRegressionFailedReloadIsNotSuccess(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, nil)
+	n.configMap("b", "uid-b", goodValue2, nil)
+	var mu sync.Mutex
+	var reloaded []int
+	c := n.controller(func(o *Options[testConfig]) {
+		o.Reload = func(_ context.Context, cfg *testConfig) error {
+			mu.Lock()
+			defer mu.Unlock()
+			reloaded = append(reloaded, cfg.Value)
+			if cfg.Value == 2 {
+				return errors.New("cannot apply value 2")
+			}
+			return nil
+		}
+	})
+	r, _ := n.run(c)
+	defer r.stop(t)
+	waitFor(t, n.clock.HasWaiters)
+	n.assign("b", "uid-b")
+	want := status.Report{Status: corev1.ConditionFalse, Message: "using last-known-good (default)", Reason: "failed to apply current (UID: uid-b)"}
+	waitFor(t, func() bool { return n.reporter.last() == want })
+	// Past the trial, b must not become last-known-good.
+	n.clock.Step(5 * time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	if p, err := c.store.LastKnownGood(); err != nil || p.Source != nil {
+		t.Fatalf("last-known-good = %+v, %v; want local", p, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reloaded) != 2 || reloaded[0] != 2 || reloaded[1] != 0 {
+		t.Fatalf("reloads %v; want b (2), then the last-known-good (0)", reloaded)
+	}
+}
+
+// Defect 3: MarkHealthy applies to the config that runs; a config reloaded
+// later needs its own before it is promoted.
+func TestRegressionHealthGatePerConfig(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, nil)
+	n.configMap("b", "uid-b", goodValue2, nil)
+	n.assign("a", "uid-a")
+	c := n.controller(func(o *Options[testConfig]) {
+		o.RequireHealthy = true
+		o.Reload = func(context.Context, *testConfig) error { return nil }
+	})
+	r, _ := n.run(c)
+	defer r.stop(t)
+	c.MarkHealthy()
+	waitFor(t, n.clock.HasWaiters)
+	n.clock.Step(2 * time.Minute)
+	waitFor(t, func() bool {
+		p, err := c.store.LastKnownGood()
+		return err == nil && uidOfSource(p.Source) == "uid-a"
+	})
+	n.assign("b", "uid-b")
+	waitFor(t, func() bool { return n.reporter.last().Message == "using current (UID: uid-b)" })
+	n.clock.Step(2 * time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	if p, _ := c.store.LastKnownGood(); uidOfSource(p.Source) != "uid-a" {
+		t.Fatalf("b promoted without MarkHealthy for it: last-known-good %s", uidOfSource(p.Source))
+	}
+	c.MarkHealthy()
+	waitFor(t, func() bool {
+		p, err := c.store.LastKnownGood()
+		return err == nil && uidOfSource(p.Source) == "uid-b"
+	})
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Defect 4 (real clock): waiting for MarkHealthy after the trial costs no
+// CPU.
+func TestRegressionWaitForHealthyDoesNotSpin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock wait of about 2.5 s")
+	}
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, map[string]string{components.TrialDurationAnnotation: "300ms"})
+	n.assign("a", "uid-a")
+	c := n.controller(func(o *Options[testConfig]) {
+		o.Clock = nil // the real clock
+		o.RequireHealthy = true
+		o.ResyncPeriod = time.Hour
+		src, err := source.NewDir(source.DirOptions{Path: n.srcDir, PayloadKey: "config", PollInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Remote = src
+	})
+	r, _ := n.run(c)
+	defer r.stop(t)
+	time.Sleep(500 * time.Millisecond) // the trial is over; no MarkHealthy
+	before := cpuTime(t)
+	time.Sleep(2 * time.Second)
+	if used := cpuTime(t) - before; used > 50*time.Millisecond {
+		t.Fatalf("waiting 2s for MarkHealthy used %v of CPU; want < 50ms", used)
+	}
+	c.MarkHealthy()
+	waitFor(t, func() bool {
+		p, err := c.store.LastKnownGood()
+		return err == nil && uidOfSource(p.Source) == "uid-a"
+	})
+}
+
+// failFirst is a Remote whose first Assigned fails, as an API server that is
+// down while the component starts.
+type failFirst struct {
+	source.Remote
+	calls atomic.Int32
+}
+
+func (f *failFirst) Assigned(ctx context.Context) (source.Assignment, error) {
+	if f.calls.Add(1) == 1 {
+		return source.Assignment{}, errors.New("connection refused")
+	}
+	return f.Remote.Assigned(ctx)
+}
+
+// Defect 5: no restart when a failed startup sync recovers and the component
+// already runs the assigned config.
+func TestRegressionNoRestartAfterSyncRecovers(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, nil)
+	n.assign("a", "uid-a")
+	r, _ := n.run(n.controller()) // a runs a full trial: last-known-good
+	waitFor(t, n.clock.HasWaiters)
+	n.clock.Step(2 * time.Minute)
+	waitFor(t, func() bool {
+		p, err := r.c.store.LastKnownGood()
+		return err == nil && uidOfSource(p.Source) == "uid-a"
+	})
+	r.stop(t)
+
+	c := n.controller(func(o *Options[testConfig]) { o.Remote = &failFirst{Remote: o.Remote} })
+	r, cfg := n.run(c)
+	defer r.stop(t)
+	if cfg.Value != 1 {
+		t.Fatalf("ran %+v during the outage; want a (the last-known-good)", cfg)
+	}
+	waitFor(t, func() bool { return n.reporter.last().Status == corev1.ConditionTrue })
+	time.Sleep(50 * time.Millisecond)
+	if got := n.restarts.Load(); got != 0 {
+		t.Fatalf("restarted %d times although a already runs", got)
+	}
+}
+
+// Defect 6: threshold N tolerates exactly N crash restarts after the start
+// that adopted the config, whether it was adopted at startup or by a
+// restart.
+func TestRegressionCrashLoopThreshold(t *testing.T) {
+	for _, threshold := range []int{0, 1, 3} {
+		for _, byRestart := range []bool{false, true} {
+			name := "at startup"
+			if byRestart {
+				name = "by restart"
+			}
+			t.Run(name+"/threshold "+string(rune('0'+threshold)), func(t *testing.T) {
+				n := newNode(t, "")
+				n.configMap("a", "uid-a", goodValue1, map[string]string{
+					components.CrashLoopThresholdAnnotation: string(rune('0' + threshold)),
+					components.TrialDurationAnnotation:      "10m",
+				})
+				if byRestart {
+					n.adoptByRestart("a", "uid-a")
+				} else {
+					n.assign("a", "uid-a")
+				}
+				// The adopting start, then threshold crash restarts: all on a.
+				for i := 0; i <= threshold; i++ {
+					n.clock.Step(time.Second)
+					if _, r := n.start(); r.Message != "using current (UID: uid-a)" {
+						t.Fatalf("start %d (crash restart %d of %d tolerated): %+v", i, i, threshold, r)
+					}
+				}
+				n.clock.Step(time.Second)
+				want := status.Report{Status: corev1.ConditionFalse, Message: "using last-known-good (default)", Reason: "crash loop detected with current (UID: uid-a)"}
+				if _, r := n.start(); r != want {
+					t.Fatalf("crash restart %d: %+v; want %+v", threshold+1, r, want)
+				}
+			})
+		}
+	}
+}
+
+// Defect 7: forget-bad repairs a dead end: the config gets a fresh trial.
+func TestRegressionForgetBadGivesFreshTrial(t *testing.T) {
+	for _, pastTrial := range []bool{false, true} {
+		name := "inside the trial"
+		if pastTrial {
+			name = "after the trial"
+		}
+		t.Run(name, func(t *testing.T) {
+			n := newNode(t, "")
+			n.configMap("a", "uid-a", goodValue1, map[string]string{
+				components.CrashLoopThresholdAnnotation: "0",
+				components.TrialDurationAnnotation:      "10m",
+			})
+			n.assign("a", "uid-a")
+			n.start() // adopts a
+			n.clock.Step(time.Second)
+			if _, r := n.start(); r.Reason != "crash loop detected with current (UID: uid-a)" {
+				t.Fatalf("first crash restart: %+v", r)
+			}
+			n.clock.Step(time.Second)
+			if _, r := n.start(); !strings.Contains(r.Reason, "dead end") {
+				t.Fatalf("the rollback target crashes too: %+v; want a dead end", r)
+			}
+			// The operator repairs the node and forgets the mark.
+			forgetBad(t, n.stateDir, "v1.0.0", "uid-a")
+			if pastTrial {
+				n.clock.Step(time.Hour)
+			} else {
+				n.clock.Step(time.Second)
+			}
+			if _, r := n.start(); r.Message != "using current (UID: uid-a)" {
+				t.Fatalf("first start after forget-bad: %+v; want a on a fresh trial", r)
+			}
+			if _, l := n.pointers(); l != nil {
+				t.Fatalf("a became last-known-good on its first start after forget-bad")
+			}
+		})
+	}
+}
+
+// Defect 9: the payload key is part of a config's identity.
+func TestRegressionPayloadKeyChange(t *testing.T) {
+	n := newNode(t, "")
+	n.write(filepath.Join(n.srcDir, source.ConfigMapsDir, "a.yaml"),
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: kube-system, name: a, uid: uid-a}\ndata:\n"+
+			"  config: '"+goodValue1+"'\n  other: '"+goodValue2+"'\n")
+	n.write(filepath.Join(n.srcDir, source.AssignmentFile), "configMap: {namespace: kube-system, name: a, uid: uid-a, kubeletConfigKey: config}\n")
+	if cfg, _ := n.start(); cfg.Value != 1 {
+		t.Fatalf("key config: %+v", cfg)
+	}
+	n.write(filepath.Join(n.srcDir, source.AssignmentFile), "configMap: {namespace: kube-system, name: a, uid: uid-a, kubeletConfigKey: other}\n")
+	if cfg, r := n.start(); cfg.Value != 2 {
+		t.Fatalf("after the key changed to other: running %+v (%+v); want value 2", cfg, r)
+	}
+}
+
+// Defect 10: typed-nil interfaces are rejected by New, naming the option.
+func TestRegressionTypedNilOptions(t *testing.T) {
+	n := newNode(t, "")
+	var dir *source.Dir
+	var rep *status.NodeReporter
+	var ev *status.EventReporter
+	for name, mutate := range map[string]func(*Options[testConfig]){
+		"Options.Remote":   func(o *Options[testConfig]) { o.Remote = dir },
+		"Options.Reporter": func(o *Options[testConfig]) { o.Reporter = rep },
+		"Options.Events":   func(o *Options[testConfig]) { o.Events = ev },
+	} {
+		opts := Options[testConfig]{Profile: testProfile{}, Layers: testLayers{}, StateDir: n.stateDir, ComponentVersion: "v1"}
+		mutate(&opts)
+		if _, err := New(opts); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("New with a typed-nil %s: error %v; want one naming it", name, err)
+		}
+	}
+}
