@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,21 +9,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // AssignmentFile is the file in a Dir source that holds the assignment: a
-// NodeConfigSource in YAML or JSON. Missing, empty or "null" means the empty
-// assignment.
+// NodeConfigSource in YAML or JSON, decoded strictly. A missing file (in an
+// existing folder), an empty one or "null" is the empty assignment.
 const AssignmentFile = "assignment.yaml"
 
 // ConfigMapsDir is the folder in a Dir source that holds the ConfigMaps, one
-// YAML or JSON object per *.yaml, *.yml or *.json file.
+// ConfigMap in YAML or JSON per *.yaml, *.yml or *.json file.
 const ConfigMapsDir = "configmaps"
 
 // DirOptions configures a Dir source.
@@ -39,19 +38,35 @@ type DirOptions struct {
 }
 
 // Dir is a Remote backed by a folder, for nodes without an API server and
-// for demos: <Path>/assignment.yaml names the ConfigMap to run, and
-// <Path>/configmaps/ holds ConfigMaps. Replace files atomically (write a
-// temporary file in the same folder, then rename it): a half-written
-// assignment is read as whatever it says, an empty one as the empty
-// assignment. A ConfigMap without a
-// resourceVersion gets one derived from its content, so an edit is a new
-// version, as on an API server.
+// for demos:
+//
+//	<Path>/assignment.yaml              the assignment (AssignmentFile)
+//	<Path>/configmaps/*.yaml            ConfigMaps (or *.yml, *.json)
+//
+// Assigned reads every ConfigMap file; a ConfigMap defined in two files is
+// an error. Dot-files, other extensions and anything but regular files (or
+// links to one) are ignored.
+//
+// Every file read is decoded strictly, as the config itself is: field
+// names are case-sensitive, and unknown fields, duplicate fields and a
+// second YAML document are errors naming the file and the field. A
+// ConfigMap file must give metadata.namespace, metadata.name and
+// metadata.uid; its kind and apiVersion, when given, must be ConfigMap and
+// v1. A ConfigMap without a resourceVersion gets one derived from its
+// content, so an edit is a new version, as on an API server.
+//
+// A missing folder (Path, or configmaps/ while the assignment names a
+// ConfigMap) is an error naming it, never the empty assignment.
+//
+// Replace files atomically (write a temporary dot-file in the same folder,
+// then rename it): a half-written assignment is read as whatever it says,
+// an empty one as the empty assignment.
 type Dir struct {
 	opts DirOptions
 }
 
 // NewDir validates opts and returns a Dir source. The folder need not exist
-// yet: a missing folder is the empty assignment.
+// yet, but Assigned reports an error until it does.
 func NewDir(opts DirOptions) (*Dir, error) {
 	if opts.Path == "" {
 		return nil, errors.New("source: DirOptions.Path is required")
@@ -68,89 +83,112 @@ func NewDir(opts DirOptions) (*Dir, error) {
 	return &Dir{opts: opts}, nil
 }
 
-// Assigned reads assignment.yaml and resolves it against configmaps/.
+// Assigned reads assignment.yaml and resolves it against configmaps/. A missing
+// folder, an unreadable file and a ConfigMap file that does not decode are
+// plain errors naming the folder or the file; an assignment file that does
+// not decode is an *InvalidError naming the file.
 func (d *Dir) Assigned(ctx context.Context) (Assignment, error) {
 	path := filepath.Join(d.opts.Path, AssignmentFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(d.opts.Path); errors.Is(serr, fs.ErrNotExist) {
+			return Assignment{}, fmt.Errorf("directory source %s does not exist", d.opts.Path)
+		}
 		return Assignment{}, nil
 	}
 	if err != nil {
 		return Assignment{}, fmt.Errorf("read assignment: %w", err)
 	}
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || string(data) == "null" {
-		return Assignment{}, nil
-	}
-	var src corev1.NodeConfigSource
-	if err := yaml.UnmarshalStrict(data, &src); err != nil {
+	src, err := decodeDirAssignment(data)
+	if err != nil {
 		return Assignment{}, invalid("invalid NodeConfigSource in %s: %v", path, err)
 	}
-	if err := Validate(&src); err != nil {
+	if src == nil {
+		return Assignment{}, nil
+	}
+	if err := Validate(src); err != nil {
 		return Assignment{}, err
 	}
 	cm, err := d.find(src.ConfigMap.Namespace, src.ConfigMap.Name)
 	if err != nil {
 		return Assignment{}, err
 	}
-	resolved, err := Resolve(&src, cm, d.opts.PayloadKey)
+	resolved, err := Resolve(src, cm, d.opts.PayloadKey)
 	if err != nil {
 		return Assignment{}, err
 	}
 	return Assignment{Source: resolved, ConfigMap: cm}, nil
 }
 
+// configMapExts are the file name extensions of ConfigMap files.
+var configMapExts = []string{".yaml", ".yml", ".json"}
+
 // find returns the ConfigMap namespace/name from configmaps/, or nil.
 func (d *Dir) find(namespace, name string) (*corev1.ConfigMap, error) {
 	files, err := d.configMapFiles()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("directory %s does not exist (looking for ConfigMap %s/%s)",
+			filepath.Join(d.opts.Path, ConfigMapsDir), namespace, name)
+	}
 	if err != nil {
 		return nil, err
 	}
+	return findIn(files, namespace, name)
+}
+
+// findIn reads files and returns the one ConfigMap among them that is
+// namespace/name, or nil. Every file must hold a valid ConfigMap, and
+// namespace/name may be defined once only.
+func findIn(files []string, namespace, name string) (*corev1.ConfigMap, error) {
 	var found *corev1.ConfigMap
+	var at string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", f, err)
+			return nil, fmt.Errorf("read ConfigMap file: %w", err)
 		}
-		var cm corev1.ConfigMap
-		if err := yaml.UnmarshalStrict(data, &cm); err != nil {
-			return nil, fmt.Errorf("%s: not a ConfigMap: %w", f, err)
-		}
-		if cm.Kind != "" && cm.Kind != "ConfigMap" {
-			return nil, fmt.Errorf("%s: kind is %q, want ConfigMap", f, cm.Kind)
+		cm, err := decodeDirConfigMap(data)
+		if err != nil {
+			return nil, fmt.Errorf("invalid ConfigMap in %s: %w", f, err)
 		}
 		if cm.Namespace != namespace || cm.Name != name {
 			continue
 		}
 		if found != nil {
-			return nil, fmt.Errorf("ConfigMap %s/%s is defined twice in %s", namespace, name, filepath.Join(d.opts.Path, ConfigMapsDir))
+			first, second := min(at, f), max(at, f)
+			return nil, fmt.Errorf("ConfigMap %s/%s is defined twice: %s and %s", namespace, name, first, second)
 		}
-		if cm.ResourceVersion == "" {
-			sum := sha256.Sum256(data)
-			cm.ResourceVersion = hex.EncodeToString(sum[:6])
-		}
-		cm.Kind, cm.APIVersion = "ConfigMap", "v1"
-		found = &cm
+		found, at = cm, f
 	}
 	return found, nil
 }
 
+// configMapFiles lists the ConfigMap files of configmaps/, sorted: regular
+// files (or links to one) named *.yaml, *.yml or *.json, not dot-files. A
+// missing folder is an error that wraps fs.ErrNotExist.
 func (d *Dir) configMapFiles() ([]string, error) {
 	dir := filepath.Join(d.opts.Path, ConfigMapsDir)
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	var files []string
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+		if strings.HasPrefix(e.Name(), ".") || !slices.Contains(configMapExts, ext) {
 			continue
 		}
-		files = append(files, filepath.Join(dir, e.Name()))
+		f := filepath.Join(dir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A dangling link stays in the list: reading it says what
+			// is wrong.
+			if fi, err := os.Stat(f); err == nil && !fi.Mode().IsRegular() {
+				continue
+			}
+		} else if !e.Type().IsRegular() {
+			continue
+		}
+		files = append(files, f)
 	}
 	sort.Strings(files)
 	return files, nil

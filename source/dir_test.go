@@ -45,7 +45,7 @@ func TestDirAssigned(t *testing.T) {
 	ctx := context.Background()
 	a, err := d.Assigned(ctx)
 	if err != nil || a.Source != nil || a.ConfigMap != nil {
-		t.Fatalf("missing folder = %+v, %v; want the empty assignment", a, err)
+		t.Fatalf("empty folder = %+v, %v; want the empty assignment", a, err)
 	}
 
 	write(t, filepath.Join(dir, ConfigMapsDir, "a.yaml"), cmYAML)
@@ -142,5 +142,149 @@ func TestNewDirOptions(t *testing.T) {
 		if _, err := NewDir(o); err == nil {
 			t.Errorf("NewDir(%+v): want error", o)
 		}
+	}
+}
+
+// newTestDir returns a Dir source on a new folder that holds
+// configmaps/kubelet-a.yaml (cmYAML) and an assignment of it.
+func newTestDir(t *testing.T) (*Dir, string) {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, ConfigMapsDir, "kubelet-a.yaml"), cmYAML)
+	write(t, filepath.Join(dir, AssignmentFile), "configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a}\n")
+	d, err := NewDir(DirOptions{Path: dir, PayloadKey: "kubelet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, dir
+}
+
+// assignedError calls Assigned and returns its error, failing when there
+// is none or when its type is not the one wanted.
+func assignedError(t *testing.T, d *Dir, wantInvalid bool) error {
+	t.Helper()
+	a, err := d.Assigned(context.Background())
+	if err == nil {
+		t.Fatalf("Assigned = %+v, nil; want an error", a.Source)
+	}
+	var ie *InvalidError
+	if errors.As(err, &ie) != wantInvalid {
+		t.Fatalf("error %q: *InvalidError is %v, want %v", err, !wantInvalid, wantInvalid)
+	}
+	return err
+}
+
+// TestDirMissingDirectory: a missing folder is an error that names it,
+// never the empty assignment.
+func TestDirMissingDirectory(t *testing.T) {
+	t.Run("source folder", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "nope")
+		d, err := NewDir(DirOptions{Path: missing, PayloadKey: "kubelet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = assignedError(t, d, false)
+		if want := "directory source " + missing + " does not exist"; err.Error() != want {
+			t.Fatalf("error %q, want %q", err, want)
+		}
+	})
+	t.Run("configmaps folder", func(t *testing.T) {
+		d, dir := newTestDir(t)
+		if err := os.RemoveAll(filepath.Join(dir, ConfigMapsDir)); err != nil {
+			t.Fatal(err)
+		}
+		err := assignedError(t, d, false)
+		want := "directory " + filepath.Join(dir, ConfigMapsDir) + " does not exist (looking for ConfigMap kube-system/kubelet-a)"
+		if err.Error() != want {
+			t.Fatalf("error %q, want %q", err, want)
+		}
+		// Without an assignment there is nothing to look for.
+		write(t, filepath.Join(dir, AssignmentFile), "")
+		if a, err := d.Assigned(context.Background()); err != nil || a.Source != nil {
+			t.Fatalf("empty assignment = %+v, %v", a.Source, err)
+		}
+	})
+}
+
+// TestDirStrictAssignment: the assignment file is decoded as strictly as
+// the config itself: field names are case-sensitive, and unknown or
+// duplicate fields and extra documents are errors naming the file and the
+// field.
+func TestDirStrictAssignment(t *testing.T) {
+	const ok = "configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a}"
+	for _, tc := range []struct{ name, assignment, want string }{
+		{"wrong case uid", "configMap: {namespace: kube-system, name: kubelet-a, Uid: uid-a}", `unknown field "configMap.Uid"`},
+		{"wrong case configMap", "configmap: {namespace: kube-system, name: kubelet-a, uid: uid-a}", `unknown field "configmap"`},
+		{"wrong case key", "configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a, KubeletConfigKey: kubelet}", `unknown field "configMap.KubeletConfigKey"`},
+		{"misspelt", "configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a, kubeletConfigkey: kubelet}", `unknown field "configMap.kubeletConfigkey"`},
+		{"two unknown", "{Configmap: {}, extra: 1}", `unknown field "Configmap"; unknown field "extra"`},
+		{"duplicate", "configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a, uid: uid-b}", `yaml: line 1: key "uid" already set in map`},
+		{"duplicate JSON", `{"configMap": {"namespace": "kube-system", "namespace": "x", "name": "kubelet-a", "uid": "uid-a"}}`, `yaml: line 1: key "namespace" already set in map`},
+		{"two documents", ok + "\n---\n" + ok, "more than one YAML document"},
+		{"second document after an empty one", "---\n---\n" + ok, "more than one YAML document"},
+		{"wrong type", "configMap: {namespace: kube-system, name: kubelet-a, uid: 5}", "json: cannot unmarshal number into Go struct field ConfigMapNodeConfigSource.configMap.uid of type types.UID"},
+		{"list", "- " + ok, "json: cannot unmarshal array into Go value of type v1.NodeConfigSource"},
+		{"syntax", "configMap: {uid: c", "yaml: line 1: did not find expected ',' or '}'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, dir := newTestDir(t)
+			path := filepath.Join(dir, AssignmentFile)
+			write(t, path, tc.assignment)
+			err := assignedError(t, d, true)
+			if want := "invalid NodeConfigSource in " + path + ": " + tc.want; err.Error() != want {
+				t.Fatalf("error\n%s\nwant\n%s", err, want)
+			}
+		})
+	}
+	// What stays accepted: JSON, a leading or trailing document marker, a
+	// kubeletConfigKey, comments.
+	for _, accepted := range []string{
+		`{"configMap": {"namespace": "kube-system", "name": "kubelet-a", "uid": "uid-a"}}`,
+		"---\n" + ok + "\n", ok + "\n---\n", ok + "\n...\n",
+		"# the kubelet config\nconfigMap: {namespace: kube-system, name: kubelet-a, uid: uid-a, kubeletConfigKey: kubelet}",
+	} {
+		d, dir := newTestDir(t)
+		write(t, filepath.Join(dir, AssignmentFile), accepted)
+		if a, err := d.Assigned(context.Background()); err != nil || a.ConfigMap == nil {
+			t.Errorf("assignment %q: %+v, %v; want kubelet-a", accepted, a.Source, err)
+		}
+	}
+}
+
+// TestDirStrictConfigMap: a ConfigMap file is decoded strictly, and must
+// name its object in full (namespace, name, uid); every error names the
+// file.
+func TestDirStrictConfigMap(t *testing.T) {
+	const meta = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: kube-system\n  name: kubelet-a\n"
+	const data = "data:\n  kubelet: x\n"
+	for _, tc := range []struct{ name, file, want string }{
+		{"wrong case uid", meta + "  Uid: uid-a\n" + data, `unknown field "metadata.Uid"`},
+		{"upper case uid", meta + "  UID: uid-a\n" + data, `unknown field "metadata.UID"`},
+		{"wrong case data", meta + "  uid: uid-a\nData:\n  kubelet: x\n", `unknown field "Data"`},
+		{"wrong case kind", "apiVersion: v1\nKind: ConfigMap\nmetadata: {namespace: kube-system, name: kubelet-a, uid: uid-a}\n" + data, `unknown field "Kind"`},
+		{"misspelt metadata", "apiVersion: v1\nkind: ConfigMap\nmetdata: {namespace: kube-system, name: kubelet-a, uid: uid-a}\n" + data, `unknown field "metdata"`},
+		{"misspelt annotations", meta + "  uid: uid-a\n  anotations: {a: b}\n" + data, `unknown field "metadata.anotations"`},
+		{"duplicate", meta + "  uid: uid-a\n  uid: uid-b\n" + data, `yaml: line 7: key "uid" already set in map`},
+		{"two documents", meta + "  uid: uid-a\n" + data + "---\n" + meta + "  uid: uid-b\n" + data, "more than one YAML document"},
+		{"no uid", meta + data, "all of metadata.namespace, metadata.name and metadata.uid must be non-empty, missing: metadata.uid"},
+		{"empty uid", meta + "  uid: ''\n" + data, "all of metadata.namespace, metadata.name and metadata.uid must be non-empty, missing: metadata.uid"},
+		{"no metadata", "apiVersion: v1\nkind: ConfigMap\n" + data, "all of metadata.namespace, metadata.name and metadata.uid must be non-empty, missing: metadata.namespace, metadata.name, metadata.uid"},
+		{"kind", "apiVersion: v1\nkind: Secret\nmetadata: {namespace: kube-system, name: kubelet-a, uid: uid-a}\n" + data, `kind is "Secret", want ConfigMap`},
+		{"apiVersion", "apiVersion: apps/v1\nkind: ConfigMap\nmetadata: {namespace: kube-system, name: kubelet-a, uid: uid-a}\n" + data, `apiVersion is "apps/v1", want v1`},
+		{"number in data", meta + "  uid: uid-a\ndata:\n  kubelet: 5\n", "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"},
+		{"empty", "", "the file is empty"},
+		{"null", "null\n", "the file is empty"},
+		{"list", "- a\n", "json: cannot unmarshal array into Go value of type v1.ConfigMap"},
+		{"syntax", "metadata: {uid: a\n", "yaml: line 1: did not find expected ',' or '}'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, dir := newTestDir(t)
+			path := filepath.Join(dir, ConfigMapsDir, "kubelet-a.yaml")
+			write(t, path, tc.file)
+			err := assignedError(t, d, false)
+			if want := "invalid ConfigMap in " + path + ": " + tc.want; err.Error() != want {
+				t.Fatalf("error\n%s\nwant\n%s", err, want)
+			}
+		})
 	}
 }
