@@ -23,6 +23,13 @@
 //     Linux eviction defaults the kubelet applies when it loads its config
 //     file. No difference is allowed; none of these defaults depends on the
 //     host.
+//   - Validate and the kubelet (ValidateKubeletConfiguration with the
+//     kubelet's feature gates, plus the startup checks listed below) agree
+//     on accept or reject and on the fields at fault, valid and invalid
+//     configurations alike. The only differences allowed are the checks
+//     listed under "Checks added beyond upstream" (for exactly the values
+//     each rule describes) and "Upstream checks left out"; the test knows
+//     these lists and fails when this documentation and the test disagree.
 //
 // # Guarantees
 //
@@ -46,31 +53,49 @@
 // checks listed below. Feature gate defaults: the versioned specs of
 // pkg/features/kube_features.go and component-base's logging gates; only the
 // gates this package consults are known to it (see features.go).
+// defaultPodSysctls: the sysctl name grammar and namespaces of
+// k8s.io/component-helpers/node/util/sysctl.
 //
 // # Upstream checks made here although upstream makes them at startup
 //
 // The kubelet refuses to start on these too, only later than
-// ValidateKubeletConfiguration: cgroupDriver, cpuManagerPolicy,
-// memoryManagerPolicy, configMapAndSecretChangeDetectionStrategy and
-// authorization.mode values; tlsMinVersion, tlsCipherSuites and
-// tlsCurvePreferences (component-base's rules); systemReserved and
-// kubeReserved resource names and quantities; qosReserved; and
-// containerLogMaxSize.
+// ValidateKubeletConfiguration, when it builds the part of itself the field
+// configures. Each item names the fields, then the rule.
+//
+//   - evictionHard, evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim:
+//     known signals, thresholds and grace periods as the eviction manager
+//     parses them (ParseThresholdConfig); every bad entry is reported here,
+//     where upstream stops at the first.
+//   - qosReserved: memory only, a whole percentage with its '%' sign, 0% to
+//     100% (ParseQOSReserved).
+//   - tlsMinVersion, tlsCipherSuites, tlsCurvePreferences: the names and
+//     curve IDs component-base accepts.
+//   - systemReserved, kubeReserved: cpu, memory, ephemeral-storage and pid,
+//     each a non-negative quantity.
+//   - containerLogMaxSize: a quantity that is a whole number of bytes (a
+//     negative one turns log rotation off, as upstream).
+//   - cpuManagerPolicy, memoryManagerPolicy, configMapAndSecretChangeDetectionStrategy, authorization.mode:
+//     one of the values the kubelet's managers know on Linux.
 //
 // # Checks added beyond upstream
 //
-// Each is something the kubelet accepts but then runs badly with:
+// Each is something the kubelet accepts but then runs badly with. Each item
+// names the fields, then the rule.
 //
-//   - address must be an IP (upstream silently listens on every interface
-//     otherwise), clusterDNS entries must be IPs (upstream drops the others),
-//     podCIDR must be a CIDR;
-//   - tlsCertFile and tlsPrivateKeyFile must be set together;
-//   - NaN is rejected in eviction percentages and memoryThrottlingFactor
-//     (it passes every upstream range check);
-//   - shutdownGracePeriodByPodPriority entries must have non-negative periods
-//     and distinct priorities; reservedMemory limits must be positive, not
-//     only non-zero;
-//   - userNamespaces.idsPerPod must follow the rule its field documents.
+//   - address: must be an IP (upstream silently listens on every interface
+//     otherwise).
+//   - clusterDNS: entries must be IPs (upstream drops the others, leaving
+//     pods with fewer name servers than configured).
+//   - podCIDR: must be a CIDR.
+//   - tlsCertFile, tlsPrivateKeyFile: must be set together.
+//   - cgroupDriver: "systemd" or "cgroupfs" (upstream takes any other value
+//     for cgroupfs).
+//   - evictionHard, evictionSoft, evictionMinimumReclaim: a NaN percentage is
+//     rejected (it passes every upstream range check).
+//   - memoryThrottlingFactor: NaN is rejected, likewise.
+//   - shutdownGracePeriodByPodPriority: entries must have non-negative
+//     periods and distinct priorities.
+//   - reservedMemory: limits must be positive, not only non-zero.
 //
 // Where upstream stops at the first bad entry of a list or map (eviction
 // thresholds, reserved resources, the image allowlist), every bad entry is
@@ -78,25 +103,31 @@
 //
 // # Upstream checks left out
 //
-//   - Checks that depend on the host: the cgroup version (failCgroupV1 on a
-//     cgroup v1 host; singleProcessOOMKill set to false on cgroup v1),
-//     whether reservedSystemCPUs are online CPUs, whether reservedMemory NUMA
-//     nodes exist and add up to the node allocatable reservation for the
-//     Static memory manager policy, and whether files named by the
-//     configuration exist.
-//   - Unknown feature gate names are accepted (upstream rejects them): this
-//     package does not carry the full gate list. Moving a gate that 1.37
-//     locks (ImageMaximumGCAge, NodeSwap) is rejected.
-//   - The options maps of the CPU and topology managers
-//     (cpuManagerPolicyOptions, topologyManagerPolicyOptions) are not
-//     checked: their keys and the gates they need are the managers' business
-//     and change between releases.
-//   - Logging: the check that a non-text format is not combined with klog
-//     command-line flags looks at the validating process's own flags, which
-//     says nothing about the kubelet's; it is left out.
-//   - memoryThrottlingFactor is not required when MemoryQoS is on: 1.37 no
-//     longer defaults it and documents nil as "memory.high is not set".
-//   - preloadedImagesVerificationAllowlist: plain image names are checked
-//     with a close approximation of the container image reference grammar,
-//     not the grammar itself.
+// Checks that depend on the host running the kubelet rather than on the
+// configuration. Each item names the fields, then the rule.
+//
+//   - failCgroupV1: true (the default) is refused on a cgroup v1 host.
+//   - singleProcessOOMKill: false is refused on a cgroup v1 host.
+//
+// The kubelet's startup also checks, and this package does not, that
+// reservedSystemCPUs are online CPUs, that reservedMemory NUMA nodes exist and
+// add up to the node allocatable reservation for the Static memory manager
+// policy, that the static CPU manager policy has CPUs reserved, and that
+// files named by the configuration exist.
+//
+// Not checked here either, although the kubelet does at startup: the options
+// maps of the CPU and topology managers (cpuManagerPolicyOptions,
+// topologyManagerPolicyOptions), whose keys and the gates they need are the
+// managers' business and change between releases; and, for logging, that a
+// non-text format is not combined with klog command-line flags (that check
+// looks at the validating process's own flags, which says nothing about the
+// kubelet's).
+//
+// Unknown feature gate names are accepted (upstream rejects them): this
+// package does not carry the full gate list. Moving a gate that 1.37 locks
+// (ImageMaximumGCAge, NodeLogQuery, NodeSwap) is rejected.
+//
+// preloadedImagesVerificationAllowlist: plain image names are checked with a
+// close approximation of the container image reference grammar, not the
+// grammar itself.
 package kubelet

@@ -4,6 +4,7 @@ package kubelet
 // validated.
 const (
 	gateCustomCPUCFSQuotaPeriod                = "CustomCPUCFSQuotaPeriod"
+	gateDefaultPodSysctls                      = "DefaultPodSysctls"
 	gateGracefulNodeShutdown                   = "GracefulNodeShutdown"
 	gateGracefulNodeShutdownBasedOnPodPriority = "GracefulNodeShutdownBasedOnPodPriority"
 	gateImageMaximumGCAge                      = "ImageMaximumGCAge"
@@ -56,30 +57,32 @@ const (
 // for the logging gates, k8s.io/component-base/logs/api/v1/kube_features.go.
 func gateDefault(name string) (spec gateSpec, known bool) {
 	switch name {
-	case gateCustomCPUCFSQuotaPeriod: // alpha since 1.12
-		return gateSpec{enabled: false}, true
+	case gateCustomCPUCFSQuotaPeriod: // GA in 1.37, not locked
+		return gateSpec{enabled: true, stage: stageGA}, true
+	case gateDefaultPodSysctls: // alpha
+		return gateSpec{enabled: false, stage: stageAlpha}, true
 	case gateGracefulNodeShutdown: // beta, on since 1.21
-		return gateSpec{enabled: true}, true
+		return gateSpec{enabled: true, stage: stageBeta}, true
 	case gateGracefulNodeShutdownBasedOnPodPriority: // beta, on since 1.24
-		return gateSpec{enabled: true}, true
+		return gateSpec{enabled: true, stage: stageBeta}, true
 	case gateImageMaximumGCAge: // GA in 1.35, locked on
-		return gateSpec{enabled: true, locked: true}, true
+		return gateSpec{enabled: true, locked: true, stage: stageGA}, true
 	case gateKubeletCrashLoopBackOffMax: // beta, on since 1.35
 		return gateSpec{enabled: true, stage: stageBeta}, true
 	case gateKubeletEnsureSecretPulledImages: // beta, on since 1.35
 		return gateSpec{enabled: true, stage: stageBeta}, true
-	case gateMemoryQoS: // alpha
-		return gateSpec{enabled: false}, true
-	case gateNodeLogQuery: // beta, off
-		return gateSpec{enabled: false}, true
+	case gateMemoryQoS: // beta, on in 1.37
+		return gateSpec{enabled: true, stage: stageBeta}, true
+	case gateNodeLogQuery: // GA, locked on
+		return gateSpec{enabled: true, locked: true, stage: stageGA}, true
 	case gateNodeSwap: // GA in 1.34, locked on
-		return gateSpec{enabled: true, locked: true}, true
+		return gateSpec{enabled: true, locked: true, stage: stageGA}, true
 	case gateRotateKubeletServerCertificate: // beta, on since 1.12
-		return gateSpec{enabled: true}, true
+		return gateSpec{enabled: true, stage: stageBeta}, true
 	case gateLoggingAlphaOptions: // alpha
-		return gateSpec{enabled: false}, true
+		return gateSpec{enabled: false, stage: stageAlpha}, true
 	case gateLoggingBetaOptions: // beta, on
-		return gateSpec{enabled: true}, true
+		return gateSpec{enabled: true, stage: stageBeta}, true
 	}
 	return gateSpec{}, false
 }

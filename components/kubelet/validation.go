@@ -48,6 +48,7 @@ func Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	v.validateNodeAllocatable()
 	v.validateReservations()
 	v.validateTaints()
+	v.validateDefaultPodSysctls()
 	v.validateServer()
 	v.validateLogging()
 	v.validateTracing()

@@ -149,7 +149,7 @@ func (v *validator) validateReservations() {
 		}
 		raw := kc.QOSReserved[name]
 		n, err := strconv.ParseInt(strings.TrimRight(raw, "%"), 10, 0)
-		if err != nil {
+		if err != nil || !strings.HasSuffix(raw, "%") {
 			v.add(field.Invalid(path(), raw, "must be a whole percentage such as \"50%\""))
 			continue
 		}

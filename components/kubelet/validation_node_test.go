@@ -87,6 +87,9 @@ func TestValidateReservations(t *testing.T) {
 		{"qos reserved fraction", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.QOSReserved = map[string]string{"memory": "50.5%"}
 		}, []fieldErr{invalid("qosReserved[memory]")}},
+		{"qos reserved without percent sign", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.QOSReserved = map[string]string{"memory": "50"}
+		}, []fieldErr{invalid("qosReserved[memory]")}},
 	})
 }
 

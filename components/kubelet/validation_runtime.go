@@ -12,6 +12,10 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
+// previousMemoryThrottlingFactor is the memoryThrottlingFactor default of
+// the releases before 1.37.
+const previousMemoryThrottlingFactor = 0.9
+
 // previousMinor is the only value showHiddenMetricsForVersion may take on a
 // 1.37 kubelet: metrics hidden in the current release can be shown again for
 // one release only.
@@ -94,8 +98,15 @@ func (v *validator) validateRuntime() {
 
 	v.validateImageCredentialPolicy()
 
-	if f := kc.MemoryThrottlingFactor; f != nil && (math.IsNaN(*f) || *f <= 0 || *f > 1) {
-		v.add(field.Invalid(field.NewPath("memoryThrottlingFactor"), *f, "must be greater than 0 and at most 1.0"))
+	if f := kc.MemoryThrottlingFactor; f != nil {
+		// 0.9, the default of earlier releases, stays accepted without the
+		// gate so that old config files keep working.
+		if !v.gates.enabled(gateMemoryQoS) && *f != previousMemoryThrottlingFactor {
+			v.add(field.Forbidden(field.NewPath("memoryThrottlingFactor"), "requires feature gate "+gateMemoryQoS))
+		}
+		if math.IsNaN(*f) || *f <= 0 || *f > 1 {
+			v.add(field.Invalid(field.NewPath("memoryThrottlingFactor"), *f, "must be greater than 0 and at most 1.0"))
+		}
 	}
 	if kc.MemoryReservationPolicy == kubeletv1beta1.TieredReservationMemoryReservationPolicy && !v.gates.enabled(gateMemoryQoS) {
 		v.add(field.Forbidden(field.NewPath("memoryReservationPolicy"), "TieredReservation requires feature gate "+gateMemoryQoS))
@@ -228,12 +239,12 @@ func (v *validator) validateLogsAndHandlers() {
 		v.add(field.Invalid(field.NewPath("containerLogMaxFiles"), n, "must be greater than 1"))
 	}
 	// Upstream parses this when it builds the container log manager and
-	// refuses to start on failure.
+	// refuses to start on failure. A negative size turns log rotation off.
 	if size := kc.ContainerLogMaxSize; size != "" {
 		if q, err := resource.ParseQuantity(size); err != nil {
 			v.add(field.Invalid(field.NewPath("containerLogMaxSize"), size, "must be a quantity such as \"10Mi\""))
-		} else if q.Sign() < 0 {
-			v.add(field.Invalid(field.NewPath("containerLogMaxSize"), size, "must not be negative"))
+		} else if _, ok := q.AsInt64(); !ok {
+			v.add(field.Invalid(field.NewPath("containerLogMaxSize"), size, "must be a whole number of bytes that fits in 64 bits"))
 		}
 	}
 

@@ -101,9 +101,18 @@ func TestValidateRuntime(t *testing.T) {
 			kc.FeatureGates = map[string]bool{gateMemoryQoS: true}
 			kc.MemoryReservationPolicy = kubeletv1beta1.TieredReservationMemoryReservationPolicy
 		}, nil},
-		{"TieredReservation without MemoryQoS", func(kc *kubeletv1beta1.KubeletConfiguration) {
+		{"TieredReservation with MemoryQoS off", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{gateMemoryQoS: false}
 			kc.MemoryReservationPolicy = kubeletv1beta1.TieredReservationMemoryReservationPolicy
 		}, []fieldErr{forbidden("memoryReservationPolicy")}},
+		{"memoryThrottlingFactor with MemoryQoS off", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{gateMemoryQoS: false}
+			kc.MemoryThrottlingFactor = ptr.To(0.8)
+		}, []fieldErr{forbidden("memoryThrottlingFactor")}},
+		{"memoryThrottlingFactor 0.9 with MemoryQoS off", func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{gateMemoryQoS: false}
+			kc.MemoryThrottlingFactor = ptr.To(0.9)
+		}, nil},
 		{"unknown memoryReservationPolicy", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.MemoryReservationPolicy = "Tiered"
 		}, []fieldErr{notSupported("memoryReservationPolicy")}},
@@ -174,7 +183,9 @@ func TestValidateLogsAndHandlers(t *testing.T) {
 		{"log max size 0", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ContainerLogMaxSize = "0" }, nil},
 		{"log max size bad", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ContainerLogMaxSize = "10 MB" },
 			[]fieldErr{invalid("containerLogMaxSize")}},
-		{"log max size negative", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ContainerLogMaxSize = "-1Mi" },
+		// As upstream: a negative size turns log rotation off.
+		{"log max size negative", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ContainerLogMaxSize = "-1Mi" }, nil},
+		{"log max size fractional", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ContainerLogMaxSize = "1.5" },
 			[]fieldErr{invalid("containerLogMaxSize")}},
 		{"podLogsDir other", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.PodLogsDir = "/srv/logs/pods" }, nil},
 		{"podLogsDir empty", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.PodLogsDir = "" },
@@ -189,9 +200,10 @@ func TestValidateLogsAndHandlers(t *testing.T) {
 			kc.FeatureGates = map[string]bool{gateNodeLogQuery: true}
 			kc.EnableSystemLogQuery = ptr.To(true)
 		}, nil},
-		{"system log query without gate or handler", func(kc *kubeletv1beta1.KubeletConfiguration) {
+		// NodeLogQuery is GA and locked on in 1.37.
+		{"system log query without handler", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.EnableSystemLogQuery, kc.EnableSystemLogHandler = ptr.To(true), ptr.To(false)
-		}, []fieldErr{forbidden("enableSystemLogQuery"), forbidden("enableSystemLogQuery")}},
+		}, []fieldErr{forbidden("enableSystemLogQuery")}},
 		{"hidden metrics of the previous minor", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.ShowHiddenMetricsForVersion = "1.36"
 		}, nil},

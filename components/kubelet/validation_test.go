@@ -193,7 +193,8 @@ func TestValidateGeneral(t *testing.T) {
 		{"cpuCFSQuotaPeriod default without gate", set(func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.CPUCFSQuotaPeriod = ptr.To(dur(100 * time.Millisecond))
 		}), nil},
-		{"cpuCFSQuotaPeriod changed without gate", set(func(kc *kubeletv1beta1.KubeletConfiguration) {
+		{"cpuCFSQuotaPeriod changed with the gate off", set(func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.FeatureGates = map[string]bool{gateCustomCPUCFSQuotaPeriod: false}
 			kc.CPUCFSQuotaPeriod = ptr.To(dur(50 * time.Millisecond))
 		}), []fieldErr{forbidden("cpuCFSQuotaPeriod")}},
 		{"cpuCFSQuotaPeriod 1ms with gate", set(func(kc *kubeletv1beta1.KubeletConfiguration) {

@@ -5,6 +5,13 @@
 //   - TestKubeletDefaults: kubelet.Default against the kubelet's scheme
 //     defaulting plus the eviction defaults it applies when it loads its
 //     config file, field for field.
+//   - TestKubeletValidation: kubelet.Validate against
+//     ValidateKubeletConfiguration (through the kubelet's scheme, with the
+//     kubelet's feature gates) and the startup checks the library makes up
+//     front, on valid and invalid configurations: the same verdict and the
+//     same fields at fault. The differences allowed are the ones
+//     components/kubelet/doc.go lists, and TestKubeletDocumentedDifferences
+//     fails when those lists and the test's disagree.
 //
 // Each test draws its cases from a fixed seed, so a run is reproducible; a
 // failing case prints its own seed, and

@@ -23,6 +23,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/test/conformance/kubeletgates"
+
+	// The kubelet binary registers the json log format.
+	_ "k8s.io/component-base/logs/json/register"
 )
 
 var (
@@ -203,6 +206,24 @@ func gatesAccepted(m map[string]bool) error {
 func (g *gen) validGates() map[string]bool {
 	for range 20 {
 		m := g.featureGates(false)
+		if gatesAccepted(m) == nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// validGatesFrom draws featureGates maps from the named gates only, until
+// the kubelet accepts one; it gives up with nil.
+func (g *gen) validGatesFrom(names []string) map[string]bool {
+	for range 20 {
+		var m map[string]bool
+		if g.chance(0.6) {
+			m = map[string]bool{}
+			for n := 1 + g.r.Intn(4); n > 0; n-- {
+				m[pick(g, names...)] = g.chance(0.5)
+			}
+		}
 		if gatesAccepted(m) == nil {
 			return m
 		}
