@@ -23,7 +23,8 @@ import (
 const AssignmentFile = "assignment.yaml"
 
 // ConfigMapsDir is the folder in a Dir source that holds the ConfigMaps, one
-// ConfigMap in YAML or JSON per *.yaml, *.yml or *.json file.
+// ConfigMap in YAML or JSON per *.yaml, *.yml or *.json file, each named
+// after the ConfigMap it holds: <name>.yaml.
 const ConfigMapsDir = "configmaps"
 
 // DirOptions configures a Dir source.
@@ -41,11 +42,19 @@ type DirOptions struct {
 // for demos:
 //
 //	<Path>/assignment.yaml              the assignment (AssignmentFile)
-//	<Path>/configmaps/*.yaml            ConfigMaps (or *.yml, *.json)
+//	<Path>/configmaps/<name>.yaml       ConfigMap <namespace>/<name> (or .yml, .json)
 //
-// Assigned reads every ConfigMap file; a ConfigMap defined in two files is
-// an error. Dot-files, other extensions and anything but regular files (or
-// links to one) are ignored.
+// Name each ConfigMap file after the ConfigMap it holds: Assigned then reads
+// the assignment and the files named after the assigned ConfigMap, and no
+// other file, however many there are. Files named otherwise (allowed before
+// this convention, and still read) are read only when no file named after
+// the assigned ConfigMap holds it, for example when it shares its name with
+// a ConfigMap of another namespace; then every ConfigMap file is read, which
+// takes time in proportion to their number. A file named after the
+// ConfigMap wins over one named otherwise that defines it too (that one is
+// not read); two files that are both read and both define it are an error.
+// Dot-files, other extensions and anything but regular files (or links to
+// one) are ignored.
 //
 // Every file read is decoded strictly, as the config itself is: field
 // names are case-sensitive, and unknown fields, duplicate fields and a
@@ -83,7 +92,9 @@ func NewDir(opts DirOptions) (*Dir, error) {
 	return &Dir{opts: opts}, nil
 }
 
-// Assigned reads assignment.yaml and resolves it against configmaps/. A missing
+// Assigned reads assignment.yaml and resolves it against configmaps/,
+// reading the ConfigMap files as the Dir documentation says: the one named
+// after the assigned ConfigMap, or, when none is, all of them. A missing
 // folder, an unreadable file and a ConfigMap file that does not decode are
 // plain errors naming the folder or the file; an assignment file that does
 // not decode is an *InvalidError naming the file.
@@ -123,17 +134,46 @@ func (d *Dir) Assigned(ctx context.Context) (Assignment, error) {
 // configMapExts are the file name extensions of ConfigMap files.
 var configMapExts = []string{".yaml", ".yml", ".json"}
 
-// find returns the ConfigMap namespace/name from configmaps/, or nil.
+// find returns the ConfigMap namespace/name from configmaps/, or nil. It
+// reads the files named after it (<name>.yaml, .yml, .json); only when none
+// of them holds it does it read every other file (the layout from before
+// files were named after their ConfigMap).
 func (d *Dir) find(namespace, name string) (*corev1.ConfigMap, error) {
+	dir := filepath.Join(d.opts.Path, ConfigMapsDir)
+	var named []string
+	if safeFileName(name) {
+		for _, ext := range configMapExts {
+			f := filepath.Join(dir, name+ext)
+			fi, err := os.Stat(f)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read ConfigMap file: %w", err)
+			}
+			if fi.Mode().IsRegular() {
+				named = append(named, f)
+			}
+		}
+	}
+	found, err := findIn(named, namespace, name)
+	if err != nil || found != nil {
+		return found, err
+	}
 	files, err := d.configMapFiles()
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("directory %s does not exist (looking for ConfigMap %s/%s)",
-			filepath.Join(d.opts.Path, ConfigMapsDir), namespace, name)
+		return nil, fmt.Errorf("directory %s does not exist (looking for ConfigMap %s/%s)", dir, namespace, name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return findIn(files, namespace, name)
+	var others []string
+	for _, f := range files {
+		if !slices.Contains(named, f) {
+			others = append(others, f)
+		}
+	}
+	return findIn(others, namespace, name)
 }
 
 // findIn reads files and returns the one ConfigMap among them that is
@@ -161,6 +201,13 @@ func findIn(files []string, namespace, name string) (*corev1.ConfigMap, error) {
 		found, at = cm, f
 	}
 	return found, nil
+}
+
+// safeFileName reports whether name can be used as a file name in
+// configmaps/ as it is: one path element that is not a dot-file (those are
+// never read).
+func safeFileName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\\\x00")
 }
 
 // configMapFiles lists the ConfigMap files of configmaps/, sorted: regular

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,4 +288,76 @@ func TestDirStrictConfigMap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDirReadsOnlyTheAssignedFile: a file named after the assigned
+// ConfigMap is the only ConfigMap file read; other files, even broken
+// ones, do not matter. Files named otherwise (the older layout) are still
+// found.
+func TestDirReadsOnlyTheAssignedFile(t *testing.T) {
+	ctx := context.Background()
+	t.Run("named file", func(t *testing.T) {
+		d, dir := newTestDir(t)
+		write(t, filepath.Join(dir, ConfigMapsDir, "broken.yaml"), "{{{ not yaml")
+		write(t, filepath.Join(dir, ConfigMapsDir, "no-uid.yaml"), "metadata: {namespace: kube-system, name: no-uid}\n")
+		a, err := d.Assigned(ctx)
+		if err != nil || a.ConfigMap == nil || a.ConfigMap.Name != "kubelet-a" {
+			t.Fatalf("Assigned = %+v, %v; want kubelet-a", a.Source, err)
+		}
+	})
+	t.Run("named .yml and .json", func(t *testing.T) {
+		for _, ext := range []string{".yml", ".json"} {
+			d, dir := newTestDir(t)
+			if err := os.Rename(filepath.Join(dir, ConfigMapsDir, "kubelet-a.yaml"), filepath.Join(dir, ConfigMapsDir, "kubelet-a"+ext)); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, ConfigMapsDir, "broken.yaml"), "{{{ not yaml")
+			if a, err := d.Assigned(ctx); err != nil || a.ConfigMap == nil {
+				t.Fatalf("%s: Assigned = %+v, %v; want kubelet-a", ext, a.Source, err)
+			}
+		}
+	})
+	t.Run("named twice", func(t *testing.T) {
+		d, dir := newTestDir(t)
+		write(t, filepath.Join(dir, ConfigMapsDir, "kubelet-a.json"), `{"metadata": {"namespace": "kube-system", "name": "kubelet-a", "uid": "uid-a"}, "data": {"kubelet": "x"}}`)
+		err := assignedError(t, d, false)
+		cms := filepath.Join(dir, ConfigMapsDir)
+		want := "ConfigMap kube-system/kubelet-a is defined twice: " + filepath.Join(cms, "kubelet-a.json") + " and " + filepath.Join(cms, "kubelet-a.yaml")
+		if err.Error() != want {
+			t.Fatalf("error\n%s\nwant\n%s", err, want)
+		}
+	})
+	t.Run("older layout", func(t *testing.T) {
+		d, dir := newTestDir(t)
+		cms := filepath.Join(dir, ConfigMapsDir)
+		// kubelet-a.yaml holds the namesake in another namespace; the
+		// assigned one is in a file named otherwise.
+		write(t, filepath.Join(cms, "kubelet-a.yaml"), strings.Replace(cmYAML, "kube-system", "default", 1))
+		write(t, filepath.Join(cms, "x.yaml"), cmYAML)
+		a, err := d.Assigned(ctx)
+		if err != nil || a.ConfigMap == nil || a.ConfigMap.Namespace != "kube-system" {
+			t.Fatalf("Assigned = %+v, %v; want kube-system/kubelet-a", a.Source, err)
+		}
+		// Then every file is read, strictly, and duplicates are found.
+		write(t, filepath.Join(cms, "y.yaml"), cmYAML)
+		err = assignedError(t, d, false)
+		if want := "ConfigMap kube-system/kubelet-a is defined twice: " + filepath.Join(cms, "x.yaml") + " and " + filepath.Join(cms, "y.yaml"); err.Error() != want {
+			t.Fatalf("error\n%s\nwant\n%s", err, want)
+		}
+		write(t, filepath.Join(cms, "y.yaml"), "metadata: {namespace: kube-system, name: other}\n")
+		err = assignedError(t, d, false)
+		if want := "invalid ConfigMap in " + filepath.Join(cms, "y.yaml") + ": all of metadata.namespace, metadata.name and metadata.uid must be non-empty, missing: metadata.uid"; err.Error() != want {
+			t.Fatalf("error\n%s\nwant\n%s", err, want)
+		}
+	})
+	t.Run("name is not a path", func(t *testing.T) {
+		// A name with a slash never selects a file outside configmaps/.
+		d, dir := newTestDir(t)
+		write(t, filepath.Join(dir, "evil.yaml"), strings.Replace(cmYAML, "name: kubelet-a", "name: ../evil", 1))
+		write(t, filepath.Join(dir, AssignmentFile), "configMap: {namespace: kube-system, name: ../evil, uid: uid-a}")
+		err := assignedError(t, d, true)
+		if want := "ConfigMap kube-system/../evil does not exist"; err.Error() != want {
+			t.Fatalf("error %q, want %q", err, want)
+		}
+	})
 }

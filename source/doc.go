@@ -9,9 +9,10 @@
 // hold the payload key (Resolve). Invalid assignments are *InvalidError
 // values whose message is the cause the ConfigOK condition reports.
 //
-// Remote implementations read the assignment: Dir (a folder of YAML
-// ConfigMaps and an assignment file, for nodes without an API server and for
-// the quickstart), and the API-server sources. Each resolves the assignment
+// Remote implementations read the assignment: Dir (a folder of ConfigMap
+// files, each named after its ConfigMap, and an assignment file, all
+// decoded strictly; for nodes without an API server and for the
+// quickstart), and the API-server sources. Each resolves the assignment
 // to the ConfigMap object to checkpoint, and Run calls back when it may have
 // changed.
 //
