@@ -321,7 +321,9 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		MarksError:    v.marksErr,
 		Current:       cur,
 		LastKnownGood: lastKnownGood,
-		CurrentCrashLooping: crashloop.CrashLooping(crashloop.Input{
+		// A config that is last-known-good has passed its trial: its
+		// restarts are not its crash loop.
+		CurrentCrashLooping: !lkg.Same(cur, lastKnownGood) && crashloop.CrashLooping(crashloop.Input{
 			Startups: v.startups, Since: v.current.FirstRun, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
 		}),
 	}

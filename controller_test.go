@@ -316,16 +316,28 @@ func TestBootstrapScenarios(t *testing.T) {
 			t.Fatalf("third startup: %+v; want %+v", r, want)
 		}
 	})
-	t.Run("startups after the trial are not a crash loop", func(t *testing.T) {
+	t.Run("restarts further apart than the trial are not a crash loop", func(t *testing.T) {
 		n := newNode(t, "")
-		n.configMap("a", "uid-a", good, map[string]string{components.CrashLoopThresholdAnnotation: "0", components.TrialDurationAnnotation: "1m"})
+		n.configMap("a", "uid-a", good, map[string]string{components.CrashLoopThresholdAnnotation: "1", components.TrialDurationAnnotation: "1m"})
 		n.assign("a", "uid-a")
 		n.start()
-		n.clock.Step(2 * time.Minute)
 		for i := 0; i < 3; i++ {
+			n.clock.Step(2 * time.Minute)
 			if _, r := n.start(); r.Status != "True" {
-				t.Fatalf("startup %d after the trial: %+v", i, r)
+				t.Fatalf("restart %d, two minutes after the last: %+v", i, r)
 			}
+		}
+	})
+	t.Run("crash restarts long after the first run still count", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("a", "uid-a", good, map[string]string{components.CrashLoopThresholdAnnotation: "1", components.TrialDurationAnnotation: "1m"})
+		n.assign("a", "uid-a")
+		n.start()
+		n.clock.Step(time.Hour) // down for an hour; a never ran a full trial
+		n.start()
+		n.clock.Step(time.Second)
+		if _, r := n.start(); r.Reason != "crash loop detected with current (UID: uid-a)" {
+			t.Fatalf("two restarts within a trial, an hour after the first run: %+v; want a crash loop", r)
 		}
 	})
 	t.Run("empty assignment resets to local", func(t *testing.T) {

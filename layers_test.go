@@ -44,10 +44,10 @@ func kubeletLayers(t *testing.T, local LocalConfig) Layers[kubeletv1beta1.Kubele
 func TestLayersKubelet(t *testing.T) {
 	dir := t.TempDir()
 	init := filepath.Join(dir, "kubelet.yaml")
-	writeFile(t, init, kubeletHeader+"maxPods: 50\nfeatureGates: {A: true}\n")
+	writeFile(t, init, kubeletHeader+"maxPods: 50\nfeatureGates: {MemoryQoS: true}\n")
 	writeFile(t, filepath.Join(dir, "conf.d", "10-a.conf"), kubeletHeader+"maxPods: 60\n")
 	inst := filepath.Join(dir, "instance.yaml")
-	writeFile(t, inst, kubeletHeader+"featureGates: {B: true}\n")
+	writeFile(t, inst, kubeletHeader+"featureGates: {NodeLogQuery: true}\n")
 	l := kubeletLayers(t, LocalConfig{InitFile: init, DropInDir: filepath.Join(dir, "conf.d"), InstanceFile: inst,
 		Flags: []merge.Override{{Path: "kubeAPIQPS", Value: 77, Source: "flag --kube-api-qps"}}})
 	if !l.HasInitConfig() {
@@ -57,16 +57,16 @@ func TestLayersKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxPods != 60 || !cfg.FeatureGates["A"] || !cfg.FeatureGates["B"] || *cfg.KubeAPIQPS != 77 || cfg.Address != "0.0.0.0" {
+	if cfg.MaxPods != 60 || !cfg.FeatureGates["MemoryQoS"] || !cfg.FeatureGates["NodeLogQuery"] || *cfg.KubeAPIQPS != 77 || cfg.Address != "0.0.0.0" {
 		t.Fatalf("merged config: maxPods %d gates %v qps %v address %q", cfg.MaxPods, cfg.FeatureGates, *cfg.KubeAPIQPS, cfg.Address)
 	}
 	// A remote base replaces the init file; drop-ins, instance and flags
 	// still apply.
-	cfg, err = l.Build(&Document{Name: "configmap kube-system/k key kubelet", Data: []byte(kubeletHeader + "maxPods: 10\nfeatureGates: {C: true}\n")})
+	cfg, err = l.Build(&Document{Name: "configmap kube-system/k key kubelet", Data: []byte(kubeletHeader + "maxPods: 10\nfeatureGates: {ImageMaximumGCAge: true}\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxPods != 60 || cfg.FeatureGates["A"] || !cfg.FeatureGates["C"] || !cfg.FeatureGates["B"] {
+	if cfg.MaxPods != 60 || cfg.FeatureGates["MemoryQoS"] || !cfg.FeatureGates["ImageMaximumGCAge"] || !cfg.FeatureGates["NodeLogQuery"] {
 		t.Fatalf("remote base: maxPods %d gates %v", cfg.MaxPods, cfg.FeatureGates)
 	}
 

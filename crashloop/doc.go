@@ -23,12 +23,16 @@
 // because both measure from the first run, not from the time the config
 // was assigned.
 //
-// The window is the trial period from the first run. Startups later than
-// that are not crash restarts of this config: a node that is stopped for an
-// hour after a config first ran does not see its later restarts counted. A
-// config that crashes more slowly than its trial is therefore never found
-// crash-looping; it is also never promoted, because promotion needs a full
-// trial of uptime in one process.
+// Only the crash restarts within one trial period before now count: more
+// than N restarts within a trial is a crash loop, however long ago the
+// config first ran. A config is on trial until it has run a full trial in
+// one process, so a fixed window from the first run would let a config that
+// was first run before a long outage crash forever afterwards; a window that
+// slides keeps catching it, while restarts spread wider apart than the trial
+// (a node rebooted now and then) are not a crash loop. A config that
+// crashes more slowly than that is never found crash-looping; it is also
+// never promoted, because promotion needs a full trial of uptime. The caller
+// does not ask about a config that is already last-known-good.
 //
 // # Dead ends
 //

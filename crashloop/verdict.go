@@ -30,8 +30,8 @@ type Input struct {
 	Since time.Time
 	// Now is the time of the verdict.
 	Now time.Time
-	// Trial is the trial period of the config being judged: the window,
-	// from Since, in which startups count.
+	// Trial is the trial period of the config being judged: only startups
+	// within one trial before Now count.
 	Trial time.Duration
 	// Threshold is the config's crash-loop threshold: how many crash
 	// restarts are tolerated. Values outside 0..MaxThreshold are clamped
@@ -40,18 +40,19 @@ type Input struct {
 }
 
 // CrashLooping reports whether the config described by in is crash-looping:
-// Now is within Trial of Since, and the startups strictly after Since (the
-// crash restarts) exceed Threshold. Startups after Now are counted (see the
-// package documentation on clock steps). It does no I/O.
+// the startups strictly after Since (the crash restarts) and within one
+// Trial before Now exceed Threshold. Startups after Now are counted (see
+// the package documentation on clock steps). It does no I/O.
 func CrashLooping(in Input) bool {
 	if in.Since.IsZero() {
 		return false
 	}
-	if in.Now.Sub(in.Since) > in.Trial {
-		return false
+	since := in.Since
+	if windowStart := in.Now.Add(-in.Trial); windowStart.After(since) {
+		since = windowStart
 	}
 	threshold := min(max(in.Threshold, 0), MaxThreshold)
-	return CrashRestarts(in.Startups, in.Since) > threshold
+	return CrashRestarts(in.Startups, since) > threshold
 }
 
 // CrashRestarts returns how many of startups are strictly after since.

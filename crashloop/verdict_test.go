@@ -90,8 +90,18 @@ func TestCrashLooping(t *testing.T) {
 			want: true,
 		},
 		{
-			name: "one nanosecond past the trial",
+			name: "the window slides: both restarts still within one trial of now",
 			in:   Input{Startups: stamps(1*s, 2*s), Since: t0, Now: at(trial + 1), Trial: trial, Threshold: 1},
+			want: true,
+		},
+		{
+			name: "one restart older than one trial before now no longer counts",
+			in:   Input{Startups: stamps(1*s, 2*s), Since: t0, Now: at(trial + 1*s + 1), Trial: trial, Threshold: 1},
+		},
+		{
+			name: "restarts long after the first run count within their trial window",
+			in:   Input{Startups: stamps(time.Hour, time.Hour+s), Since: t0, Now: at(time.Hour + 2*s), Trial: trial, Threshold: 1},
+			want: true,
 		},
 		{
 			name: "startups in the future of now are counted",

@@ -153,46 +153,75 @@ func waitStatus(t *testing.T, n node, l *proctest.RestartLoop, what string, want
 // initMaxPods is maxPods in the local init file of the tests.
 const initMaxPods = 50
 
-// TestCrashLoopRollsBackAfterThresholdPlusOneStarts assigns a config that
-// crashes the component at startup and counts the process starts: the
-// config is marked bad and rolled back at exactly the threshold+1-th start
-// after it was set, whatever the threshold its ConfigMap annotation sets.
-func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
+// TestCrashLoopToleratesExactlyThresholdCrashRestarts assigns a config that
+// crashes the component at startup and counts the process starts: the start
+// that adopts the config runs it (and crashes), exactly threshold crash
+// restarts run it again, and the next start marks it bad and rolls back,
+// whatever the threshold its ConfigMap annotation sets, and whether the
+// config was adopted by a restart of a running process or at startup.
+func TestCrashLoopToleratesExactlyThresholdCrashRestarts(t *testing.T) {
 	bin := testBinary.Build(t)
 	for _, threshold := range []int{0, 1, 3} {
-		t.Run(fmt.Sprintf("threshold %d", threshold), func(t *testing.T) {
+		for _, atStartup := range []bool{false, true} {
+			adopted := "by restart"
+			if atStartup {
+				adopted = "at startup"
+			}
+			t.Run(fmt.Sprintf("threshold %d adopted %s", threshold, adopted), func(t *testing.T) {
+				crashLoopTolerance(t, bin, threshold, atStartup)
+			})
+		}
+	}
+}
+
+func crashLoopTolerance(t *testing.T, bin string, threshold int, atStartup bool) {
+	{
+		{
 			n := node{proctest.NewNode(t)}
 			initFile := n.File("init.yaml")
 			proctest.WriteFile(t, initFile, kubeletDoc(fmt.Sprintf("maxPods: %d", initMaxPods)))
-			l := proctest.StartLoop(t, bin, n.Args("--config="+initFile), nil)
-
-			waitStatus(t, n, l, "the local init config", func(c demo.Condition) bool {
-				return c.Status == corev1.ConditionTrue && c.Reason == status.ReasonLocalInit
-			})
-
 			crash := remoteConfig{name: "kubelet-crash", uid: "c0000000-0000-4000-8000-000000000001",
 				trial: "10m", threshold: threshold,
 				payload: kubeletDoc("maxPods: 77", "featureGates:", "  "+DemoCrashGate+": true")}
-			n.put(t, crash)
-			n.assign(t, crash)
+			var want []string
+			var l *proctest.RestartLoop
+			if atStartup {
+				// Assigned while the component is down: the first start
+				// adopts it.
+				n.put(t, crash)
+				n.assign(t, crash)
+				l = proctest.StartLoop(t, bin, n.Args("--config="+initFile), nil)
+			} else {
+				l = proctest.StartLoop(t, bin, n.Args("--config="+initFile), nil)
+				waitStatus(t, n, l, "the local init config", func(c demo.Condition) bool {
+					return c.Status == corev1.ConditionTrue && c.Reason == status.ReasonLocalInit
+				})
+				n.put(t, crash)
+				n.assign(t, crash)
+				// The running process sees the assignment and exits 0 for
+				// its successor to adopt it.
+				want = append(want, "exit 0")
+			}
 			serving := waitStatus(t, n, l, "the crash-loop rollback", func(c demo.Condition) bool {
 				return c.Reason == status.CrashLoopReason(crash.uid)
 			})
 
-			// The first process saw the assignment and exited 0 to restart;
-			// every start after it counts. threshold of them crashed, and
-			// the next one rolled back and serves.
+			// The adopting start and threshold crash restarts ran the
+			// config and crashed; the next start rolled back and serves.
 			procs := l.All()
-			want := []string{"exit 0"}
-			for range threshold {
+			for range threshold + 1 {
 				want = append(want, "exit 1")
 			}
 			want = append(want, "running")
 			if diff := cmp.Diff(want, proctest.ExitCodes(procs)); diff != "" {
 				t.Errorf("process exits (-want +got):\n%s\n%s", diff, proctest.DescribeProcs(procs))
 			}
-			t.Logf("threshold %d: %d starts after the crash config was set", threshold, len(procs)-1)
-			for i, p := range procs[1 : len(procs)-1] {
+			t.Logf("threshold %d: %d starts", threshold, len(procs))
+			first := 1
+			if atStartup {
+				first = 0
+			}
+			for i, p := range procs[first : len(procs)-1] {
 				if !strings.Contains(p.Stderr(), "demo hook: crashing at startup") {
 					t.Errorf("process %d exited 1 without the demo hook's error; stderr:\n%s", i+2, proctest.Tail(p.Stderr(), 4))
 				}
@@ -219,7 +248,7 @@ func TestCrashLoopRollsBackAfterThresholdPlusOneStarts(t *testing.T) {
 			if diff := cmp.Diff(&wantStatus, z.ConfigOK); diff != "" {
 				t.Errorf("/configz configOK (-want +got):\n%s", diff)
 			}
-		})
+		}
 	}
 }
 
@@ -255,14 +284,14 @@ func TestDeadEnd(t *testing.T) {
 		return err == nil && uid == good.uid, fmt.Sprintf("last-known-good %q, err %v", uid, err)
 	}, func() string { return proctest.DescribeProcs(l.All()) })
 
-	// 2. The crash config: rolled back to the good one at the
-	// threshold+1-th start after it was set.
+	// 2. The crash config: the adopting start and threshold crash
+	// restarts run it; the next start rolls back to the good one.
 	n.assign(t, crash)
 	rollback := waitStatus(t, n, l, "the crash-loop rollback", func(c demo.Condition) bool {
 		return c.Reason == status.CrashLoopReason(crash.uid)
 	})
 	procs := l.All()
-	if diff := cmp.Diff([]string{"exit 0", "exit 1", "exit 1", "running"}, proctest.ExitCodes(procs)); diff != "" {
+	if diff := cmp.Diff([]string{"exit 0", "exit 1", "exit 1", "exit 1", "running"}, proctest.ExitCodes(procs)); diff != "" {
 		t.Fatalf("process exits up to the rollback (-want +got):\n%s\n%s", diff, proctest.DescribeProcs(procs))
 	}
 	c, _, _ := n.ReadStatus()
