@@ -18,34 +18,51 @@ import (
 // Example embeds the Controller in a kubelet-like component (the README's
 // example, kept compiling here). It is not run: it needs a cluster.
 func Example() {
-	ctx := context.Background()
+	if err := embed(context.Background()); err != nil {
+		klog.ErrorS(err, "Component failed")
+		os.Exit(1)
+	}
+}
+
+// embed is the README's snippet: every error is handled.
+func embed(ctx context.Context) error {
 	var client kubernetes.Interface // from clientcmd and --kubeconfig
 	node, version := "node-1", "v1.37.0"
 
-	pipeline, _ := kubelet.NewPipeline(merge.Options{})
-	layers, _ := dynconfig.NewLayers(pipeline, dynconfig.LocalConfig{
-		InitFile:     "/etc/kubernetes/kubelet.yaml",
-		DropInDir:    "/etc/kubernetes/kubelet.conf.d",
+	pipeline, err := kubelet.NewPipeline(merge.Options{}) // strict codec + layering
+	if err != nil {
+		return err
+	}
+	layers, err := dynconfig.NewLayers(pipeline, dynconfig.LocalConfig{
+		InitFile: "/etc/kubernetes/kubelet.yaml", DropInDir: "/etc/kubernetes/kubelet.conf.d",
 		InstanceFile: "/etc/kubernetes/kubelet-instance.yaml",
 	})
-	remote, _ := source.NewNode(source.NodeOptions{Client: client, NodeName: node, PayloadKey: "kubelet"})
-	reporter, _ := status.NewNodeReporter(status.NodeReporterOptions{Client: client, NodeName: node})
+	if err != nil {
+		return err
+	}
+	remote, err := source.NewNode(source.NodeOptions{Client: client, NodeName: node, PayloadKey: "kubelet"})
+	if err != nil {
+		return err // e.g. an invalid node name: never pass a nil source on
+	}
+	reporter, err := status.NewNodeReporter(status.NodeReporterOptions{Client: client, NodeName: node})
+	if err != nil {
+		return err
+	}
 	c, err := dynconfig.New(dynconfig.Options[kubeletv1beta1.KubeletConfiguration]{
 		Profile: kubelet.Profile{}, Layers: layers,
 		StateDir: "/var/lib/kubelet/dynamic-config", ComponentVersion: version,
 		Remote: remote, Reporter: reporter,
 	})
 	if err != nil {
-		klog.Fatal(err)
+		return err // every option is checked, typed nils included
 	}
 	defer c.Close()
 	cfg, err := c.Bootstrap(ctx) // lock, local config, startup, decide, report ConfigOK
 	if err != nil {
-		klog.ErrorS(err, "Invalid local config: nothing to fall back to")
-		os.Exit(1)
+		return err // an invalid local config: nothing to fall back to
 	}
-	go runComponent(cfg)
-	_ = c.Run(ctx) // follow the assignment; exits 0 to restart on a new config
+	go runComponent(cfg) // the component itself; call c.MarkHealthy() once it is healthy
+	return c.Run(ctx)    // follow the assignment; exit(0) to restart on a new config
 }
 
 func runComponent(*kubeletv1beta1.KubeletConfiguration) {}

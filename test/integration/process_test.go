@@ -160,9 +160,10 @@ func (h *harness) createTrialConfigMap(ctx context.Context, t *testing.T, name, 
 // as a real process under a restart loop (a stand-in for systemd's
 // Restart=always) against the real kube-apiserver, with the assignment in
 // its Node's annotation and the ConfigOK condition read back from the
-// Node. It counts process starts: a crash-looping config is rolled back to
-// the last-known-good one at exactly the threshold+1-th start after it was
-// assigned, and when every start crashes whatever the config, the
+// Node. It counts process starts: a crash-looping config runs at the start
+// that adopts it and exactly threshold crash restarts, and the next start
+// rolls back to the last-known-good one; when every start crashes whatever
+// the config, the
 // last-known-good one crash-loops too and the Node reports a dead end
 // after exactly threshold+1 more starts.
 func TestKubeletLikeAgainstAPIServer(t *testing.T) {
@@ -223,8 +224,9 @@ func TestKubeletLikeAgainstAPIServer(t *testing.T) {
 
 	// 3. A config that crashes the component at startup: counted from the
 	// assignment, the process on the good config exits 0 (not a start of
-	// the crash config), then threshold starts crash and the next one rolls
-	// back to the good config and serves.
+	// the crash config), then the adopting start and threshold crash
+	// restarts crash on it, and the next one rolls back to the good config
+	// and serves.
 	before := len(run.loop.All())
 	crash := h.createTrialConfigMap(ctx, t, objectName(t, "crash"),
 		kubeletPayload(77)+"featureGates:\n  "+demoCrashGate+": true\n", "10m", threshold)
@@ -235,7 +237,7 @@ func TestKubeletLikeAgainstAPIServer(t *testing.T) {
 	})
 	procs := run.loop.All()[before-1:]
 	want := []string{"exit 0"}
-	for range threshold {
+	for range threshold + 1 {
 		want = append(want, "exit 1")
 	}
 	want = append(want, "running")
