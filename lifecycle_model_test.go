@@ -96,18 +96,18 @@ type sim struct {
 	reloadFails    bool
 	broken         bool // every start of the component crashes (a node problem)
 
-	c          *Controller[testConfig] // the process; nil when stopped
-	restarted  bool
-	runStart   time.Time // when the process started running its config
-	healthyRun bool      // MarkHealthy called in this run
-	runs       map[string]int
-	thresholds map[string]int // config identity -> crash-loop threshold
-	crashy     map[string]bool
-	invalid    map[string]bool
-	lastLKG    string
+	c              *Controller[testConfig] // the process; nil when stopped
+	restarted      bool
+	runStart       time.Time // when the process started running its config
+	healthyRun     bool      // MarkHealthy called in this run
+	runs           map[string]int
+	thresholds     map[string]int // config identity -> crash-loop threshold
+	crashy         map[string]bool
+	invalid        map[string]bool
+	lastLKG        string
 	damaged        bool    // the last step damaged a state file on purpose
 	pointerDamaged [2]bool // current, last-known-good damaged on purpose
-	cmSeq      int
+	cmSeq          int
 }
 
 const modelTrial = time.Minute
@@ -310,7 +310,7 @@ func (s *sim) controller() *Controller[testConfig] {
 // runs crashes at startup (a process manager's restart loop).
 func (s *sim) start() {
 	firstRuns := map[string]bool{} // configs whose first run is in this loop
-	loopRuns := map[string]int{}    // runs of each config in this loop
+	loopRuns := map[string]int{}   // runs of each config in this loop
 	for attempt := 0; ; attempt++ {
 		if attempt > 40 {
 			s.fatalf("more than 40 crash restarts in a row")
