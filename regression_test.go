@@ -8,6 +8,8 @@ package dynconfig
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
@@ -381,5 +384,96 @@ func TestRegressionTypedNilOptions(t *testing.T) {
 		if _, err := New(opts); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("New with a typed-nil %s: error %v; want one naming it", name, err)
 		}
+	}
+}
+
+// Defect 8: a bad-marks file that cannot be read (EACCES here; EIO on a
+// failing disk) is not corruption: it is never replaced, so no mark is lost.
+// The component runs as an unprivileged user for the read to fail (root
+// reads a mode-000 file); as root the test re-runs itself as nobody.
+func TestRegressionUnreadableMarksAreKept(t *testing.T) {
+	if os.Getenv("DYNCONFIG_TEST_UNREADABLE_CHILD") != "" {
+		unreadableMarksChild(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the component as another user")
+	}
+	n := newNode(t, "")
+	n.configMap("x", "uid-x", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: -1}`, nil)
+	n.assign("x", "uid-x")
+	n.start() // x is marked bad
+	n.configMap("z", "uid-z", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: -1}`, nil)
+	n.assign("z", "uid-z") // the next start would mark z bad too
+	marks := filepath.Join(n.stateDir, "tracking", "v1.0.0", "bad-configs.json")
+	before, err := os.ReadFile(marks)
+	if err != nil || !strings.Contains(string(before), "uid-x") {
+		t.Fatalf("marks before: %q, %v", before, err)
+	}
+	// Everything belongs to nobody but the marks file, which nobody cannot read.
+	for _, dir := range []string{filepath.Dir(n.stateDir), n.srcDir} {
+		if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, 65534, 65534)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// t.TempDir's directories are 0700: let nobody through.
+		for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Chown(marks, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(marks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary, where nobody can run it.
+	binDir, err := os.MkdirTemp("", "dynconfig-test-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(binDir)
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "dynconfig.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestRegressionUnreadableMarksAreKept$", "-test.v")
+	cmd.Env = append(os.Environ(), "DYNCONFIG_TEST_UNREADABLE_CHILD=1", "STATE_DIR="+n.stateDir, "SRC_DIR="+n.srcDir, "HOME=/tmp")
+	cmd.Dir = binDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the component as nobody: %v\n%s", err, out)
+	}
+	after, err := os.ReadFile(marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Fatalf("the unreadable marks file was replaced: before %q, after %q\n%s", before, after, out)
+	}
+}
+
+// unreadableMarksChild is the component, as nobody, over the parent's dirs.
+func unreadableMarksChild(t *testing.T) {
+	n := &node{t: t, stateDir: os.Getenv("STATE_DIR"), srcDir: os.Getenv("SRC_DIR"),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
+	_, r := n.start()
+	t.Logf("condition with unreadable marks: %+v", r)
+	if r.Status == corev1.ConditionTrue {
+		t.Errorf("condition %+v: True although the marks could not be read", r)
 	}
 }
