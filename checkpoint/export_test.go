@@ -13,3 +13,11 @@ const (
 	MaxUIDLen = maxComponentLen
 	MaxRVLen  = maxFileNameLen
 )
+
+// Tracking-file codecs, for the fuzz targets.
+var (
+	EncodeBadMarks = encodeBadMarks
+	DecodeBadMarks = decodeBadMarks
+	EncodeStartups = encodeStartups
+	DecodeStartups = decodeStartups
+)

@@ -125,3 +125,66 @@ func payloadOf(data []byte, field string) []byte {
 	i := bytes.Index(data, []byte(field))
 	return bytes.Clone(data[i+len(field) : len(data)-1])
 }
+
+func FuzzDecodeBadMarks(f *testing.F) {
+	valid, err := checkpoint.EncodeBadMarks(checkpoint.BadMarks{
+		"uid-a/1/kubelet": {Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Reason: "r", Problem: "CrashLoop"},
+		"uid-b/2":         {Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Reason: "legacy"},
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
+	f.Add(valid[:len(valid)/2])
+	for _, s := range []string{"", "{}", "null", "[]", `{"uid/1":{"time":"2026-01-02T03:04:05Z","reason":"x"}}`, `{"version":"dynconfig.io/bad-configs/v1"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, _, err := checkpoint.DecodeBadMarks(data)
+		if err != nil {
+			return
+		}
+		enc, err := checkpoint.EncodeBadMarks(m)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		m2, legacy, err := checkpoint.DecodeBadMarks(enc)
+		if err != nil || legacy {
+			t.Fatalf("decode of a re-encoded file: %v (legacy %v)\n%s", err, legacy, enc)
+		}
+		if diff := cmp.Diff(m, m2, cmpopts.EquateApproxTime(0)); diff != "" {
+			t.Fatalf("round trip (-first +second):\n%s", diff)
+		}
+	})
+}
+
+func FuzzDecodeStartups(f *testing.F) {
+	valid, err := checkpoint.EncodeStartups([]time.Time{time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), time.Date(2026, 1, 2, 3, 4, 7, 0, time.UTC)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
+	f.Add(valid[:len(valid)-3])
+	for _, s := range []string{"", "[]", "null", "{}", `["2026-01-02T03:04:05Z"]`, `[null]`, `{"version":"dynconfig.io/startups/v1","sha256":"","startups":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ts, _, err := checkpoint.DecodeStartups(data)
+		if err != nil {
+			return
+		}
+		enc, err := checkpoint.EncodeStartups(ts)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		ts2, legacy, err := checkpoint.DecodeStartups(enc)
+		if err != nil || legacy || len(ts2) != len(ts) {
+			t.Fatalf("decode of a re-encoded file: %v %v (legacy %v)\n%s", ts2, err, legacy, enc)
+		}
+		for i := range ts {
+			if !ts[i].Equal(ts2[i]) {
+				t.Fatalf("startup %d: %v became %v", i, ts[i], ts2[i])
+			}
+		}
+	})
+}

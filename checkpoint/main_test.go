@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,4 +193,13 @@ func mustSave(t testing.TB, s *checkpoint.Store, cm *corev1.ConfigMap) checkpoin
 		t.Fatalf("Save(%s): %v", checkpoint.KeyOf(cm), err)
 	}
 	return k
+}
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
+
+func mkfifoReplacing(path string) error {
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return mkfifo(path)
 }

@@ -258,12 +258,20 @@ func (s *Store) evictUnreferenced(m BadMarks, keep string) {
 	var unreferenced []string
 	for _, key := range sortedMarkKeys(m) {
 		parts := strings.SplitN(key, "/", 3)
-		if key != keep && !referenced[Key{UID: types.UID(parts[0]), ResourceVersion: parts[1]}] {
+		if !referenced[Key{UID: types.UID(parts[0]), ResourceVersion: parts[1]}] {
 			unreferenced = append(unreferenced, key)
 		}
 	}
-	for i := 0; i < len(unreferenced)-MaxUnreferencedBadMarks; i++ {
-		delete(m, unreferenced[i])
+	// Oldest first; the mark just made is never the one to go.
+	excess := len(unreferenced) - MaxUnreferencedBadMarks
+	for _, key := range unreferenced {
+		if excess <= 0 {
+			break
+		}
+		if key != keep {
+			delete(m, key)
+			excess--
+		}
 	}
 }
 
