@@ -7,8 +7,9 @@ import (
 )
 
 // BenchmarkInspect measures inspect on a state dir holding the fixture plus
-// n more checkpoints: open (lock), read both pointers, load and verify every
-// checkpoint, read the tracking files, render.
+// n more checkpoints: take the shared lock, read and verify the whole state
+// dir with checkpoint.Inspect (pointers, every checkpoint, the tracking
+// files), judge trials and dead ends, render.
 func BenchmarkInspect(b *testing.B) {
 	for _, n := range []int{0, 50} {
 		for _, output := range []string{"text", "json"} {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
-	"github.com/dynconfig/dynconfig/crashloop"
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/lkg"
 )
 
@@ -58,24 +59,31 @@ func sourceOf(cm *corev1.ConfigMap) *corev1.NodeConfigSource {
 	}}
 }
 
-// fixture is a state dir built with the library, as a component leaves it
-// after a crash-looping config was rolled back.
+// fixture is a state dir built with checkpoint.Store, as a component leaves
+// it after a crash-looping config was rolled back.
 type fixture struct {
 	dir   string
 	clock *testclock.FakePassiveClock
 
 	lkgCM, currentCM, corruptCM *corev1.ConfigMap
-	// currentSet is when current was set; startups are recorded before and
-	// after it.
-	currentSet           time.Time
-	startups, sinceSet   int
-	marks                map[string]map[string]lkg.Entry // version -> key -> mark
-	currentVersion, oldV string
+	// currentSet is when current was set, firstRun when the component first
+	// ran it; startups are recorded before and after both.
+	currentSet, firstRun time.Time
+	// startups counts the startups recorded, sinceSet those after
+	// currentSet, sinceFirstRun those after firstRun.
+	startups, sinceSet, sinceFirstRun int
+	marks                             map[string]checkpoint.BadMarks // version -> key -> mark
+	currentVersion, oldV              string
+
+	s *checkpoint.Store // the Store newFixture writes with, nil after
 }
 
 const (
-	reasonCrashLoop = "failed to start current (UID: uid-b), crash loop detected"
+	reasonCrashLoop = "crash loop detected with current (UID: uid-b)"
 	reasonValidate  = "failed to validate current (UID: uid-c)"
+	// The trial current's annotations give it.
+	fixtureTrial     = 5 * time.Minute
+	fixtureThreshold = 2
 )
 
 func openStore(t testing.TB, dir, version string, clk *testclock.FakePassiveClock) *checkpoint.Store {
@@ -90,11 +98,15 @@ func openStore(t testing.TB, dir, version string, clk *testclock.FakePassiveCloc
 	return s
 }
 
-// newFixture writes the state dir:
+// newFixture writes the state dir, following the component's lifecycle:
 //
-//	checkpoints uid-a/1 (last-known-good), uid-b/2 (current), uid-c/3 (corrupted on disk)
-//	tracking/v1.0.0: marks uid-b/2 (crash loop) and uid-c/3 (validation); 1 startup before current was set, 3 after
-//	tracking/v0.9.0: mark uid-c/3; no startups
+//	checkpoints uid-a/1 (last-known-good), uid-b/2 (current; trial 5m, threshold 2), uid-c/3 (corrupted on disk)
+//	tracking/v0.9.0: mark uid-c/3 (validation; an older version's mark, without payload key or problem); no startups
+//	tracking/v1.0.0: 1 startup before current was set; the startup that adopted current, then its
+//	  first run, then 3 crash restarts; marks uid-b/2/kubelet (crash loop) and uid-c/3/kubelet (validation)
+//
+// The clock ends a minute after the marks, within current's trial. No dead
+// end: no startup since the mark (see addStartups).
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{
@@ -103,26 +115,30 @@ func newFixture(t testing.TB) *fixture {
 		lkgCM:          newConfigMap("kube-system", "kubelet-a", "uid-a", "1", map[string]string{"kubelet": "kind: KubeletConfiguration\n"}),
 		currentCM:      newConfigMap("kube-system", "kubelet-b", "uid-b", "2", map[string]string{"kubelet": "kind: KubeletConfiguration\nmaxPods: 90\n", "notes": "x"}),
 		corruptCM:      newConfigMap("kube-system", "kubelet-c", "uid-c", "3", map[string]string{"kubelet": "maxPods: -1\n"}),
-		marks:          map[string]map[string]lkg.Entry{},
+		marks:          map[string]checkpoint.BadMarks{},
 		currentVersion: "v1.0.0",
 		oldV:           "v0.9.0",
 	}
-	mark := func(version, key, reason string) {
-		tr, err := lkg.NewTracker(lkg.TrackerOptions{Dir: filepath.Join(f.dir, "tracking", version), Clock: f.clock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.MarkBad(key, reason); err != nil {
+	f.currentCM.Annotations = map[string]string{
+		components.TrialDurationAnnotation:      fixtureTrial.String(),
+		components.CrashLoopThresholdAnnotation: fmt.Sprint(fixtureThreshold),
+	}
+	mark := func(s *checkpoint.Store, version string, src *corev1.NodeConfigSource, m checkpoint.BadMark) {
+		t.Helper()
+		if err := s.MarkBad(src, m); err != nil {
 			t.Fatal(err)
 		}
 		if f.marks[version] == nil {
-			f.marks[version] = map[string]lkg.Entry{}
+			f.marks[version] = checkpoint.BadMarks{}
 		}
-		f.marks[version][key] = lkg.Entry{Time: f.clock.Now(), Reason: reason}
+		m.Time = f.clock.Now()
+		f.marks[version][checkpoint.MarkKey(src)] = m
 	}
 
 	old := openStore(t, f.dir, f.oldV, f.clock)
-	mark(f.oldV, "uid-c/3", reasonValidate)
+	legacy := sourceOf(f.corruptCM)
+	legacy.ConfigMap.KubeletConfigKey = "" // older versions marked the whole ConfigMap
+	mark(old, f.oldV, legacy, checkpoint.BadMark{Reason: reasonValidate})
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,33 +153,33 @@ func newFixture(t testing.TB) *fixture {
 	if err := s.SetLastKnownGood(sourceOf(f.lkgCM)); err != nil {
 		t.Fatal(err)
 	}
-	startups, err := crashloop.New(crashloop.Options{Dir: s.TrackingDir(), Clock: f.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	record := func() {
-		if err := startups.RecordStartup(crashloop.MaxThreshold); err != nil {
-			t.Fatal(err)
-		}
-		f.startups++
-		if f.clock.Now().After(f.currentSet) && !f.currentSet.IsZero() {
-			f.sinceSet++
-		}
-	}
+	f.s = s
 	f.clock.SetTime(f.clock.Now().Add(time.Minute))
-	record()
+	f.recordStartup(t)
 	f.clock.SetTime(f.clock.Now().Add(time.Minute))
 	f.currentSet = f.clock.Now()
 	if err := s.SetCurrent(sourceOf(f.currentCM)); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		f.clock.SetTime(f.clock.Now().Add(1500 * time.Millisecond))
-		record()
+	// The start that adopts current records its startup, then its first run.
+	f.clock.SetTime(f.clock.Now().Add(1500 * time.Millisecond))
+	f.recordStartup(t)
+	f.clock.SetTime(f.clock.Now().Add(10 * time.Millisecond))
+	if _, err := s.RecordFirstRun(); err != nil {
+		t.Fatal(err)
 	}
+	f.firstRun = f.clock.Now()
+	// threshold+1 crash restarts: the last start finds the crash loop, marks
+	// current bad and rolls back.
+	for range fixtureThreshold + 1 {
+		f.clock.SetTime(f.clock.Now().Add(1500 * time.Millisecond))
+		f.recordStartup(t)
+	}
+	f.clock.SetTime(f.clock.Now().Add(500 * time.Millisecond))
+	mark(s, f.currentVersion, sourceOf(f.currentCM), checkpoint.BadMark{Reason: reasonCrashLoop, Problem: lkg.ProblemCrashLoop.String()})
+	mark(s, f.currentVersion, sourceOf(f.corruptCM), checkpoint.BadMark{Reason: reasonValidate, Problem: lkg.ProblemValidateFailed.String()})
 	f.clock.SetTime(f.clock.Now().Add(time.Minute))
-	mark(f.currentVersion, "uid-b/2", reasonCrashLoop)
-	mark(f.currentVersion, "uid-c/3", reasonValidate)
+	f.s = nil
 
 	// Change a byte of uid-c/3's payload: the checksum no longer matches.
 	path := filepath.Join(f.dir, "checkpoints", "uid-c", "3")
@@ -179,6 +195,39 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// recordStartup records a startup at the clock's now, with f.s or a Store it
+// opens for the purpose.
+func (f *fixture) recordStartup(t testing.TB) {
+	t.Helper()
+	s := f.s
+	if s == nil {
+		s = openStore(t, f.dir, f.currentVersion, f.clock)
+		defer s.Close()
+	}
+	if _, err := s.RecordStartup(); err != nil {
+		t.Fatal(err)
+	}
+	f.startups++
+	now := f.clock.Now()
+	if !f.currentSet.IsZero() && now.After(f.currentSet) {
+		f.sinceSet++
+	}
+	if !f.firstRun.IsZero() && now.After(f.firstRun) {
+		f.sinceFirstRun++
+	}
+}
+
+// addStartups records n startups, a second apart, as the component does
+// when it keeps crashing on the config it rolled back to: with n above the
+// threshold, a dead end.
+func (f *fixture) addStartups(t testing.TB, n int) {
+	t.Helper()
+	for range n {
+		f.clock.SetTime(f.clock.Now().Add(time.Second))
+		f.recordStartup(t)
+	}
 }
 
 // holdLock opens the state dir like a running component and keeps it open

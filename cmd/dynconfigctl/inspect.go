@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/crashloop"
 	"github.com/dynconfig/dynconfig/lkg"
 )
@@ -30,7 +29,7 @@ type inspectOptions struct {
 	noLock           bool
 }
 
-// Names used in usedBy lists and in the notRead list.
+// Names used in usedBy lists.
 const (
 	refCurrent       = "current"
 	refLastKnownGood = "lastKnownGood"
@@ -38,11 +37,16 @@ const (
 
 // Checkpoint statuses.
 const (
-	statusOK         = "ok"
-	statusCorrupt    = "corrupt"
-	statusMissing    = "missing"
-	statusError      = "error"
-	statusUnverified = "unverified"
+	statusOK      = "ok"
+	statusCorrupt = "corrupt"
+	statusMissing = "missing"
+	statusError   = "error"
+)
+
+// Where the trial settings of current come from.
+const (
+	trialFromAnnotations = "annotations"
+	trialFromDefault     = "default"
 )
 
 // inspectReport is the JSON form of inspect's output. Its field names are
@@ -53,15 +57,23 @@ type inspectReport struct {
 	// Locked is true when the state was read under the state-dir lock, and
 	// false for --no-lock.
 	Locked bool `json:"locked"`
-	// NotRead names what --no-lock could not read.
-	NotRead []string `json:"notRead,omitempty"`
-	// Current and LastKnownGood are null when not read.
+	// InspectedAt is the time trial progress and dead ends were judged at.
+	InspectedAt time.Time `json:"inspectedAt"`
+	// Current and LastKnownGood are the pointers; a pointer that cannot be
+	// read or trusted has only Error set.
 	Current       *pointerReport `json:"current"`
 	LastKnownGood *pointerReport `json:"lastKnownGood"`
 	// Checkpoints are sorted by UID, then resourceVersion.
 	Checkpoints []checkpointReport `json:"checkpoints"`
 	// ComponentVersions are sorted by name.
 	ComponentVersions []trackingReport `json:"componentVersions"`
+	// Quarantine lists the entries of the state dir's quarantine (corrupt or
+	// foreign files the component moved aside), oldest first.
+	Quarantine []string `json:"quarantine"`
+	// Problems is damage outside the files above (a missing or foreign
+	// directory of the layout, an entry that is not a valid key), each
+	// naming its path.
+	Problems []string `json:"problems"`
 }
 
 type pointerReport struct {
@@ -73,11 +85,41 @@ type pointerReport struct {
 	ResourceVersion  string     `json:"resourceVersion,omitempty"`
 	KubeletConfigKey string     `json:"kubeletConfigKey,omitempty"`
 	SetTime          *time.Time `json:"setTime,omitempty"`
+	// FirstRun is when the component first ran current (crash-loop
+	// counting starts there); absent when it has not run it yet, and for
+	// last-known-good.
+	FirstRun *time.Time `json:"firstRun,omitempty"`
 	// Checkpoint is the status of the checkpoint a remote pointer references.
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Trial is current's trial, for a remote current.
+	Trial *trialReport `json:"trial,omitempty"`
 	// Error is set when the pointer file cannot be read or trusted; the
 	// other fields are then empty.
 	Error string `json:"error,omitempty"`
+}
+
+// trialReport is the trial of current: its settings and how far it got.
+type trialReport struct {
+	// Duration is the trial period (time.Duration syntax).
+	Duration string `json:"duration"`
+	// CrashLoopThreshold is how many crash restarts within the trial are
+	// tolerated.
+	CrashLoopThreshold int `json:"crashLoopThreshold"`
+	// From is "annotations" when the checkpoint's annotations set the trial,
+	// "default" for the built-in defaults (components.DefaultTrial; a
+	// component may be configured with other defaults).
+	From string `json:"from"`
+	// Error says why the defaults were used although they may not apply:
+	// the checkpoint cannot be read, or an annotation is invalid (the
+	// component marks such a config bad).
+	Error string `json:"error,omitempty"`
+	// Ends is the first run plus the duration: crash restarts count until
+	// then. Absent until current first ran.
+	Ends *time.Time `json:"ends,omitempty"`
+	// Over is true when InspectedAt is past Ends. Promotion to
+	// last-known-good also needs a full trial of uptime in one process,
+	// which a state dir does not record.
+	Over bool `json:"over"`
 }
 
 type checkpointReport struct {
@@ -90,7 +132,7 @@ type checkpointReport struct {
 	DataKeys  []string `json:"dataKeys,omitempty"`
 	// Size is the size of the checkpoint file in bytes.
 	Size int64 `json:"size"`
-	// Status is ok, corrupt, missing, error, or unverified (--no-lock).
+	// Status is ok, corrupt or error.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
 	// UsedBy lists the pointers that reference it.
@@ -99,38 +141,78 @@ type checkpointReport struct {
 
 type trackingReport struct {
 	ComponentVersion string `json:"componentVersion"`
-	// BadConfigs is empty, never null, when it was read.
+	// BadConfigs is empty, never null.
 	BadConfigs      []badMarkReport `json:"badConfigs"`
 	BadConfigsError string          `json:"badConfigsError,omitempty"`
-	// Startups is null when not read (--no-lock).
+	// Startups is empty, never null, oldest first.
 	Startups      []time.Time `json:"startups"`
 	StartupsError string      `json:"startupsError,omitempty"`
 	// StartupsSinceCurrentSet is the count of startups after current's set
 	// time, when that time is known.
 	StartupsSinceCurrentSet *int `json:"startupsSinceCurrentSet,omitempty"`
+	// CrashRestartsSinceFirstRun is the count of startups after current's
+	// first run, the count the crash-loop verdict compares with the
+	// threshold; absent until current first ran.
+	CrashRestartsSinceFirstRun *int `json:"crashRestartsSinceFirstRun,omitempty"`
+	// DeadEnd is set when current is marked bad and the component keeps
+	// crashing on the config it rolled back to.
+	DeadEnd *deadEndReport `json:"deadEnd,omitempty"`
 }
 
 type badMarkReport struct {
+	// Key is "<uid>/<resourceVersion>/<payload key>", or
+	// "<uid>/<resourceVersion>" for a mark of an older version, which
+	// marks every payload key of the ConfigMap.
 	Key    string    `json:"key"`
 	Time   time.Time `json:"time"`
 	Reason string    `json:"reason"`
+	// Problem is the kind of problem ("CrashLoop", "ValidateFailed", ...);
+	// absent in marks of older versions.
+	Problem string `json:"problem,omitempty"`
 	// UsedBy lists the pointers that reference the marked config.
 	UsedBy []string `json:"usedBy,omitempty"`
+}
+
+// deadEndReport is a dead end: current is marked bad, and the startups since
+// the mark exceed current's crash-loop threshold within its trial, so the
+// config the component rolled back to crash-loops too.
+type deadEndReport struct {
+	// MarkKey, Reason, Problem and MarkedAt are current's bad mark.
+	MarkKey  string    `json:"markKey"`
+	Reason   string    `json:"reason"`
+	Problem  string    `json:"problem,omitempty"`
+	MarkedAt time.Time `json:"markedAt"`
+	// CrashRestartsSinceMark is the count of startups after the mark.
+	CrashRestartsSinceMark int `json:"crashRestartsSinceMark"`
+	// ForgetBadRepairs is true when the mark is for a crash loop: the
+	// crashes may not be the config's fault, and after repairing the node,
+	// forget-bad gives current a fresh trial. A decode, validation or apply
+	// mark is certain, and forgetting it cannot help.
+	ForgetBadRepairs bool `json:"forgetBadRepairs"`
+	// Repair is the command that forgets the mark, when ForgetBadRepairs.
+	Repair string `json:"repair,omitempty"`
 }
 
 func newInspectCommand(stdout io.Writer, d deps) *cobra.Command {
 	var o inspectOptions
 	cmd := &cobra.Command{
 		Use:   "inspect DIR",
-		Short: "Show a state dir: current, last-known-good, checkpoints, bad marks, startups",
+		Short: "Show a state dir: current, last-known-good, trial, checkpoints, bad marks, startups, dead ends",
 		Long: `inspect shows what a component's state dir holds: the current and
-last-known-good configs and when they were set, every checkpoint and whether it
-verifies, and for each component version the bad marks (with reasons and times)
-and the recorded startups.
+last-known-good configs, when they were set and when current first ran, current's
+trial and how far it got, every checkpoint and whether it verifies, and for each
+component version the bad marks (with reasons and times), the recorded startups
+and whether the component is at a dead end (current marked bad and the config it
+rolled back to crash-looping too).
 
-inspect takes the state-dir lock, so it fails while the component runs. With
---no-lock it reads without the lock and shows only what can be read safely that
-way: the bad marks and the names and sizes of the checkpoints.`,
+Every file is read and verified by package checkpoint; a file that cannot be
+read or trusted (garbage, a bad checksum, a FIFO, a directory or a symbolic
+link in its place) is shown as unreadable, naming it, next to the rest.
+
+inspect takes the state-dir lock (shared; it writes nothing), so it fails while
+the component runs. With --no-lock it reads the same without the lock, while the
+component runs: every file is replaced by a rename, so each is seen old or new,
+but the component may change the state right after.`,
 		Args: exactArgs("DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
@@ -139,7 +221,7 @@ way: the bad marks and the names and sizes of the checkpoints.`,
 	}
 	cmd.Flags().StringVar(&o.componentVersion, "component-version", "", "show only this component version's tracking dir (default: all)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().BoolVar(&o.noLock, "no-lock", false, "read without the state-dir lock, while the component runs (shows less)")
+	cmd.Flags().BoolVar(&o.noLock, "no-lock", false, "read without the state-dir lock, while the component runs")
 	return cmd
 }
 
@@ -148,23 +230,18 @@ func runInspect(w io.Writer, o inspectOptions, d deps) error {
 	if o.output != "text" && o.output != "json" {
 		return usagef("--output %q: want text or json", o.output)
 	}
-	sd, err := checkStateDir(o.dir)
+	sd, err := checkStateDirToRead(o.dir)
 	if err != nil {
 		return err
 	}
-	versions, err := sd.selectVersions(o.componentVersion)
+	if _, err := sd.selectVersions(o.componentVersion); err != nil {
+		return err
+	}
+	snap, err := readSnapshot(sd, !o.noLock)
 	if err != nil {
 		return err
 	}
-	var rep *inspectReport
-	if o.noLock {
-		rep, err = inspectNoLock(sd, versions)
-	} else {
-		rep, err = inspectLocked(sd, o.componentVersion, versions, d)
-	}
-	if err != nil {
-		return err
-	}
+	rep := buildReport(snap, o.componentVersion, !o.noLock, d.clock.Now())
 	var out []byte
 	if o.output == "json" {
 		out, err = json.MarshalIndent(rep, "", "  ")
@@ -179,151 +256,178 @@ func runInspect(w io.Writer, o inspectOptions, d deps) error {
 	return err
 }
 
-// inspectLocked reads everything through the library, under the lock.
-func inspectLocked(sd stateDir, version string, versions []string, d deps) (*inspectReport, error) {
-	store, err := sd.open(version, storeOptions{clock: d.clock, logger: d.logger, lockedHint: "stop it or use --no-lock"})
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-
-	rep := &inspectReport{StateDir: sd.path, Locked: true}
-	cur, curErr := store.Current()
-	lkgPtr, lkgErr := store.LastKnownGood()
-	rep.Current = newPointerReport(cur, curErr)
-	rep.LastKnownGood = newPointerReport(lkgPtr, lkgErr)
-
-	keys, err := store.List()
-	if err != nil {
-		return nil, err
-	}
-	rep.Checkpoints = []checkpointReport{}
-	for _, k := range keys {
-		c := newCheckpointReport(sd, k)
-		cm, err := store.Load(k)
-		switch {
-		case err == nil:
-			c.Status = statusOK
-			c.Namespace, c.Name = cm.Namespace, cm.Name
-			for key := range cm.Data {
-				c.DataKeys = append(c.DataKeys, key)
-			}
-			slices.Sort(c.DataKeys)
-		case errors.Is(err, checkpoint.ErrCorrupt):
-			c.Status, c.Error = statusCorrupt, err.Error()
-		case errors.Is(err, checkpoint.ErrNotFound):
-			c.Status, c.Error = statusMissing, err.Error()
-		default:
-			c.Status, c.Error = statusError, err.Error()
+// readSnapshot reads the whole state dir with checkpoint.Inspect, under the
+// shared state-dir lock when locked.
+func readSnapshot(sd stateDir, locked bool) (*checkpoint.Snapshot, error) {
+	if locked {
+		unlock, err := checkpoint.LockShared(sd.path)
+		if errors.Is(err, checkpoint.ErrLocked) {
+			return nil, &inUseError{dir: sd.path, hint: "stop it or use --no-lock", err: err}
 		}
-		rep.Checkpoints = append(rep.Checkpoints, c)
-	}
-	markUsed(rep)
-
-	for _, v := range versions {
-		t := trackingReport{ComponentVersion: v, BadConfigs: []badMarkReport{}}
-		dir := sd.trackingDir(v)
-		bad, err := lkg.NewTracker(lkg.TrackerOptions{Dir: dir})
 		if err != nil {
 			return nil, err
 		}
-		entries, err := bad.Entries()
-		if err != nil {
-			t.BadConfigsError = err.Error()
-		}
-		t.BadConfigs = badMarks(entries, rep)
-
-		startups, err := crashloop.New(crashloop.Options{Dir: dir, Clock: d.clock})
-		if err != nil {
-			return nil, err
-		}
-		t.Startups, err = startups.Startups()
-		if err != nil {
-			t.StartupsError = err.Error()
-		}
-		for i := range t.Startups {
-			t.Startups[i] = t.Startups[i].UTC()
-		}
-		if t.Startups == nil {
-			t.Startups = []time.Time{}
-		}
-		if curErr == nil && !cur.SetTime.IsZero() && t.StartupsError == "" {
-			n, err := startups.StartupsSince(cur.SetTime)
-			if err != nil {
-				t.StartupsError = err.Error()
-			} else {
-				t.StartupsSinceCurrentSet = &n
-			}
-		}
-		rep.ComponentVersions = append(rep.ComponentVersions, t)
+		defer unlock()
 	}
-	if rep.ComponentVersions == nil {
-		rep.ComponentVersions = []trackingReport{}
-	}
-	return rep, nil
+	return checkpoint.Inspect(sd.path)
 }
 
-// inspectNoLock reads what it can without the lock and without writing:
-// the bad marks (lkg.DecodeBadConfigs) and the checkpoint file names. The
-// pointer, checkpoint and startups decoders are not exported, and their
-// readers need the lock (checkpoint.Open, crashloop.New clean up temporary
-// files, which would race with the running component).
-func inspectNoLock(sd stateDir, versions []string) (*inspectReport, error) {
+// buildReport turns a snapshot into the report, judging trial progress and
+// dead ends at now. version, when not empty, selects one component version.
+func buildReport(snap *checkpoint.Snapshot, version string, locked bool, now time.Time) *inspectReport {
 	rep := &inspectReport{
-		StateDir: sd.path,
-		NotRead:  []string{refCurrent, refLastKnownGood, "startups", "checkpoint contents"},
+		StateDir:          snap.Dir,
+		Locked:            locked,
+		InspectedAt:       now.UTC(),
+		Checkpoints:       []checkpointReport{},
+		ComponentVersions: []trackingReport{},
+		Quarantine:        []string{},
+		Problems:          []string{},
 	}
-	root := filepath.Join(sd.path, checkpointsDir)
-	uids, err := os.ReadDir(root)
-	if err != nil {
-		return nil, fmt.Errorf("list checkpoints in %s: %w", root, err)
+	cur, lkgPtr := snap.Current, snap.LastKnownGood
+	rep.Current = newPointerReport(cur.Pointer, cur.Err)
+	rep.LastKnownGood = newPointerReport(lkgPtr.Pointer, lkgPtr.Err)
+	// A pointer's FirstRun is only meaningful for current.
+	rep.LastKnownGood.FirstRun = nil
+
+	for _, c := range snap.Checkpoints {
+		r := checkpointReport{Key: c.Key.String(), UID: c.Key.UID, ResourceVersion: c.Key.ResourceVersion, Size: c.Size}
+		switch {
+		case c.Err == nil && c.ConfigMap != nil:
+			r.Status = statusOK
+			r.Namespace, r.Name = c.ConfigMap.Namespace, c.ConfigMap.Name
+			for key := range c.ConfigMap.Data {
+				r.DataKeys = append(r.DataKeys, key)
+			}
+			slices.Sort(r.DataKeys)
+		case errors.Is(c.Err, checkpoint.ErrCorrupt):
+			r.Status, r.Error = statusCorrupt, c.Err.Error()
+		default:
+			r.Status, r.Error = statusError, errString(c.Err)
+		}
+		r.UsedBy = checkpointUsedBy(snap, c.Key)
+		rep.Checkpoints = append(rep.Checkpoints, r)
 	}
-	rep.Checkpoints = []checkpointReport{}
-	for _, u := range uids {
-		if !u.IsDir() {
+	for _, p := range []struct {
+		st  checkpoint.PointerState
+		rep *pointerReport
+	}{{cur, rep.Current}, {lkgPtr, rep.LastKnownGood}} {
+		if k, ok := pointerKey(p.st); ok {
+			p.rep.Checkpoint = statusMissing
+			if c, ok := snap.Checkpoint(k); ok {
+				p.rep.Checkpoint = checkpointStatus(c)
+			}
+		}
+	}
+
+	// Current's trial, from its checkpoint's annotations, as the component
+	// reads it.
+	trial := components.DefaultTrial()
+	if k, ok := pointerKey(cur); ok {
+		tr := &trialReport{From: trialFromDefault}
+		c, found := snap.Checkpoint(k)
+		switch {
+		case !found:
+			tr.Error = fmt.Sprintf("checkpoint %s is missing: the component cannot run current", k)
+		case c.ConfigMap == nil:
+			tr.Error = fmt.Sprintf("checkpoint %s is unreadable: %v", k, c.Err)
+		default:
+			t, err := components.TrialFromAnnotations(c.ConfigMap.Annotations, components.DefaultTrial())
+			if err != nil {
+				tr.Error = err.Error()
+			} else {
+				trial = t
+				if hasTrialAnnotation(c.ConfigMap) {
+					tr.From = trialFromAnnotations
+				}
+			}
+		}
+		tr.Duration, tr.CrashLoopThreshold = trial.Duration.String(), trial.CrashLoopThreshold
+		if fr := cur.Pointer.FirstRun; !fr.IsZero() {
+			ends := fr.Add(trial.Duration).UTC()
+			tr.Ends, tr.Over = &ends, now.After(ends)
+		}
+		rep.Current.Trial = tr
+	}
+
+	for _, t := range snap.Tracking {
+		if version != "" && t.ComponentVersion != version {
 			continue
 		}
-		rvs, err := os.ReadDir(filepath.Join(root, u.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("list checkpoints in %s: %w", filepath.Join(root, u.Name()), err)
-		}
-		for _, rv := range rvs {
-			k := checkpoint.Key{UID: types.UID(u.Name()), ResourceVersion: rv.Name()}
-			// ValidateKey also rejects the temporary files of writes in
-			// progress.
-			if checkpoint.ValidateKey(k) != nil || !rv.Type().IsRegular() {
-				continue
-			}
-			c := newCheckpointReport(sd, k)
-			if c.Status == "" {
-				c.Status = statusUnverified
-			}
-			rep.Checkpoints = append(rep.Checkpoints, c)
-		}
+		rep.ComponentVersions = append(rep.ComponentVersions, trackingFor(snap, t, trial, now))
 	}
-	slices.SortFunc(rep.Checkpoints, func(a, b checkpointReport) int {
-		return strings.Compare(string(a.UID)+"\x00"+a.ResourceVersion, string(b.UID)+"\x00"+b.ResourceVersion)
-	})
+	rep.Quarantine = append(rep.Quarantine, snap.Quarantine...)
+	for _, p := range snap.Problems {
+		rep.Problems = append(rep.Problems, p.Error())
+	}
+	return rep
+}
 
-	rep.ComponentVersions = []trackingReport{}
-	for _, v := range versions {
-		t := trackingReport{ComponentVersion: v, BadConfigs: []badMarkReport{}}
-		path := filepath.Join(sd.trackingDir(v), lkg.BadConfigsFile)
-		data, err := readNoFollow(path, maxTrackingFile)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			t.BadConfigsError = err.Error()
-		default:
-			entries, err := lkg.DecodeBadConfigs(data)
-			if err != nil {
-				t.BadConfigsError = fmt.Sprintf("%s: %v", path, err)
-			}
-			t.BadConfigs = badMarks(entries, rep)
-		}
-		rep.ComponentVersions = append(rep.ComponentVersions, t)
+// trackingFor reports one component version's tracking dir.
+func trackingFor(snap *checkpoint.Snapshot, t checkpoint.TrackingState, trial components.Trial, now time.Time) trackingReport {
+	r := trackingReport{ComponentVersion: t.ComponentVersion, BadConfigs: []badMarkReport{}, Startups: []time.Time{}}
+	if t.BadMarksErr != nil {
+		r.BadConfigsError = t.BadMarksErr.Error()
 	}
-	return rep, nil
+	for k, m := range t.BadMarks {
+		r.BadConfigs = append(r.BadConfigs, badMarkReport{
+			Key: k, Time: m.Time.UTC(), Reason: m.Reason, Problem: m.Problem, UsedBy: markUsedBy(snap, k),
+		})
+	}
+	slices.SortFunc(r.BadConfigs, func(a, b badMarkReport) int { return strings.Compare(a.Key, b.Key) })
+	if t.StartupsErr != nil {
+		r.StartupsError = t.StartupsErr.Error()
+	}
+	for _, s := range t.Startups {
+		r.Startups = append(r.Startups, s.UTC())
+	}
+
+	cur := snap.Current
+	if cur.Err != nil || t.StartupsErr != nil {
+		return r
+	}
+	if !cur.Pointer.SetTime.IsZero() {
+		n := crashloop.CrashRestarts(t.Startups, cur.Pointer.SetTime)
+		r.StartupsSinceCurrentSet = &n
+	}
+	if !cur.Pointer.FirstRun.IsZero() {
+		n := crashloop.CrashRestarts(t.Startups, cur.Pointer.FirstRun)
+		r.CrashRestartsSinceFirstRun = &n
+	}
+	key, mark, marked := t.BadMarks.Lookup(cur.Pointer.Source)
+	if !marked {
+		return r
+	}
+	if crashloop.CrashLooping(crashloop.Input{
+		Startups: t.Startups, Since: mark.Time, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
+	}) {
+		de := &deadEndReport{
+			MarkKey: key, Reason: mark.Reason, Problem: mark.Problem, MarkedAt: mark.Time.UTC(),
+			CrashRestartsSinceMark: crashloop.CrashRestarts(t.Startups, mark.Time),
+			ForgetBadRepairs:       isCrashLoopMark(mark),
+		}
+		if de.ForgetBadRepairs {
+			de.Repair = fmt.Sprintf("dynconfigctl forget-bad %s %s --component-version %s", snap.Dir, key, t.ComponentVersion)
+		}
+		r.DeadEnd = de
+	}
+	return r
+}
+
+// isCrashLoopMark tells a crash-loop mark from the certain ones, as the
+// component does: by its problem, or, for marks of older versions that
+// carry none, by its reason.
+func isCrashLoopMark(m checkpoint.BadMark) bool {
+	if m.Problem != "" {
+		return m.Problem == lkg.ProblemCrashLoop.String()
+	}
+	return strings.HasPrefix(m.Reason, "crash loop detected")
+}
+
+func hasTrialAnnotation(cm *corev1.ConfigMap) bool {
+	_, d := cm.Annotations[components.TrialDurationAnnotation]
+	_, t := cm.Annotations[components.CrashLoopThresholdAnnotation]
+	return d || t
 }
 
 func newPointerReport(p checkpoint.Pointer, err error) *pointerReport {
@@ -335,6 +439,10 @@ func newPointerReport(p checkpoint.Pointer, err error) *pointerReport {
 		t := p.SetTime.UTC()
 		r.SetTime = &t
 	}
+	if !p.FirstRun.IsZero() {
+		t := p.FirstRun.UTC()
+		r.FirstRun = &t
+	}
 	if !r.Local {
 		ref := p.Source.ConfigMap
 		r.Namespace, r.Name, r.UID = ref.Namespace, ref.Name, ref.UID
@@ -343,65 +451,62 @@ func newPointerReport(p checkpoint.Pointer, err error) *pointerReport {
 	return r
 }
 
-// newCheckpointReport fills in the key and the file size; a file that cannot
-// be stat'ed gets an error status.
-func newCheckpointReport(sd stateDir, k checkpoint.Key) checkpointReport {
-	c := checkpointReport{Key: k.String(), UID: k.UID, ResourceVersion: k.ResourceVersion}
-	fi, err := os.Lstat(filepath.Join(sd.path, checkpointsDir, string(k.UID), k.ResourceVersion))
-	if err != nil {
-		c.Status, c.Error = statusError, err.Error()
-		return c
+// pointerKey returns the checkpoint a readable remote pointer references.
+func pointerKey(p checkpoint.PointerState) (checkpoint.Key, bool) {
+	if p.Err != nil {
+		return checkpoint.Key{}, false
 	}
-	c.Size = fi.Size()
-	return c
+	return checkpoint.KeyFromSource(p.Pointer.Source)
 }
 
-// pointerKey returns the key a readable remote pointer references.
-func pointerKey(p *pointerReport) (string, bool) {
-	if p == nil || p.Error != "" || p.Local {
-		return "", false
+func checkpointStatus(c checkpoint.CheckpointState) string {
+	switch {
+	case c.Err == nil && c.ConfigMap != nil:
+		return statusOK
+	case errors.Is(c.Err, checkpoint.ErrCorrupt):
+		return statusCorrupt
 	}
-	return checkpoint.Key{UID: p.UID, ResourceVersion: p.ResourceVersion}.String(), true
+	return statusError
 }
 
-// usedBy lists the pointers of rep that reference key.
-func usedBy(rep *inspectReport, key string) []string {
+// checkpointUsedBy lists the pointers that reference the checkpoint k.
+func checkpointUsedBy(snap *checkpoint.Snapshot, k checkpoint.Key) []string {
 	var refs []string
-	if k, ok := pointerKey(rep.Current); ok && k == key {
-		refs = append(refs, refCurrent)
-	}
-	if k, ok := pointerKey(rep.LastKnownGood); ok && k == key {
-		refs = append(refs, refLastKnownGood)
+	for _, p := range []struct {
+		name string
+		st   checkpoint.PointerState
+	}{{refCurrent, snap.Current}, {refLastKnownGood, snap.LastKnownGood}} {
+		if pk, ok := pointerKey(p.st); ok && pk == k {
+			refs = append(refs, p.name)
+		}
 	}
 	return refs
 }
 
-// markUsed fills in the checkpoints' usedBy and the pointers' checkpoint
-// status.
-func markUsed(rep *inspectReport) {
-	status := map[string]string{}
-	for i := range rep.Checkpoints {
-		c := &rep.Checkpoints[i]
-		c.UsedBy = usedBy(rep, c.Key)
-		status[c.Key] = c.Status
-	}
-	for _, p := range []*pointerReport{rep.Current, rep.LastKnownGood} {
-		if k, ok := pointerKey(p); ok {
-			p.Checkpoint = statusMissing
-			if s, ok := status[k]; ok {
-				p.Checkpoint = s
-			}
+// markUsedBy lists the pointers whose config the mark key applies to, as
+// the component looks marks up (checkpoint.BadMarks.Lookup).
+func markUsedBy(snap *checkpoint.Snapshot, key string) []string {
+	var refs []string
+	only := checkpoint.BadMarks{key: {}}
+	for _, p := range []struct {
+		name string
+		st   checkpoint.PointerState
+	}{{refCurrent, snap.Current}, {refLastKnownGood, snap.LastKnownGood}} {
+		if p.st.Err != nil {
+			continue
+		}
+		if _, _, ok := only.Lookup(p.st.Pointer.Source); ok {
+			refs = append(refs, p.name)
 		}
 	}
+	return refs
 }
 
-func badMarks(entries map[string]lkg.Entry, rep *inspectReport) []badMarkReport {
-	out := []badMarkReport{}
-	for k, e := range entries {
-		out = append(out, badMarkReport{Key: k, Time: e.Time.UTC(), Reason: e.Reason, UsedBy: usedBy(rep, k)})
+func errString(err error) string {
+	if err == nil {
+		return "unreadable"
 	}
-	slices.SortFunc(out, func(a, b badMarkReport) int { return strings.Compare(a.Key, b.Key) })
-	return out
+	return err.Error()
 }
 
 // timeFormat shows milliseconds: startups a moment apart stay apart.
@@ -421,13 +526,13 @@ func renderInspect(rep *inspectReport) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "State dir:        %s\n", rep.StateDir)
 	if rep.Locked {
-		fmt.Fprintf(&b, "Read:             under the state-dir lock\n")
+		fmt.Fprintf(&b, "Read:             under the state-dir lock, at %s\n", formatTime(rep.InspectedAt))
 	} else {
-		fmt.Fprintf(&b, "Read:             without the lock (--no-lock); not read: %s\n", strings.Join(rep.NotRead, ", "))
+		fmt.Fprintf(&b, "Read:             without the lock (--no-lock), at %s: a running component may change it right after\n", formatTime(rep.InspectedAt))
 	}
 	fmt.Fprintf(&b, "\n")
-	writePointer(&b, "Current:", rep.Current)
-	writePointer(&b, "Last-known-good:", rep.LastKnownGood)
+	writePointer(&b, "Current:", rep.Current, rep)
+	writePointer(&b, "Last-known-good:", rep.LastKnownGood, rep)
 
 	fmt.Fprintf(&b, "\nCheckpoints (%d):\n", len(rep.Checkpoints))
 	if len(rep.Checkpoints) > 0 {
@@ -450,52 +555,96 @@ func renderInspect(rep *inspectReport) []byte {
 	}
 
 	for _, t := range rep.ComponentVersions {
-		fmt.Fprintf(&b, "\nComponent version %s (%s/%s/):\n", t.ComponentVersion, trackingDir, t.ComponentVersion)
-		switch {
-		case t.BadConfigsError != "":
-			fmt.Fprintf(&b, "  Bad configs: file unusable, the component reads it as empty: %s\n", t.BadConfigsError)
-		case len(t.BadConfigs) == 0:
-			fmt.Fprintf(&b, "  Bad configs: none\n")
-		default:
-			fmt.Fprintf(&b, "  Bad configs (%d):\n", len(t.BadConfigs))
-			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "    KEY\tMARKED\tUSED BY\tREASON\n")
-			for _, m := range t.BadConfigs {
-				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", m.Key, formatTime(m.Time), orDash(strings.Join(m.UsedBy, ",")), m.Reason)
-			}
-			_ = tw.Flush()
-		}
-		switch {
-		case t.Startups == nil:
-			fmt.Fprintf(&b, "  Startups: not read\n")
-		case t.StartupsError != "":
-			fmt.Fprintf(&b, "  Startups: file unusable, the component reads it as empty: %s\n", t.StartupsError)
-		case len(t.Startups) == 0:
-			fmt.Fprintf(&b, "  Startups: none recorded\n")
-		default:
-			since := ""
-			if t.StartupsSinceCurrentSet != nil {
-				since = fmt.Sprintf(", %d since current was set", *t.StartupsSinceCurrentSet)
-			}
-			fmt.Fprintf(&b, "  Startups (%d recorded%s):\n", len(t.Startups), since)
-			for _, s := range t.Startups {
-				fmt.Fprintf(&b, "    %s\n", formatTime(s))
-			}
-		}
+		writeTracking(&b, rep, t)
 	}
 	if len(rep.ComponentVersions) == 0 {
-		fmt.Fprintf(&b, "\nComponent versions: none (%s/ is empty)\n", trackingDir)
+		fmt.Fprintf(&b, "\nComponent versions: none (%s/ holds no component version directory)\n", trackingDir)
+	}
+
+	if len(rep.Quarantine) == 0 {
+		fmt.Fprintf(&b, "\nQuarantine: empty\n")
+	} else {
+		fmt.Fprintf(&b, "\nQuarantine (%d, oldest first; corrupt or foreign files moved aside, kept as evidence):\n", len(rep.Quarantine))
+		for _, q := range rep.Quarantine {
+			fmt.Fprintf(&b, "  %s\n", q)
+		}
+	}
+	if len(rep.Problems) > 0 {
+		fmt.Fprintf(&b, "\nProblems (%d):\n", len(rep.Problems))
+		for _, p := range rep.Problems {
+			fmt.Fprintf(&b, "  %s\n", p)
+		}
 	}
 	return b.Bytes()
 }
 
-func writePointer(b *bytes.Buffer, label string, p *pointerReport) {
+func writeTracking(b *bytes.Buffer, rep *inspectReport, t trackingReport) {
+	fmt.Fprintf(b, "\nComponent version %s (%s/%s/):\n", t.ComponentVersion, trackingDir, t.ComponentVersion)
+	switch {
+	case t.BadConfigsError != "":
+		fmt.Fprintf(b, "  Bad configs: UNREADABLE: %s\n", t.BadConfigsError)
+		if strings.HasPrefix(t.BadConfigsError, "corrupt file ") {
+			fmt.Fprintf(b, "    (the component moves a corrupt file to the quarantine and reads it as no marks)\n")
+		}
+	case len(t.BadConfigs) == 0:
+		fmt.Fprintf(b, "  Bad configs: none\n")
+	default:
+		fmt.Fprintf(b, "  Bad configs (%d):\n", len(t.BadConfigs))
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "    KEY\tMARKED\tPROBLEM\tUSED BY\tREASON\n")
+		for _, m := range t.BadConfigs {
+			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", m.Key, formatTime(m.Time), orDash(m.Problem), orDash(strings.Join(m.UsedBy, ",")), m.Reason)
+		}
+		_ = tw.Flush()
+	}
+	switch {
+	case t.StartupsError != "":
+		fmt.Fprintf(b, "  Startups: UNREADABLE: %s\n", t.StartupsError)
+		if strings.HasPrefix(t.StartupsError, "corrupt file ") {
+			fmt.Fprintf(b, "    (the component moves a corrupt file to the quarantine and starts counting anew)\n")
+		}
+	case len(t.Startups) == 0:
+		fmt.Fprintf(b, "  Startups: none recorded\n")
+	default:
+		var since []string
+		if t.StartupsSinceCurrentSet != nil {
+			since = append(since, fmt.Sprintf("%d since current was set", *t.StartupsSinceCurrentSet))
+		}
+		if t.CrashRestartsSinceFirstRun != nil {
+			s := fmt.Sprintf("%d crash restarts since current first ran", *t.CrashRestartsSinceFirstRun)
+			if tr := rep.Current.Trial; tr != nil {
+				s += fmt.Sprintf(" (threshold %d)", tr.CrashLoopThreshold)
+			}
+			since = append(since, s)
+		}
+		extra := ""
+		if len(since) > 0 {
+			extra = ", " + strings.Join(since, ", ")
+		}
+		fmt.Fprintf(b, "  Startups (%d recorded%s):\n", len(t.Startups), extra)
+		for _, s := range t.Startups {
+			fmt.Fprintf(b, "    %s\n", formatTime(s))
+		}
+	}
+	if de := t.DeadEnd; de != nil {
+		tr := rep.Current.Trial
+		fmt.Fprintf(b, "  DEAD END: current is marked bad (%s: %s),\n", de.MarkKey, de.Reason)
+		fmt.Fprintf(b, "    and the component keeps crashing on the config it rolled back to: %d crash restarts\n", de.CrashRestartsSinceMark)
+		fmt.Fprintf(b, "    since the mark, more than the threshold %d, within the %s trial.\n", tr.CrashLoopThreshold, tr.Duration)
+		if de.ForgetBadRepairs {
+			fmt.Fprintf(b, "    The mark is for a crash loop, which may not be the config's fault. Repair the node, then give\n")
+			fmt.Fprintf(b, "    current a fresh trial by forgetting the mark (stop the component first):\n")
+			fmt.Fprintf(b, "      %s\n", de.Repair)
+		} else {
+			fmt.Fprintf(b, "    The mark is certain (%s): forget-bad cannot help. Repair the node, or assign another config.\n", orDash(de.Problem))
+		}
+	}
+}
+
+func writePointer(b *bytes.Buffer, label string, p *pointerReport, rep *inspectReport) {
 	const indent = "                  "
 	fmt.Fprintf(b, "%-18s", label)
 	switch {
-	case p == nil:
-		fmt.Fprintf(b, "not read (needs the state-dir lock)\n")
-		return
 	case p.Error != "":
 		fmt.Fprintf(b, "UNREADABLE: %s\n", p.Error)
 		return
@@ -511,7 +660,47 @@ func writePointer(b *bytes.Buffer, label string, p *pointerReport) {
 	} else {
 		fmt.Fprintf(b, "%sset time unknown\n", indent)
 	}
+	if p.FirstRun != nil {
+		fmt.Fprintf(b, "%sfirst run %s\n", indent, formatTime(*p.FirstRun))
+	} else if p == rep.Current && !p.Local {
+		fmt.Fprintf(b, "%snot run yet: its trial starts when the component first runs it\n", indent)
+	}
+	if tr := p.Trial; tr != nil {
+		from := "from its annotations"
+		if tr.From == trialFromDefault {
+			from = "the built-in default"
+		}
+		fmt.Fprintf(b, "%strial %s, crash-loop threshold %d (%s)", indent, tr.Duration, tr.CrashLoopThreshold, from)
+		switch {
+		case tr.Ends == nil:
+		case tr.Over:
+			fmt.Fprintf(b, "; ended %s", formatTime(*tr.Ends))
+		default:
+			fmt.Fprintf(b, "; ends %s, %s left", formatTime(*tr.Ends), tr.Ends.Sub(rep.InspectedAt).Round(100*time.Millisecond))
+		}
+		fmt.Fprintf(b, "\n")
+		if tr.Error != "" {
+			fmt.Fprintf(b, "%s  (%s)\n", indent, tr.Error)
+		}
+		if samePointer(rep.Current, rep.LastKnownGood) {
+			fmt.Fprintf(b, "%spromoted: it is also last-known-good\n", indent)
+		}
+		for _, t := range rep.ComponentVersions {
+			for _, m := range t.BadConfigs {
+				if slices.Contains(m.UsedBy, refCurrent) {
+					fmt.Fprintf(b, "%sMARKED BAD by component version %s (%s): %s\n", indent, t.ComponentVersion, m.Key, m.Reason)
+				}
+			}
+		}
+	}
 	if !p.Local {
 		fmt.Fprintf(b, "%scheckpoint %s\n", indent, p.Checkpoint)
 	}
+}
+
+// samePointer reports whether two readable remote pointers name the same
+// config.
+func samePointer(a, b *pointerReport) bool {
+	return a.Error == "" && b.Error == "" && !a.Local && !b.Local &&
+		a.UID == b.UID && a.ResourceVersion == b.ResourceVersion && a.KubeletConfigKey == b.KubeletConfigKey
 }

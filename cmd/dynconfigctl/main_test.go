@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -115,23 +116,36 @@ func TestNoLockNeverWrites(t *testing.T) {
 	}
 }
 
-func FuzzParseMarkKey(f *testing.F) {
-	for _, s := range []string{"uid/1", "", "/", "a/", "/b", "a/b/c", "../1", "a/..", "\x00/1", ".tmp-x/1", "é/ü", strings.Repeat("u", 300) + "/1"} {
+func FuzzParseMarkPattern(f *testing.F) {
+	for _, s := range []string{"uid/1", "uid/1/kubelet", "uid/1/a.b_c-d", "uid/1/", "uid/1/a b", "uid/1/a/b", "", "/", "a/", "/b", "../1", "a/..", "\x00/1", ".tmp-x/1", "é/ü", strings.Repeat("u", 300) + "/1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		k, err := parseMarkKey(s)
+		p, err := parseMarkPattern(s)
 		if err != nil {
 			if _, ok := err.(*usageError); !ok {
-				t.Fatalf("parseMarkKey(%q): error %T, want a usage error", s, err)
+				t.Fatalf("parseMarkPattern(%q): error %T, want a usage error", s, err)
 			}
 			return
 		}
-		if k.String() != s {
-			t.Errorf("parseMarkKey(%q) = %q: does not round-trip", s, k.String())
+		if p != s {
+			t.Errorf("parseMarkPattern(%q) = %q: does not round-trip", s, p)
 		}
-		if err := checkpoint.ValidateKey(k); err != nil {
-			t.Errorf("parseMarkKey(%q) accepted an invalid key: %v", s, err)
+		parts := strings.Split(s, "/")
+		if len(parts) < 2 || len(parts) > 3 {
+			t.Fatalf("parseMarkPattern(%q) accepted %d parts", s, len(parts))
+		}
+		if err := checkpoint.ValidateKey(checkpoint.Key{UID: types.UID(parts[0]), ResourceVersion: parts[1]}); err != nil {
+			t.Errorf("parseMarkPattern(%q) accepted an invalid key: %v", s, err)
+		}
+		// Every pattern accepted is one ForgetBad takes: the mark of the
+		// config it names matches it.
+		src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{UID: types.UID(parts[0]), ResourceVersion: parts[1]}}
+		if len(parts) == 3 {
+			src.ConfigMap.KubeletConfigKey = parts[2]
+		}
+		if !markMatches(checkpoint.MarkKey(src), p) {
+			t.Errorf("the mark %q of the config %q names does not match it", checkpoint.MarkKey(src), p)
 		}
 	})
 }

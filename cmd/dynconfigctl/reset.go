@@ -21,8 +21,11 @@ func newResetCommand(stdout io.Writer, d deps) *cobra.Command {
 		Use:   "reset DIR",
 		Short: "Point current and last-known-good at the local config",
 		Long: `reset points the current and the last-known-good pointers at the local
-config, as an empty assignment does. Checkpoints and bad marks stay; the
-component garbage-collects checkpoints that no pointer references.
+config, as an empty assignment does, with no first run. Checkpoints and bad
+marks stay; the component garbage-collects checkpoints that no pointer
+references. A pointer file that cannot be read or trusted (garbage, empty,
+missing, a FIFO) is moved to the state dir's quarantine first, as evidence,
+and reset says where.
 
 It needs the state-dir lock: stop the component first. It does not change the
 node's assignment: if a ConfigMap is still assigned, the component adopts it

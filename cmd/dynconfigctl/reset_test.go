@@ -25,6 +25,8 @@ func TestReset(t *testing.T) {
 		name    string
 		prepare func(t *testing.T, f *fixture)
 		wantOut string
+		// wantQuarantine are the entries of the quarantine after reset.
+		wantQuarantine []string
 	}{
 		{
 			name: "remote current and last-known-good",
@@ -34,16 +36,36 @@ func TestReset(t *testing.T) {
 		{
 			name:    "corrupt current pointer",
 			prepare: func(t *testing.T, f *fixture) { writeFile(t, f.dir+"/meta/current", "garbage") },
-			wantOut: "current: unreadable (corrupt file $STATE/meta/current: decode envelope: invalid character 'g' looking for beginning of value) -> local\n" +
+			wantOut: "current: unreadable (corrupt file $STATE/meta/current: decode envelope: invalid character 'g' looking for beginning of value " +
+				"(moved to $STATE/quarantine/20260301T110306.510000000Z-meta_current)) -> local\n" +
 				"last-known-good: ConfigMap kube-system/kubelet-a (UID: uid-a, resourceVersion: 1), set 2026-03-01T10:00:00.000Z -> local\n",
+			wantQuarantine: []string{"20260301T110306.510000000Z-meta_current"},
 		},
 		{
-			name: "pointers already local, files empty",
+			name: "empty and missing pointer files are corrupt, not local",
 			prepare: func(t *testing.T, f *fixture) {
 				writeFile(t, f.dir+"/meta/current", "")
-				writeFile(t, f.dir+"/meta/last-known-good", "")
+				if err := os.Remove(f.dir + "/meta/last-known-good"); err != nil {
+					t.Fatal(err)
+				}
 			},
-			wantOut: "current: local -> local\nlast-known-good: local -> local\n",
+			wantOut: "current: unreadable (corrupt file $STATE/meta/current: empty file (moved to $STATE/quarantine/20260301T110306.510000000Z-meta_current)) -> local\n" +
+				"last-known-good: unreadable (corrupt file $STATE/meta/last-known-good: is missing (a state dir gets both pointers when it is created)) -> local\n",
+			wantQuarantine: []string{"20260301T110306.510000000Z-meta_current"},
+		},
+		{
+			name: "pointers already local",
+			prepare: func(t *testing.T, f *fixture) {
+				s := openStore(t, f.dir, f.currentVersion, f.clock)
+				defer s.Close()
+				if err := s.SetCurrent(nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.SetLastKnownGood(nil); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantOut: "current: local, set 2026-03-01T10:03:06.510Z -> local\nlast-known-good: local, set 2026-03-01T10:03:06.510Z -> local\n",
 		},
 	}
 	for _, tt := range tests {
@@ -89,6 +111,13 @@ func TestReset(t *testing.T) {
 			}
 			if diff := cmp.Diff(f.marks, allMarks(t, f), cmpEntries); diff != "" {
 				t.Errorf("reset must leave the bad marks (-want +got):\n%s", diff)
+			}
+			snap, err := checkpoint.Inspect(f.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantQuarantine, snap.Quarantine); diff != "" {
+				t.Errorf("quarantine after reset (-want +got):\n%s", diff)
 			}
 		})
 	}

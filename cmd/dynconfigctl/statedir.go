@@ -3,32 +3,29 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 )
 
-// The state dir layout (DESIGN.md, "On-disk layout"; package checkpoint).
+// The top-level directories of a state dir (package checkpoint). They are
+// only checked for, before checkpoint.Open, which would create them: the CLI
+// never creates a state dir where there was none. Every file in them is read
+// by package checkpoint (checkpoint.Inspect, checkpoint.Store), never here.
 const (
 	checkpointsDir = "checkpoints"
 	metaDir        = "meta"
 	trackingDir    = "tracking"
 )
-
-// maxTrackingFile bounds what inspect --no-lock reads of a tracking file.
-// The bad-config file is bounded to lkg.DefaultMaxEntries marks by its writer,
-// far below this.
-const maxTrackingFile = 4 << 20
 
 // stateDir is a state dir that passed checkStateDir.
 type stateDir struct {
@@ -40,8 +37,16 @@ type stateDir struct {
 
 // checkStateDir makes sure dir is an existing dynconfig state dir without
 // creating anything: a directory holding checkpoints/, meta/ and tracking/
-// directories, as checkpoint.Open lays it out.
-func checkStateDir(dir string) (stateDir, error) {
+// directories, as checkpoint.Open lays it out. It is checked before
+// checkpoint.Open, which would create a state dir anywhere.
+func checkStateDir(dir string) (stateDir, error) { return checkLayout(dir, false) }
+
+// checkStateDirToRead is checkStateDir for a command that only reads: a
+// layout directory that is there but is not a directory (a file, a FIFO, a
+// symbolic link) is damage to show, not a reason to refuse.
+func checkStateDirToRead(dir string) (stateDir, error) { return checkLayout(dir, true) }
+
+func checkLayout(dir string, readOnly bool) (stateDir, error) {
 	if dir == "" {
 		return stateDir{}, usagef("the state dir must not be empty")
 	}
@@ -61,7 +66,7 @@ func checkStateDir(dir string) (stateDir, error) {
 	}
 	for _, sub := range []string{checkpointsDir, metaDir, trackingDir} {
 		fi, err := os.Lstat(filepath.Join(abs, sub))
-		if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) {
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir() && !readOnly) {
 			return stateDir{}, fmt.Errorf("%s is not a dynconfig state dir: it has no %s/ directory (a state dir holds %s/, %s/ and %s/)",
 				abs, sub, checkpointsDir, metaDir, trackingDir)
 		}
@@ -69,11 +74,15 @@ func checkStateDir(dir string) (stateDir, error) {
 			return stateDir{}, fmt.Errorf("state dir %s: %w", abs, err)
 		}
 	}
-	entries, err := os.ReadDir(filepath.Join(abs, trackingDir))
+	sd := stateDir{path: abs}
+	tracking := filepath.Join(abs, trackingDir)
+	if fi, err := os.Lstat(tracking); err == nil && !fi.IsDir() {
+		return sd, nil // readOnly: checkpoint.Inspect reports it
+	}
+	entries, err := os.ReadDir(tracking)
 	if err != nil {
 		return stateDir{}, fmt.Errorf("state dir %s: list component versions: %w", abs, err)
 	}
-	sd := stateDir{path: abs}
 	for _, e := range entries {
 		if e.IsDir() {
 			sd.versions = append(sd.versions, e.Name())
@@ -150,45 +159,31 @@ func (sd stateDir) open(version string, o storeOptions) (*checkpoint.Store, erro
 	return s, nil
 }
 
-// parseMarkKey parses "<uid>/<resourceVersion>", the form of bad marks and
-// checkpoint keys, and validates both parts as checkpoint keys.
-func parseMarkKey(s string) (checkpoint.Key, error) {
-	uid, rv, ok := strings.Cut(s, "/")
-	if !ok {
-		return checkpoint.Key{}, usagef("bad mark %q: want UID/RESOURCEVERSION", s)
+// parseMarkPattern parses the mark argument of forget-bad:
+// "<uid>/<resourceVersion>", every payload key of that ConfigMap version (and
+// the marks older versions wrote, which have no payload key), or
+// "<uid>/<resourceVersion>/<payload key>", one config, the form of the keys
+// inspect shows. Each part is validated as package checkpoint validates it.
+func parseMarkPattern(s string) (string, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 2 && len(parts) != 3 {
+		return "", usagef("bad mark %q: want UID/RESOURCEVERSION or UID/RESOURCEVERSION/PAYLOADKEY", s)
 	}
-	k := checkpoint.Key{UID: types.UID(uid), ResourceVersion: rv}
+	k := checkpoint.Key{UID: types.UID(parts[0]), ResourceVersion: parts[1]}
 	if err := checkpoint.ValidateKey(k); err != nil {
-		return checkpoint.Key{}, &usageError{err: fmt.Errorf("bad mark %q: %w", s, err)}
+		return "", &usageError{err: fmt.Errorf("bad mark %q: %w", s, err)}
 	}
-	return k, nil
+	if len(parts) == 3 {
+		if errs := validation.IsConfigMapKey(parts[2]); len(errs) > 0 {
+			return "", usagef("bad mark %q: payload key %q: %s", s, parts[2], strings.Join(errs, "; "))
+		}
+	}
+	return s, nil
 }
 
-// readNoFollow reads a regular file of at most limit bytes without following
-// a symbolic link, for the files inspect --no-lock reads. A missing file is
-// fs.ErrNotExist.
-func readNoFollow(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symbolic link", path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (mode %v)", path, fi.Mode())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
+// markMatches reports whether the bad-mark key matches pattern as
+// checkpoint.Store.ForgetBad matches it: the same key, or a key of the
+// ConfigMap version (or ConfigMap) that pattern names.
+func markMatches(key, pattern string) bool {
+	return key == pattern || strings.HasPrefix(key, pattern+"/")
 }

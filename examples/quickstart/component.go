@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,10 +30,11 @@ import (
 // demo component instead of the walk-through.
 const componentEnv = "DYNCONFIG_QUICKSTART_COMPONENT"
 
-// crashGate is the feature gate that makes the demo component exit 1
-// right after Bootstrap. The kubelet profile accepts gate names it does not
-// know, so a config can carry it and still pass validation.
-const crashGate = "DemoCrashAtStartup"
+// crashProviderID, as the config's providerID, makes the demo component
+// exit 1 right after Bootstrap: a config that passes validation and still
+// cannot run. (The kubelet profile rejects feature gates the kubelet does not
+// know, so a made-up gate cannot carry the signal.)
+const crashProviderID = "quickstart://crash-at-startup"
 
 // componentVersion names the state dir's tracking dir.
 const componentVersion = "quickstart-v1"
@@ -41,7 +43,7 @@ const componentVersion = "quickstart-v1"
 const pollInterval = 100 * time.Millisecond
 
 // errCrashAtStartup is the demo component's deliberate startup failure.
-var errCrashAtStartup = errors.New("config enables the " + crashGate + " feature gate: crashing at startup")
+var errCrashAtStartup = errors.New("config sets providerID " + crashProviderID + ": crashing at startup")
 
 // layout names the files of a work dir.
 type layout struct{ dir string }
@@ -90,6 +92,18 @@ func decodeStatus(data []byte) (componentStatus, error) {
 		return componentStatus{}, fmt.Errorf("decode component status: %w", err)
 	}
 	return st, nil
+}
+
+// readOptional reads path; a missing file is empty.
+func readOptional(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // statusWriter is the component's Reporter: it writes the componentStatus
@@ -187,7 +201,7 @@ func runComponent(ctx context.Context, l layout) error {
 	if err != nil {
 		return err
 	}
-	if cfg.FeatureGates[crashGate] {
+	if cfg.ProviderID == crashProviderID {
 		return errCrashAtStartup
 	}
 	if err := reporter.setRunning(cfg); err != nil {

@@ -12,7 +12,7 @@
 // variable set to the work dir; it embeds dynconfig.Controller with the
 // kubelet profile and the directory source, writes its ConfigOK condition to
 // a file for the walk-through to print, and exits 1 right after Bootstrap
-// when its config enables the DemoCrashAtStartup feature gate.
+// when its config sets providerID to quickstart://crash-at-startup.
 //
 // The walk-through assigns, in turn, a good config (which passes its trial
 // and becomes last-known-good), one that fails validation, one that crashes
@@ -27,9 +27,13 @@
 // is removed at the end and no child process outlives the program (a child
 // also exits when its stdin, a pipe from the supervisor, is closed).
 //
+// The state-dir view is read with checkpoint.Inspect: every file verified
+// (checksums, versions), nothing written, and without the state-dir lock,
+// which the running component holds.
+//
 // What it does not do: it talks to no API server and patches no Node, and
-// its state-dir view reads the files directly, without the state-dir lock
-// (the running component holds it), so a view is a snapshot that the
-// component may change right after. It needs a unix system (the state dir
-// uses flock).
+// a state-dir view is a snapshot that the component may change right after.
+// Promotion needs a full trial of uptime in one process, which the view
+// cannot see: it shows the trial from current's first run. It needs a unix
+// system (the state dir uses flock).
 package main

@@ -60,9 +60,10 @@ func demoConfigs() (good1, invalid, crash, good2 demoConfig) {
 	invalid = demoConfig{name: "kubelet-v2-invalid", uid: "b2e5d3c1-7c2f-4a4b-8d3e-8f6c9b1a2d22", maxPods: 130,
 		extra: "imageGCHighThresholdPercent: 50\nimageGCLowThresholdPercent: 80\n", trial: 5 * time.Second, threshold: 2}
 	// A crash loop only counts during the trial, so this one gets a trial
-	// long enough for three startups even on a busy machine.
+	// long enough for the adopting start and threshold+1 crash restarts
+	// even on a busy machine.
 	crash = demoConfig{name: "kubelet-v3-crash", uid: "c3d6e4f2-8d3a-4b5c-9e4f-9a7d0c2b3e33", maxPods: 140,
-		extra: "featureGates:\n  " + crashGate + ": true\n", trial: 30 * time.Second, threshold: 2}
+		extra: "providerID: " + crashProviderID + "\n", trial: 30 * time.Second, threshold: 2}
 	good2 = demoConfig{name: "kubelet-v4", uid: "d4e7f5a3-9e4b-4c6d-8f5a-0b8e1d3c4f44", maxPods: 150,
 		trial: 5 * time.Second, threshold: 2}
 	return good1, invalid, crash, good2
@@ -206,15 +207,6 @@ func (w *walkthrough) name(uid string) string {
 	return "unknown ConfigMap " + uid
 }
 
-func (w *walkthrough) trialOf(uid string) time.Duration {
-	for _, c := range w.configs {
-		if c.uid == uid {
-			return c.trial
-		}
-	}
-	return components.DefaultTrialDuration
-}
-
 // ranConfig says which config has maxPods m.
 func (w *walkthrough) ranConfig(m int32) string {
 	if m == localMaxPods {
@@ -296,7 +288,7 @@ func (w *walkthrough) print(s snapshot, stateOnly bool) {
 		w.row("", "message  "+c.Message)
 		w.row("component", fmt.Sprintf("pid %d runs maxPods=%d, %s", s.status.PID, s.status.Running.MaxPods, w.ranConfig(s.status.Running.MaxPods)))
 	}
-	for i, r := range s.state.lines(s.at, w.name, w.trialOf) {
+	for i, r := range s.state.lines(s.at, w.name) {
 		label := ""
 		if i == 0 {
 			label = "state dir"
@@ -414,27 +406,29 @@ func run(ctx context.Context, out io.Writer) (err error) {
 		checks: []check{{
 			want: want{status: corev1.ConditionTrue, reasonPrefix: status.ReasonAllChecksPassed, message: current(good1), current: good1.uid, anyLKG: true},
 		}, {
-			intro:     fmt.Sprintf("Wait for the %s trial to pass: the component then promotes %s to last-known-good.", good1.trial, good1.name),
+			intro: fmt.Sprintf("Wait for the %s trial to pass: once the process running %s has been up that long, it\n"+
+				"promotes it to last-known-good.", good1.trial, good1.name),
 			want:      want{status: corev1.ConditionTrue, reasonPrefix: status.ReasonAllChecksPassed, message: current(good1), current: good1.uid, lkg: good1.uid},
 			stateOnly: true,
 		}},
 	}, {
 		title: "assign a config that fails validation",
 		explain: fmt.Sprintf("Assign ConfigMap %s. The kubelet rules reject it:\n  %v\n"+
-			"The restarted component marks it bad (a perfect signal: it is never retried) and\n"+
-			"rolls back to last-known-good.", invalid.ref(), validationErr),
+			"The running component checkpoints it, makes it current, marks it bad (a perfect signal: it\n"+
+			"is never retried) and rolls back to last-known-good, which it already runs: no restart.", invalid.ref(), validationErr),
 		act: func() error { return w.assign(invalid) },
 		checks: []check{{
 			want: want{status: corev1.ConditionFalse, reasonPrefix: status.ValidateFailedReason(invalid.typedUID()), message: lkgMessage(good1), current: invalid.uid, lkg: good1.uid},
 		}},
 	}, {
 		title: "assign a config that crashes the component at startup",
-		explain: fmt.Sprintf("Assign ConfigMap %s: it is valid, but it enables the %s feature\n"+
-			"gate, and the component exits 1 right after Bootstrap. Its annotations give a %s trial and a\n"+
-			"crash-loop threshold of %d: start number %d within the trial is one too many. That process\n"+
-			"detects the crash loop, marks the config bad (an imperfect signal) and rolls back to\n"+
+		explain: fmt.Sprintf("Assign ConfigMap %s: it is valid, but it sets providerID to %s,\n"+
+			"and the component exits 1 right after Bootstrap. Its annotations give a %s trial and a\n"+
+			"crash-loop threshold of %d: the start that adopts the config is not a crash, %d crash restarts\n"+
+			"after its first run are tolerated, and start number %d within the trial is one too many. That\n"+
+			"process detects the crash loop, marks the config bad (an imperfect signal) and rolls back to\n"+
 			"last-known-good.",
-			crash.ref(), crashGate, crash.trial, crash.threshold, crash.threshold+1),
+			crash.ref(), crashProviderID, crash.trial, crash.threshold, crash.threshold, crash.threshold+2),
 		act: func() error { return w.assign(crash) },
 		checks: []check{{
 			want: want{status: corev1.ConditionFalse, reasonPrefix: status.CrashLoopReason(crash.typedUID()), message: lkgMessage(good1), current: crash.uid, lkg: good1.uid},
@@ -447,7 +441,7 @@ func run(ctx context.Context, out io.Writer) (err error) {
 		checks: []check{{
 			want: want{status: corev1.ConditionTrue, reasonPrefix: status.ReasonAllChecksPassed, message: current(good2), current: good2.uid, anyLKG: true},
 		}, {
-			intro:     fmt.Sprintf("Wait for the %s trial to pass: %s is promoted to last-known-good.", good2.trial, good2.name),
+			intro:     fmt.Sprintf("Wait for the %s trial to pass: after that much uptime, %s is promoted to last-known-good.", good2.trial, good2.name),
 			want:      want{status: corev1.ConditionTrue, reasonPrefix: status.ReasonAllChecksPassed, message: current(good2), current: good2.uid, lkg: good2.uid},
 			stateOnly: true,
 			outro:     "Checkpoints that neither current nor last-known-good references were garbage-collected.",

@@ -1,35 +1,34 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/crashloop"
-	"github.com/dynconfig/dynconfig/internal/atomicfile"
-	"github.com/dynconfig/dynconfig/lkg"
 )
 
-// The state-dir view reads the files the running component writes, without
-// its lock, so it cannot go through checkpoint.Store (Open takes the lock)
-// or crashloop.New (which removes temporary files the component may be
-// writing). It only reads, and a file it cannot parse is shown as such.
+// The state-dir view reads the state dir with checkpoint.Inspect: without
+// the lock the running component holds, without writing anything, and with
+// every file verified (checksums, versions, keys). A file that cannot be
+// read or trusted is shown as such, naming it.
 
-// pointerView is the content of meta/current or meta/last-known-good.
+// pointerView is a pointer as the view shows it.
 type pointerView struct {
 	// Source is the config pointed at; nil is the local config.
 	Source *corev1.NodeConfigSource
-	// SetTime is when the pointer was set; zero when unknown.
+	// SetTime is when the pointer was set.
 	SetTime time.Time
+	// FirstRun is, for current, when the component first ran it; zero
+	// when it has not yet.
+	FirstRun time.Time
 }
 
 // uid returns the ConfigMap UID the pointer names, or "" for local.
@@ -40,137 +39,90 @@ func (p pointerView) uid() string {
 	return string(p.Source.ConfigMap.UID)
 }
 
-// decodePointer parses a pointer file: an envelope
-// {"version":..,"sha256":..,"pointer":{"source":..,"setTime":..}}, or
-// nothing for the local config. It does not verify the checksum: the view
-// shows what is there, the Controller decides whether to trust it.
-func decodePointer(data []byte) (pointerView, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return pointerView{}, nil
-	}
-	var env struct {
-		Pointer *struct {
-			Source  *corev1.NodeConfigSource `json:"source"`
-			SetTime time.Time                `json:"setTime"`
-		} `json:"pointer"`
-	}
-	if err := json.Unmarshal(data, &env); err != nil {
-		return pointerView{}, fmt.Errorf("decode pointer: %w", err)
-	}
-	if env.Pointer == nil {
-		return pointerView{}, errors.New("decode pointer: no pointer in the envelope")
-	}
-	p := pointerView{Source: env.Pointer.Source, SetTime: env.Pointer.SetTime}
-	if p.Source != nil && p.Source.ConfigMap == nil {
-		p.Source = nil
-	}
-	return p, nil
-}
-
 // checkpointView is one checkpoint on disk.
 type checkpointView struct {
 	UID, ResourceVersion string
+	// Corrupt is true when it does not verify.
+	Corrupt bool
 }
 
-// stateView is a snapshot of a state dir. Each part that cannot be read
-// leaves its error in Problems and its zero value in place.
+// stateView is a snapshot of a state dir, for one component version. Each
+// part that cannot be read leaves its error in Problems and its zero value
+// in place.
 type stateView struct {
 	Current, LastKnownGood pointerView
-	// Bad are the bad marks, keyed "<uid>/<resourceVersion>".
-	Bad         map[string]lkg.Entry
+	// CurrentTrial is current's trial, from its checkpoint's annotations;
+	// zero when current is local or its checkpoint cannot be read.
+	CurrentTrial components.Trial
+	// Bad are the bad marks, keyed by checkpoint.MarkKey.
+	Bad         checkpoint.BadMarks
 	Startups    []time.Time
 	Checkpoints []checkpointView
-	Problems    []string
+	// Quarantine lists what the component moved aside as corrupt.
+	Quarantine []string
+	Problems   []string
 }
 
-// readState reads the state dir dir of component version version.
+// readState reads the state dir dir, and the tracking dir of component
+// version version, with checkpoint.Inspect. A state dir that does not exist
+// yet is an empty view.
 func readState(dir, version string) stateView {
 	var v stateView
+	snap, err := checkpoint.Inspect(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return v
+	}
+	if err != nil {
+		v.Problems = append(v.Problems, err.Error())
+		return v
+	}
 	problem := func(err error) { v.Problems = append(v.Problems, err.Error()) }
 
 	for _, p := range []struct {
-		file string
-		dst  *pointerView
-	}{{"current", &v.Current}, {"last-known-good", &v.LastKnownGood}} {
-		path := filepath.Join(dir, "meta", p.file)
-		data, err := readOptional(path)
-		if err == nil {
-			*p.dst, err = decodePointer(data)
-		}
-		if err != nil {
-			problem(fmt.Errorf("%s: %w", path, err))
-		}
-	}
-
-	tracking := filepath.Join(dir, "tracking", version)
-	badPath := filepath.Join(tracking, lkg.BadConfigsFile)
-	if data, err := readOptional(badPath); err != nil {
-		problem(err)
-	} else if len(data) > 0 {
-		if v.Bad, err = lkg.DecodeBadConfigs(data); err != nil {
-			v.Bad = nil
-			problem(fmt.Errorf("%s: %w", badPath, err))
-		}
-	}
-	startupsPath := filepath.Join(tracking, crashloop.FileName)
-	if data, err := readOptional(startupsPath); err != nil {
-		problem(err)
-	} else if len(data) > 0 {
-		if err := json.Unmarshal(data, &v.Startups); err != nil {
-			v.Startups = nil // json.Unmarshal may have filled some entries
-			problem(fmt.Errorf("%s: %w", startupsPath, err))
-		}
-	}
-
-	checkpoints := filepath.Join(dir, "checkpoints")
-	uids, err := os.ReadDir(checkpoints)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		problem(err)
-	}
-	for _, u := range uids {
-		if !u.IsDir() || strings.HasPrefix(u.Name(), atomicfile.TempPrefix) {
+		st  checkpoint.PointerState
+		dst *pointerView
+	}{{snap.Current, &v.Current}, {snap.LastKnownGood, &v.LastKnownGood}} {
+		if p.st.Err != nil {
+			problem(p.st.Err)
 			continue
 		}
-		rvs, err := os.ReadDir(filepath.Join(checkpoints, u.Name()))
-		if err != nil {
-			problem(err)
-			continue
+		*p.dst = pointerView{Source: p.st.Pointer.Source, SetTime: p.st.Pointer.SetTime, FirstRun: p.st.Pointer.FirstRun}
+	}
+	for _, c := range snap.Checkpoints {
+		v.Checkpoints = append(v.Checkpoints, checkpointView{
+			UID: string(c.Key.UID), ResourceVersion: c.Key.ResourceVersion, Corrupt: c.Err != nil,
+		})
+		if c.Err != nil {
+			problem(c.Err)
 		}
-		for _, rv := range rvs {
-			if rv.Type().IsRegular() && !strings.HasPrefix(rv.Name(), atomicfile.TempPrefix) {
-				v.Checkpoints = append(v.Checkpoints, checkpointView{UID: u.Name(), ResourceVersion: rv.Name()})
+	}
+	if k, ok := checkpoint.KeyFromSource(v.Current.Source); ok {
+		if c, ok := snap.Checkpoint(k); ok && c.ConfigMap != nil {
+			trial, err := components.TrialFromAnnotations(c.ConfigMap.Annotations, components.DefaultTrial())
+			if err != nil {
+				problem(fmt.Errorf("checkpoint %s: %w", k, err))
+			} else {
+				v.CurrentTrial = trial
 			}
 		}
 	}
-	sort.Slice(v.Checkpoints, func(i, j int) bool {
-		a, b := v.Checkpoints[i], v.Checkpoints[j]
-		return a.UID < b.UID || (a.UID == b.UID && a.ResourceVersion < b.ResourceVersion)
-	})
-	return v
-}
-
-// readOptional reads path; a missing file is empty.
-func readOptional(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return data, nil
-}
-
-// startupsSince counts the startups strictly after t (all of them for a
-// zero t), the count the crash-loop verdict compares with the threshold.
-func (v stateView) startupsSince(t time.Time) int {
-	n := 0
-	for _, s := range v.Startups {
-		if t.IsZero() || s.After(t) {
-			n++
+	if t, ok := snap.Version(version); ok {
+		if t.BadMarksErr != nil {
+			problem(t.BadMarksErr)
+		} else if len(t.BadMarks) > 0 {
+			v.Bad = t.BadMarks
+		}
+		if t.StartupsErr != nil {
+			problem(t.StartupsErr)
+		} else {
+			v.Startups = t.Startups
 		}
 	}
-	return n
+	v.Quarantine = snap.Quarantine
+	for _, p := range snap.Problems {
+		problem(p)
+	}
+	return v
 }
 
 // namer names configs in the view: the demo knows its ConfigMaps by UID.
@@ -178,32 +130,35 @@ type namer func(uid string) string
 
 // describePointer words a pointer for the view.
 func describePointer(p pointerView, name namer) string {
-	if p.Source == nil {
+	if p.Source == nil || p.Source.ConfigMap == nil {
 		return "local"
 	}
 	r := p.Source.ConfigMap
 	return fmt.Sprintf("%s (UID %s, resourceVersion %s)", name(string(r.UID)), r.UID, r.ResourceVersion)
 }
 
-// lines renders the view as label/value rows, at time now. trialOf gives
-// the trial period of a demo config by UID.
-func (v stateView) lines(now time.Time, name namer, trialOf func(uid string) time.Duration) [][2]string {
+// lines renders the view as label/value rows, at time now.
+func (v stateView) lines(now time.Time, name namer) [][2]string {
 	var rows [][2]string
 	add := func(label, value string) { rows = append(rows, [2]string{label, value}) }
 
 	cur := describePointer(v.Current, name)
 	if uid := v.Current.uid(); uid != "" {
-		age := now.Sub(v.Current.SetTime)
-		cur += fmt.Sprintf(", set %s ago", roundDuration(age))
-		trial := trialOf(uid)
-		_, bad := v.Bad[uid+"/"+v.Current.Source.ConfigMap.ResourceVersion]
+		cur += fmt.Sprintf(", set %s ago", roundDuration(now.Sub(v.Current.SetTime)))
+		trial := v.CurrentTrial.Duration
+		_, _, bad := v.Bad.Lookup(v.Current.Source)
+		ran := now.Sub(v.Current.FirstRun)
 		switch {
 		case bad:
 			cur += ", marked bad"
 		case v.LastKnownGood.uid() == uid:
 			cur += fmt.Sprintf(", passed its %s trial", trial)
-		case age <= trial:
-			cur += fmt.Sprintf(", on trial (%s of %s left)", roundDuration(trial-age), trial)
+		case v.Current.FirstRun.IsZero():
+			cur += ", not run yet"
+		case trial == 0:
+			cur += ", trial unknown"
+		case ran <= trial:
+			cur += fmt.Sprintf(", on trial (%s of %s left)", roundDuration(trial-ran), trial)
 		default:
 			cur += fmt.Sprintf(", %s trial over, promotion pending", trial)
 		}
@@ -230,7 +185,13 @@ func (v stateView) lines(now time.Time, name namer, trialOf func(uid string) tim
 
 	startups := fmt.Sprintf("%d recorded", len(v.Startups))
 	if v.Current.uid() != "" {
-		startups += fmt.Sprintf(", %d since current was set", v.startupsSince(v.Current.SetTime))
+		startups += fmt.Sprintf(", %d since current was set", crashloop.CrashRestarts(v.Startups, v.Current.SetTime))
+		if !v.Current.FirstRun.IsZero() {
+			startups += fmt.Sprintf(", %d since it first ran", crashloop.CrashRestarts(v.Startups, v.Current.FirstRun))
+			if th := v.CurrentTrial.CrashLoopThreshold; v.CurrentTrial.Duration != 0 {
+				startups += fmt.Sprintf(" (crash restarts; %d tolerated)", th)
+			}
+		}
 	}
 	add("startups", startups)
 
@@ -240,8 +201,14 @@ func (v stateView) lines(now time.Time, name namer, trialOf func(uid string) tim
 		names := make([]string, len(v.Checkpoints))
 		for i, c := range v.Checkpoints {
 			names[i] = name(c.UID)
+			if c.Corrupt {
+				names[i] += " (corrupt)"
+			}
 		}
 		add("checkpoints", strings.Join(names, ", "))
+	}
+	if len(v.Quarantine) > 0 {
+		add("quarantine", strings.Join(v.Quarantine, ", "))
 	}
 	for _, p := range v.Problems {
 		add("unreadable", p)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,22 +18,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
-	"github.com/dynconfig/dynconfig/crashloop"
-	"github.com/dynconfig/dynconfig/lkg"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-// stateDir is a state dir written by the real store and trackers, so that
-// the view is checked against the formats they actually write.
+// stateDir is a state dir written by the real checkpoint.Store, so that the
+// view is checked against what the library actually writes.
 type stateDir struct {
-	t        *testing.T
-	dir      string
-	clock    *clocktesting.FakeClock
-	store    *checkpoint.Store
-	bad      *lkg.Tracker
-	startups *crashloop.Tracker
+	t     *testing.T
+	dir   string
+	clock *clocktesting.FakeClock
+	store *checkpoint.Store
 }
 
 func newStateDir(t *testing.T) *stateDir {
@@ -42,13 +42,6 @@ func newStateDir(t *testing.T) *stateDir {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.store.Close() })
-	tracking := filepath.Join(d.dir, "tracking", componentVersion)
-	if d.bad, err = lkg.NewTracker(lkg.TrackerOptions{Dir: tracking, Clock: d.clock}); err != nil {
-		t.Fatal(err)
-	}
-	if d.startups, err = crashloop.New(crashloop.Options{Dir: tracking, Clock: d.clock}); err != nil {
-		t.Fatal(err)
-	}
 	return d
 }
 
@@ -59,15 +52,33 @@ func (d *stateDir) must(err error) {
 	}
 }
 
-// save checkpoints the ConfigMap that remoteSource(uid) names.
+func (d *stateDir) startup() {
+	d.t.Helper()
+	_, err := d.store.RecordStartup()
+	d.must(err)
+}
+
+func (d *stateDir) firstRun() {
+	d.t.Helper()
+	_, err := d.store.RecordFirstRun()
+	d.must(err)
+}
+
+// save checkpoints the ConfigMap that remoteSource(uid) names, with a 5s
+// trial and threshold 2.
 func (d *stateDir) save(uid string) {
 	src := remoteSource(uid).ConfigMap
 	_, err := d.store.Save(&corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: src.Name, UID: src.UID, ResourceVersion: src.ResourceVersion},
-		Data:       map[string]string{"kubelet": "{}"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: src.Namespace, Name: src.Name, UID: src.UID, ResourceVersion: src.ResourceVersion,
+			Annotations: map[string]string{components.TrialDurationAnnotation: "5s", components.CrashLoopThresholdAnnotation: "2"},
+		},
+		Data: map[string]string{"kubelet": "{}"},
 	})
 	d.must(err)
 }
+
+var demoTrial = components.Trial{Duration: 5 * time.Second, CrashLoopThreshold: 2}
 
 func TestReadState(t *testing.T) {
 	for _, tc := range []struct {
@@ -78,21 +89,24 @@ func TestReadState(t *testing.T) {
 	}{{
 		name:  "fresh state dir",
 		setup: func(*stateDir) {},
-		want:  stateView{},
+		want:  stateView{Current: pointerView{SetTime: t0}, LastKnownGood: pointerView{SetTime: t0}},
 	}, {
 		name: "current on trial, last-known-good local",
 		setup: func(d *stateDir) {
-			d.must(d.startups.RecordStartup(2))
+			d.startup()
 			d.save("a")
 			d.clock.Step(time.Second)
 			d.must(d.store.SetCurrent(remoteSource("a")))
 			d.clock.Step(time.Second)
-			d.must(d.startups.RecordStartup(2))
+			d.startup()
+			d.firstRun()
 		},
 		want: stateView{
-			Current:     pointerView{Source: remoteSource("a"), SetTime: t0.Add(time.Second)},
-			Startups:    []time.Time{t0, t0.Add(2 * time.Second)},
-			Checkpoints: []checkpointView{{UID: "a", ResourceVersion: "rv-a"}},
+			Current:       pointerView{Source: remoteSource("a"), SetTime: t0.Add(time.Second), FirstRun: t0.Add(2 * time.Second)},
+			LastKnownGood: pointerView{SetTime: t0},
+			CurrentTrial:  demoTrial,
+			Startups:      []time.Time{t0, t0.Add(2 * time.Second)},
+			Checkpoints:   []checkpointView{{UID: "a", ResourceVersion: "rv-a"}},
 		},
 	}, {
 		name: "current marked bad, rolled back to a remote last-known-good",
@@ -104,13 +118,16 @@ func TestReadState(t *testing.T) {
 			d.clock.Step(time.Minute)
 			d.must(d.store.SetCurrent(remoteSource("b")))
 			d.clock.Step(time.Second)
-			d.must(d.bad.MarkBad("b/rv-b", "failed to validate current (UID: b)"))
+			d.must(d.store.MarkBad(remoteSource("b"), checkpoint.BadMark{Reason: "failed to validate current (UID: b)", Problem: "ValidateFailed"}))
 		},
 		want: stateView{
 			Current:       pointerView{Source: remoteSource("b"), SetTime: t0.Add(time.Minute)},
 			LastKnownGood: pointerView{Source: remoteSource("a"), SetTime: t0},
-			Bad:           map[string]lkg.Entry{"b/rv-b": {Time: t0.Add(time.Minute + time.Second), Reason: "failed to validate current (UID: b)"}},
-			Checkpoints:   []checkpointView{{UID: "a", ResourceVersion: "rv-a"}, {UID: "b", ResourceVersion: "rv-b"}},
+			CurrentTrial:  demoTrial,
+			Bad: checkpoint.BadMarks{"b/rv-b/kubelet": {
+				Time: t0.Add(time.Minute + time.Second), Reason: "failed to validate current (UID: b)", Problem: "ValidateFailed",
+			}},
+			Checkpoints: []checkpointView{{UID: "a", ResourceVersion: "rv-a"}, {UID: "b", ResourceVersion: "rv-b"}},
 		},
 	}, {
 		name: "reset to local",
@@ -126,19 +143,26 @@ func TestReadState(t *testing.T) {
 		},
 		want: stateView{Current: pointerView{SetTime: t0.Add(time.Minute)}, LastKnownGood: pointerView{SetTime: t0.Add(time.Minute)}},
 	}, {
-		name: "unreadable files are problems, the rest is read",
+		name: "unreadable and unverified files are problems, the rest is read",
 		setup: func(d *stateDir) {
 			d.save("a")
+			d.save("b")
 			d.must(d.store.SetLastKnownGood(remoteSource("a")))
 			d.must(os.WriteFile(filepath.Join(d.dir, "meta", "current"), []byte("{not json"), 0o600))
-			d.must(os.WriteFile(d.bad.Path(), []byte("[]"), 0o600))
-			d.must(os.WriteFile(d.startups.Path(), []byte(`["yesterday"]`), 0o600))
+			tracking := d.store.TrackingDir()
+			d.must(syscall.Mkfifo(filepath.Join(tracking, checkpoint.BadConfigsFile), 0o600))
+			d.must(os.WriteFile(filepath.Join(tracking, checkpoint.StartupsFile), []byte(`["yesterday"]`), 0o600))
+			// A checkpoint whose checksum does not match.
+			path := filepath.Join(d.dir, "checkpoints", "b", "rv-b")
+			data, err := os.ReadFile(path)
+			d.must(err)
+			d.must(os.WriteFile(path, bytes.Replace(data, []byte(`"kubelet":"{}"`), []byte(`"kubelet":"[]"`), 1), 0o600))
 		},
 		want: stateView{
 			LastKnownGood: pointerView{Source: remoteSource("a"), SetTime: t0},
-			Checkpoints:   []checkpointView{{UID: "a", ResourceVersion: "rv-a"}},
+			Checkpoints:   []checkpointView{{UID: "a", ResourceVersion: "rv-a"}, {UID: "b", ResourceVersion: "rv-b", Corrupt: true}},
 		},
-		problems: 3,
+		problems: 4,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newStateDir(t)
@@ -146,6 +170,11 @@ func TestReadState(t *testing.T) {
 			got := readState(d.dir, componentVersion)
 			if len(got.Problems) != tc.problems {
 				t.Errorf("problems %q, want %d of them", got.Problems, tc.problems)
+			}
+			for _, p := range got.Problems {
+				if !strings.Contains(p, d.dir) {
+					t.Errorf("problem %q does not name its file", p)
+				}
 			}
 			got.Problems = nil
 			if len(got.Startups) == 0 {
@@ -167,7 +196,6 @@ func TestReadStateMissingDir(t *testing.T) {
 
 func TestStateLines(t *testing.T) {
 	name := func(uid string) string { return "kube-system/cm-" + uid }
-	trialOf := func(string) time.Duration { return 5 * time.Second }
 	now := t0.Add(2 * time.Second)
 	for _, tc := range []struct {
 		name string
@@ -178,87 +206,77 @@ func TestStateLines(t *testing.T) {
 		view: stateView{Startups: []time.Time{t0}},
 		want: [][2]string{{"current", "local"}, {"last-known-good", "local"}, {"bad marks", "none"}, {"startups", "1 recorded"}, {"checkpoints", "none"}},
 	}, {
+		name: "not run yet",
+		view: stateView{Current: pointerView{Source: remoteSource("a"), SetTime: t0}, CurrentTrial: demoTrial},
+		want: [][2]string{
+			{"current", "kube-system/cm-a (UID a, resourceVersion rv-a), set 2s ago, not run yet"},
+			{"last-known-good", "local"}, {"bad marks", "none"},
+			{"startups", "0 recorded, 0 since current was set"}, {"checkpoints", "none"},
+		},
+	}, {
 		name: "on trial",
 		view: stateView{
-			Current:     pointerView{Source: remoteSource("a"), SetTime: t0},
-			Startups:    []time.Time{t0.Add(-time.Second), t0.Add(time.Second)},
-			Checkpoints: []checkpointView{{UID: "a", ResourceVersion: "rv-a"}},
+			Current:      pointerView{Source: remoteSource("a"), SetTime: t0.Add(-time.Second), FirstRun: t0},
+			CurrentTrial: demoTrial,
+			Startups:     []time.Time{t0.Add(-2 * time.Second), t0.Add(-500 * time.Millisecond), t0.Add(time.Second)},
+			Checkpoints:  []checkpointView{{UID: "a", ResourceVersion: "rv-a"}},
 		},
 		want: [][2]string{
-			{"current", "kube-system/cm-a (UID a, resourceVersion rv-a), set 2s ago, on trial (3s of 5s left)"},
+			{"current", "kube-system/cm-a (UID a, resourceVersion rv-a), set 3s ago, on trial (3s of 5s left)"},
 			{"last-known-good", "local"}, {"bad marks", "none"},
-			{"startups", "2 recorded, 1 since current was set"}, {"checkpoints", "kube-system/cm-a"},
+			{"startups", "3 recorded, 2 since current was set, 1 since it first ran (crash restarts; 2 tolerated)"},
+			{"checkpoints", "kube-system/cm-a"},
 		},
 	}, {
 		name: "trial over, promotion pending",
-		view: stateView{Current: pointerView{Source: remoteSource("a"), SetTime: t0.Add(-time.Minute)}},
+		view: stateView{Current: pointerView{Source: remoteSource("a"), SetTime: t0.Add(-time.Minute), FirstRun: t0.Add(-time.Minute)}, CurrentTrial: demoTrial},
 		want: [][2]string{
 			{"current", "kube-system/cm-a (UID a, resourceVersion rv-a), set 1m2s ago, 5s trial over, promotion pending"},
 			{"last-known-good", "local"}, {"bad marks", "none"},
-			{"startups", "0 recorded, 0 since current was set"}, {"checkpoints", "none"},
+			{"startups", "0 recorded, 0 since current was set, 0 since it first ran (crash restarts; 2 tolerated)"}, {"checkpoints", "none"},
 		},
 	}, {
 		name: "promoted",
-		view: stateView{Current: pointerView{Source: remoteSource("a"), SetTime: t0}, LastKnownGood: pointerView{Source: remoteSource("a"), SetTime: now}},
+		view: stateView{
+			Current:       pointerView{Source: remoteSource("a"), SetTime: t0, FirstRun: t0},
+			LastKnownGood: pointerView{Source: remoteSource("a"), SetTime: now},
+			CurrentTrial:  demoTrial,
+		},
 		want: [][2]string{
 			{"current", "kube-system/cm-a (UID a, resourceVersion rv-a), set 2s ago, passed its 5s trial"},
 			{"last-known-good", "kube-system/cm-a (UID a, resourceVersion rv-a)"}, {"bad marks", "none"},
-			{"startups", "0 recorded, 0 since current was set"}, {"checkpoints", "none"},
+			{"startups", "0 recorded, 0 since current was set, 0 since it first ran (crash restarts; 2 tolerated)"}, {"checkpoints", "none"},
 		},
 	}, {
-		name: "marked bad, two marks, unreadable file",
+		name: "marked bad, two marks, one of an older version, unreadable file, quarantine",
 		view: stateView{
 			Current:       pointerView{Source: remoteSource("b"), SetTime: t0},
 			LastKnownGood: pointerView{Source: remoteSource("a")},
-			Bad: map[string]lkg.Entry{
-				"c/rv-c": {Time: t0, Reason: "failed to validate current (UID: c)"},
-				"b/rv-b": {Time: t0, Reason: "crash loop detected with current (UID: b)"},
+			Bad: checkpoint.BadMarks{
+				"c/rv-c/kubelet": {Time: t0, Reason: "failed to validate current (UID: c)"},
+				"b/rv-b":         {Time: t0, Reason: "crash loop detected with current (UID: b)"},
 			},
-			Problems: []string{"read x: permission denied"},
+			Checkpoints: []checkpointView{{UID: "a"}, {UID: "b", Corrupt: true}},
+			Quarantine:  []string{"20261122T100000.000000000Z-meta_current"},
+			Problems:    []string{"read x: permission denied"},
 		},
 		want: [][2]string{
 			{"current", "kube-system/cm-b (UID b, resourceVersion rv-b), set 2s ago, marked bad"},
 			{"last-known-good", "kube-system/cm-a (UID a, resourceVersion rv-a)"},
 			{"bad marks", "kube-system/cm-b: crash loop detected with current (UID: b)"},
 			{"", "kube-system/cm-c: failed to validate current (UID: c)"},
-			{"startups", "0 recorded, 0 since current was set"}, {"checkpoints", "none"},
+			{"startups", "0 recorded, 0 since current was set"},
+			{"checkpoints", "kube-system/cm-a, kube-system/cm-b (corrupt)"},
+			{"quarantine", "20261122T100000.000000000Z-meta_current"},
 			{"unreadable", "read x: permission denied"},
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, tc.view.lines(now, name, trialOf)); diff != "" {
+			if diff := cmp.Diff(tc.want, tc.view.lines(now, name)); diff != "" {
 				t.Errorf("lines (-want +got):\n%s", diff)
 			}
 		})
 	}
-}
-
-// FuzzDecodePointer feeds arbitrary pointer files to the view's decoder: it
-// must not panic, and a remote pointer always names a ConfigMap.
-func FuzzDecodePointer(f *testing.F) {
-	f.Add([]byte(""))
-	f.Add([]byte("  \n"))
-	f.Add([]byte(`{"version":"dynconfig.io/pointer/v1","sha256":"00","pointer":{"setTime":"2026-11-22T10:17:33.332375158Z"}}`))
-	f.Add([]byte(`{"version":"dynconfig.io/pointer/v1","sha256":"00","pointer":{"source":{"configMap":{"namespace":"kube-system","name":"a","uid":"u","resourceVersion":"1"}},"setTime":"2026-11-22T10:17:33Z"}}`))
-	f.Add([]byte(`{"pointer":{"source":{}}}`))
-	f.Add([]byte(`{"pointer":null}`))
-	f.Add([]byte(`{"pointer":{"setTime":"yesterday"}}`))
-	f.Add([]byte(`[1,2,3]`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := decodePointer(data)
-		if err != nil {
-			if p != (pointerView{}) {
-				t.Errorf("error %v with a non-zero pointer %+v", err, p)
-			}
-			return
-		}
-		if p.Source != nil && p.Source.ConfigMap == nil {
-			t.Errorf("remote pointer without a ConfigMap: %+v", p.Source)
-		}
-		if (p.uid() == "") != (p.Source == nil || p.Source.ConfigMap.UID == "") {
-			t.Errorf("uid() = %q for source %+v", p.uid(), p.Source)
-		}
-	})
 }
 
 // FuzzDecodeStatus feeds arbitrary status files to the walk-through's
