@@ -53,9 +53,10 @@
 // Both make the process exit 1 right after Bootstrap, that is after the
 // startup was recorded and the ConfigOK condition reported:
 //
-//   - the config in use enables the feature gate DemoCrashAtStartup (the
-//     kubelet profile accepts gate names it does not know, so such a config
-//     passes validation and only its trial can reveal it);
+//   - the config in use has providerID demo://crash-at-startup (any
+//     providerID passes validation, so only the config's trial can reveal
+//     it; the kubelet, like the profile, rejects feature gates it does not
+//     know, so a made-up gate cannot serve);
 //   - the environment variable DYNCONFIG_DEMO_CRASH is "1", whatever the
 //     config: a crash that is not the config's fault, which after a rollback
 //     ends in the "dead end:" condition.

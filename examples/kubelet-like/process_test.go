@@ -182,7 +182,7 @@ func crashLoopTolerance(t *testing.T, bin string, threshold int, atStartup bool)
 			proctest.WriteFile(t, initFile, kubeletDoc(fmt.Sprintf("maxPods: %d", initMaxPods)))
 			crash := remoteConfig{name: "kubelet-crash", uid: "c0000000-0000-4000-8000-000000000001",
 				trial: "10m", threshold: threshold,
-				payload: kubeletDoc("maxPods: 77", "featureGates:", "  "+DemoCrashGate+": true")}
+				payload: kubeletDoc("maxPods: 77", "providerID: "+DemoCrashProviderID)}
 			var want []string
 			var l *proctest.RestartLoop
 			if atStartup {
@@ -240,9 +240,9 @@ func crashLoopTolerance(t *testing.T, bin string, threshold int, atStartup bool)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if z.KubeletConfig.MaxPods != initMaxPods || z.KubeletConfig.FeatureGates[DemoCrashGate] {
-				t.Errorf("/configz serves maxPods %d, gates %v; want the local init config (maxPods %d, no crash gate)",
-					z.KubeletConfig.MaxPods, z.KubeletConfig.FeatureGates, initMaxPods)
+			if z.KubeletConfig.MaxPods != initMaxPods || z.KubeletConfig.ProviderID == DemoCrashProviderID {
+				t.Errorf("/configz serves maxPods %d, providerID %q; want the local init config (maxPods %d, no crash hook)",
+					z.KubeletConfig.MaxPods, z.KubeletConfig.ProviderID, initMaxPods)
 			}
 			wantStatus.PID = 0
 			if diff := cmp.Diff(&wantStatus, z.ConfigOK); diff != "" {
@@ -265,7 +265,7 @@ func TestDeadEnd(t *testing.T) {
 		trial: "1s", threshold: -1, payload: kubeletDoc("maxPods: 42")}
 	crash := remoteConfig{name: "kubelet-crash", uid: "b0000000-0000-4000-8000-000000000002",
 		trial: "10m", threshold: threshold,
-		payload: kubeletDoc("maxPods: 77", "featureGates:", "  "+DemoCrashGate+": true")}
+		payload: kubeletDoc("maxPods: 77", "providerID: "+DemoCrashProviderID)}
 	n.put(t, good)
 	n.put(t, crash)
 	n.assign(t, good)
@@ -420,7 +420,7 @@ type served struct {
 func TestConfigzServesLayersAndFlags(t *testing.T) {
 	bin := testBinary.Build(t)
 	remote := remoteConfig{name: "kubelet-remote", uid: "d0000000-0000-4000-8000-000000000001", threshold: -1,
-		payload: kubeletDoc("maxPods: 80", "featureGates:", "  B: true")}
+		payload: kubeletDoc("maxPods: 80", "featureGates:", "  KubeletCrashLoopBackOffMax: true")}
 	remoteOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: remote.uid}, status.LocalInit)}
 	localOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
@@ -433,30 +433,30 @@ func TestConfigzServesLayersAndFlags(t *testing.T) {
 		wantActive string // a label of dynconfig_active_config_info
 	}{{
 		name:       "local layers",
-		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"A": true}, ConfigOK: localOK},
+		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"RotateKubeletServerCertificate": true}, ConfigOK: localOK},
 		wantActive: `source="local"`,
 	}, {
 		name:       "a remote config replaces the init file only",
 		assign:     true,
-		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"B": true}, ConfigOK: remoteOK},
+		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"KubeletCrashLoopBackOffMax": true}, ConfigOK: remoteOK},
 		wantActive: `uid="` + string(remote.uid) + `"`,
 	}, {
 		name:   "flags win over every layer, feature gates merge",
 		assign: true,
-		flags:  []string{"--max-pods=111", "--kube-api-qps=33", "--feature-gates=C=true"},
-		want: served{MaxPods: 111, KubeAPIQPS: 33, FeatureGates: map[string]bool{"B": true, "C": true},
+		flags:  []string{"--max-pods=111", "--kube-api-qps=33", "--feature-gates=GracefulNodeShutdown=true"},
+		want: served{MaxPods: 111, KubeAPIQPS: 33, FeatureGates: map[string]bool{"KubeletCrashLoopBackOffMax": true, "GracefulNodeShutdown": true},
 			ConfigOK: remoteOK},
 		wantActive: `uid="` + string(remote.uid) + `"`,
 	}, {
 		name:       "remote config disabled",
 		assign:     true,
 		flags:      []string{"--disable-remote-config"},
-		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"A": true}, ConfigOK: localOK},
+		want:       served{MaxPods: 70, KubeAPIQPS: 7, FeatureGates: map[string]bool{"RotateKubeletServerCertificate": true}, ConfigOK: localOK},
 		wantActive: `source="local"`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := node{proctest.NewNode(t)}
-			proctest.WriteFile(t, n.File("init.yaml"), kubeletDoc("maxPods: 50", "featureGates:", "  A: true"))
+			proctest.WriteFile(t, n.File("init.yaml"), kubeletDoc("maxPods: 50", "featureGates:", "  RotateKubeletServerCertificate: true"))
 			if err := os.Mkdir(n.File("conf.d"), 0o755); err != nil {
 				t.Fatal(err)
 			}

@@ -20,9 +20,11 @@ import (
 	"github.com/dynconfig/dynconfig/status"
 )
 
-// DemoCrashGate is the feature gate that makes the process exit 1 right
-// after Bootstrap: a demo hook for a config that crashes the component.
-const DemoCrashGate = "DemoCrashAtStartup"
+// DemoCrashProviderID, as the providerID of the config in use, makes the
+// process exit 1 right after Bootstrap: a demo hook for a config that
+// crashes the component. (A field the kubelet accepts with any value, so
+// only the config's trial can reveal it.)
+const DemoCrashProviderID = "demo://crash-at-startup"
 
 // DemoCrashEnv, set to "1", makes the process exit 1 right after Bootstrap
 // whatever its config: a demo hook for a crash that is not the config's
@@ -99,8 +101,8 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	if cfg.FeatureGates[DemoCrashGate] {
-		return fmt.Errorf("%w: the config in use enables feature gate %s", errDemoCrash, DemoCrashGate)
+	if cfg.ProviderID == DemoCrashProviderID {
+		return fmt.Errorf("%w: the config in use has providerID %s", errDemoCrash, DemoCrashProviderID)
 	}
 	if os.Getenv(DemoCrashEnv) == "1" {
 		return fmt.Errorf("%w: %s=1 in the environment", errDemoCrash, DemoCrashEnv)

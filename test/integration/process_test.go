@@ -31,9 +31,9 @@ import (
 // The kubelet-like example's names this file relies on (see its doc.go).
 const (
 	kubeletLikePackage = "github.com/dynconfig/dynconfig/examples/kubelet-like"
-	// demoCrashGate, enabled in the config in use, makes the binary exit 1
-	// right after Bootstrap.
-	demoCrashGate = "DemoCrashAtStartup"
+	// demoCrashProviderID, the providerID of the config in use, makes the
+	// binary exit 1 right after Bootstrap.
+	demoCrashProviderID = "demo://crash-at-startup"
 	// demoCrashEnv=1 makes it exit 1 right after Bootstrap whatever the
 	// config.
 	demoCrashEnv = "DYNCONFIG_DEMO_CRASH"
@@ -229,7 +229,7 @@ func TestKubeletLikeAgainstAPIServer(t *testing.T) {
 	// and serves.
 	before := len(run.loop.All())
 	crash := h.createTrialConfigMap(ctx, t, objectName(t, "crash"),
-		kubeletPayload(77)+"featureGates:\n  "+demoCrashGate+": true\n", "10m", threshold)
+		kubeletPayload(77)+"providerID: "+demoCrashProviderID+"\n", "10m", threshold)
 	node.assign(ctx, t, crash)
 	rolledBack := run.waitServing(ctx, t, "the crash-loop rollback", status.Report{
 		Status: corev1.ConditionFalse, Reason: status.CrashLoopReason(crash.UID),
@@ -246,8 +246,8 @@ func TestKubeletLikeAgainstAPIServer(t *testing.T) {
 	}
 	startsToRollback := len(procs) - 1
 	for i, p := range procs[1 : len(procs)-1] {
-		if !strings.Contains(p.Stderr(), demoCrashLine) || !strings.Contains(p.Stderr(), demoCrashGate) {
-			t.Errorf("start %d after the crash assignment exited 1 without the feature-gate demo hook; stderr:\n%s", i+1, p.Stderr())
+		if !strings.Contains(p.Stderr(), demoCrashLine) || !strings.Contains(p.Stderr(), demoCrashProviderID) {
+			t.Errorf("start %d after the crash assignment exited 1 without the providerID demo hook; stderr:\n%s", i+1, p.Stderr())
 		}
 	}
 	if got, err := servedMaxPods(rolledBack.ServingAddr()); err != nil || got != 42 {

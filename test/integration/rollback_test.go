@@ -1,24 +1,23 @@
 package integration
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components/kubelet"
-	"github.com/dynconfig/dynconfig/lkg"
 	"github.com/dynconfig/dynconfig/status"
 )
 
 // TestControllerRollback proves the perfect signals: a config that cannot
-// be decoded, or fails validation, is marked bad when the restarted process
-// loads it, and the process runs the last-known-good config (a ConfigMap
-// promoted by its short trial), reporting False and recording a
-// ConfigRolledBack Event. Assigning the last-known-good ConfigMap again
-// recovers: True on it.
+// be decoded, or fails validation, is marked bad by the running process as
+// soon as it is assigned, and the process keeps running the last-known-good
+// config (a ConfigMap promoted by its short trial) without a restart,
+// reporting False and recording one ConfigRolledBack Event. Assigning the
+// last-known-good ConfigMap again recovers: True on it, no restart.
 func TestControllerRollback(t *testing.T) {
 	h := newHarness(t)
 	ctx := testContext(t, 5*time.Minute)
@@ -52,31 +51,28 @@ func TestControllerRollback(t *testing.T) {
 
 			bad := h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "bad"), data: map[string]string{kubelet.PayloadKey: tt.payload}})
 			n.assign(ctx, t, bad)
-			p1.waitRestart(t)
-			wantPointer(t, n.dir, "current", bad.UID, bad.ResourceVersion)
-			p1.stop()
-
-			// The restarted process finds current bad and rolls back.
-			p2 := n.start(ctx, t, processOptions{})
+			// The running process decides in process: bad is marked, the
+			// config to run is the last-known-good it already runs, so it
+			// neither restarts nor reloads.
 			want := status.Report{
 				Status:  corev1.ConditionFalse,
 				Reason:  tt.reason(string(bad.UID)),
 				Message: "using last known good: (UID: " + string(good.UID) + ")",
 			}
-			n.wantReport(ctx, t, want)
-			wantMaxPods(t, "config after the rollback", p2.cfg, 80)
+			n.waitReport(ctx, t, want)
+			p1.noRestartOrReload(t)
+			wantPointer(t, n.dir, "current", bad.UID, bad.ResourceVersion)
 			wantPointer(t, n.dir, "last-known-good", good.UID, good.ResourceVersion)
 
-			tracker, err := lkg.NewTracker(lkg.TrackerOptions{Dir: filepath.Join(n.dir, "tracking", componentVersion)})
+			snap, err := checkpoint.Inspect(n.dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			marks, err := tracker.Entries()
-			if err != nil {
-				t.Fatalf("reading bad marks: %v", err)
-			}
-			if got, ok := marks[checkpointKey(bad)]; !ok || got.Reason != want.Reason {
-				t.Errorf("bad marks %+v: want %s marked with reason %q", marks, checkpointKey(bad), want.Reason)
+			tr, _ := snap.Version(componentVersion)
+			badSource := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+				UID: bad.UID, ResourceVersion: bad.ResourceVersion, KubeletConfigKey: kubelet.PayloadKey}}
+			if _, got, ok := tr.BadMarks.Lookup(badSource); !ok || got.Reason != want.Reason {
+				t.Errorf("bad marks %+v (%v): want %s marked with reason %q", tr.BadMarks, tr.BadMarksErr, checkpointKey(bad), want.Reason)
 			}
 			rolledBack := h.nodeEvents(ctx, t, n.name, status.EventReasonConfigRolledBack)
 			if diff := cmp.Diff([]string{want.Reason + "; " + want.Message}, eventMessages(rolledBack)); diff != "" {
@@ -87,26 +83,31 @@ func TestControllerRollback(t *testing.T) {
 					t.Errorf("ConfigRolledBack event %s has type %s, want Warning", ev.Name, ev.Type)
 				}
 			}
+			p1.stop()
 
-			// While it runs on last-known-good, the bad assignment stays
-			// reported as bad: Run's first sync reports the decision again.
+			// A restarted process finds current marked and stays on the
+			// last-known-good, without a second rollback event.
+			p2 := n.start(ctx, t, processOptions{})
+			n.wantReport(ctx, t, want)
+			wantMaxPods(t, "config after the rollback", p2.cfg, 80)
 			p2.run(ctx)
 			n.waitReport(ctx, t, want)
 			p2.noRestartOrReload(t)
+			if got := eventMessages(h.nodeEvents(ctx, t, n.name, status.EventReasonConfigRolledBack)); len(got) != 1 {
+				t.Errorf("ConfigRolledBack events after a restart: %q, want the one", got)
+			}
 
-			// Recovery: the last-known-good ConfigMap is assigned again.
+			// Recovery: the last-known-good ConfigMap is assigned again. It
+			// already runs: True on it, no restart, and the bad checkpoint
+			// is collected.
 			n.assign(ctx, t, good)
-			p2.waitRestart(t)
+			n.waitReport(ctx, t, currentReport(good))
+			p2.noRestartOrReload(t)
 			wantPointer(t, n.dir, "current", good.UID, good.ResourceVersion)
-			p2.stop()
-
-			p3 := n.start(ctx, t, processOptions{})
-			n.wantReport(ctx, t, currentReport(good))
-			wantMaxPods(t, "config after the recovery", p3.cfg, 80)
-			// The bad checkpoint is referenced by neither pointer any more.
 			if diff := cmp.Diff([]string{checkpointKey(good)}, checkpoints(t, n.dir)); diff != "" {
 				t.Errorf("checkpoints after the recovery (-want +got):\n%s", diff)
 			}
+			p2.stop()
 		})
 	}
 }
