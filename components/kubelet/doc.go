@@ -23,6 +23,9 @@
 //     Linux eviction defaults the kubelet applies when it loads its config
 //     file. No difference is allowed; none of these defaults depends on the
 //     host.
+//   - featureGates is checked as the kubelet checks it: unknown names,
+//     locked gates moved, gates not available in 1.37, and (once the names
+//     are right) enabled gates whose dependencies are off are rejected.
 //   - Validate and the kubelet (ValidateKubeletConfiguration with the
 //     kubelet's feature gates, plus the startup checks listed below) agree
 //     on accept or reject and on the fields at fault, valid and invalid
@@ -50,9 +53,10 @@
 // k8s.io/kubelet@v0.37.2. Validation: pkg/kubelet/apis/config/validation
 // (validation.go, validation_reserved_memory.go, validation_linux.go),
 // ParseThresholdConfig in pkg/kubelet/eviction/helpers.go, and the startup
-// checks listed below. Feature gate defaults: the versioned specs of
-// pkg/features/kube_features.go and component-base's logging gates; only the
-// gates this package consults are known to it (see features.go).
+// checks listed below. Feature gates: zz_generated_gates.go, every gate the
+// kubelet binary of 1.37 registers with its default, lock, stage and
+// dependencies, generated from k8s.io/kubernetes by the test module (go
+// generate ./components/kubelet; a test there fails when the file is stale).
 // defaultPodSysctls: the sysctl name grammar and namespaces of
 // k8s.io/component-helpers/node/util/sysctl.
 //
@@ -122,10 +126,6 @@
 // non-text format is not combined with klog command-line flags (that check
 // looks at the validating process's own flags, which says nothing about the
 // kubelet's).
-//
-// Unknown feature gate names are accepted (upstream rejects them): this
-// package does not carry the full gate list. Moving a gate that 1.37 locks
-// (ImageMaximumGCAge, NodeLogQuery, NodeSwap) is rejected.
 //
 // preloadedImagesVerificationAllowlist: plain image names are checked with a
 // close approximation of the container image reference grammar, not the

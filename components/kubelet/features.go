@@ -1,7 +1,10 @@
 package kubelet
 
+//go:generate sh -c "cd ../../test && go run ./conformance/kubeletgates/generate -o ../components/kubelet/zz_generated_gates.go"
+
 // Feature gate names that change how a KubeletConfiguration is defaulted or
-// validated.
+// validated. Every other gate the kubelet knows is in knownGates
+// (zz_generated_gates.go), which validation checks featureGates against.
 const (
 	gateCustomCPUCFSQuotaPeriod                = "CustomCPUCFSQuotaPeriod"
 	gateDefaultPodSysctls                      = "DefaultPodSysctls"
@@ -49,42 +52,15 @@ const (
 	gateAllBeta  = "AllBeta"
 )
 
-// gateDefault returns the 1.37 default of the named gate. Only the gates this
-// package consults are listed; for any other name known is false.
-//
-// The values come from the versioned specs in the upstream
-// pkg/features/kube_features.go (defaultVersionedKubernetesFeatureGates) and,
-// for the logging gates, k8s.io/component-base/logs/api/v1/kube_features.go.
+// gateDefault returns what the kubelet of Kubernetes 1.37 knows about the
+// named gate; known is false for a name it does not know. The table,
+// knownGates, is generated from the upstream code (see zz_generated_gates.go):
+// the versioned specs of pkg/features/kube_features.go, client-go's and
+// zpages' gates, and the logging and metrics gates of component-base that
+// the kubelet registers.
 func gateDefault(name string) (spec gateSpec, known bool) {
-	switch name {
-	case gateCustomCPUCFSQuotaPeriod: // GA in 1.37, not locked
-		return gateSpec{enabled: true, stage: stageGA}, true
-	case gateDefaultPodSysctls: // alpha
-		return gateSpec{enabled: false, stage: stageAlpha}, true
-	case gateGracefulNodeShutdown: // beta, on since 1.21
-		return gateSpec{enabled: true, stage: stageBeta}, true
-	case gateGracefulNodeShutdownBasedOnPodPriority: // beta, on since 1.24
-		return gateSpec{enabled: true, stage: stageBeta}, true
-	case gateImageMaximumGCAge: // GA in 1.35, locked on
-		return gateSpec{enabled: true, locked: true, stage: stageGA}, true
-	case gateKubeletCrashLoopBackOffMax: // beta, on since 1.35
-		return gateSpec{enabled: true, stage: stageBeta}, true
-	case gateKubeletEnsureSecretPulledImages: // beta, on since 1.35
-		return gateSpec{enabled: true, stage: stageBeta}, true
-	case gateMemoryQoS: // beta, on in 1.37
-		return gateSpec{enabled: true, stage: stageBeta}, true
-	case gateNodeLogQuery: // GA, locked on
-		return gateSpec{enabled: true, locked: true, stage: stageGA}, true
-	case gateNodeSwap: // GA in 1.34, locked on
-		return gateSpec{enabled: true, locked: true, stage: stageGA}, true
-	case gateRotateKubeletServerCertificate: // beta, on since 1.12
-		return gateSpec{enabled: true, stage: stageBeta}, true
-	case gateLoggingAlphaOptions: // alpha
-		return gateSpec{enabled: false, stage: stageAlpha}, true
-	case gateLoggingBetaOptions: // beta, on
-		return gateSpec{enabled: true, stage: stageBeta}, true
-	}
-	return gateSpec{}, false
+	spec, known = knownGates[name]
+	return spec, known
 }
 
 // gates is the feature gate set a configuration runs with: the 1.37 defaults
@@ -94,11 +70,12 @@ type gates map[string]bool
 // enabled reports whether the named gate is on: the configuration's own
 // setting, else AllAlpha or AllBeta for an alpha or beta gate when the
 // configuration sets those, else the 1.37 default. A locked gate is always at
-// its default (an attempt to change it is reported once, on featureGates, not
-// again on every field the gate governs).
+// its default, and a gate not available in 1.37 always off (an attempt to
+// change either is reported once, on featureGates, not again on every field
+// the gate governs).
 func (g gates) enabled(name string) bool {
 	spec, _ := gateDefault(name)
-	if spec.locked {
+	if spec.locked || spec.stage == stagePreAlpha {
 		return spec.enabled
 	}
 	if v, ok := g[name]; ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,20 +85,76 @@ func duration(p *metav1.Duration) time.Duration {
 
 func validPort(p int32) bool { return p >= 1 && p <= 65535 }
 
-// validateFeatureGates rejects attempts to move a gate that 1.37 locks.
-// Unknown gate names are accepted: this package does not carry the full
-// upstream gate list.
+// validateFeatureGates checks featureGates as the kubelet does when it sets
+// its gates from the configuration: every name must be a gate the kubelet of
+// 1.37 knows, a locked gate may only be set to its value, a gate not yet
+// available in 1.37 may not be set; and only when all of that holds, every
+// enabled gate must have the gates it depends on enabled too.
 func (v *validator) validateFeatureGates() {
-	if len(v.kc.FeatureGates) == 0 {
-		return
+	m := v.kc.FeatureGates
+	if len(m) == 0 {
+		return // the defaults satisfy every dependency
 	}
-	for _, name := range sortedKeys(v.kc.FeatureGates) {
+	path := field.NewPath("featureGates")
+	bad := false
+	for _, name := range sortedKeys(m) {
 		spec, known := gateDefault(name)
-		if known && spec.locked && v.kc.FeatureGates[name] != spec.enabled {
-			v.add(field.Forbidden(field.NewPath("featureGates").Key(name),
-				fmt.Sprintf("feature gate %s is locked to %t", name, spec.enabled)))
+		switch {
+		case !known:
+			msg := "not a feature gate of the kubelet of Kubernetes 1.37"
+			if alt := gateNameFold(name); alt != "" {
+				msg += fmt.Sprintf(" (gate names are case-sensitive: did you mean %s?)", alt)
+			}
+			v.add(field.Invalid(path.Key(name), name, msg))
+			bad = true
+		case spec.locked && m[name] != spec.enabled:
+			v.add(field.Forbidden(path.Key(name), fmt.Sprintf("feature gate %s is locked to %t", name, spec.enabled)))
+			bad = true
+		case spec.stage == stagePreAlpha:
+			v.add(field.Forbidden(path.Key(name), fmt.Sprintf("feature gate %s is not available in Kubernetes 1.37", name)))
+			bad = true
 		}
 	}
+	if bad {
+		return
+	}
+	for _, name := range dependentGates() {
+		if !v.gates.enabled(name) {
+			continue
+		}
+		var off []string
+		for _, dep := range gateDependencies[name] {
+			if !v.gates.enabled(dep) {
+				off = append(off, dep)
+			}
+		}
+		if len(off) == 0 {
+			continue
+		}
+		// Name the gate the configuration set that causes the conflict.
+		at := path
+		for _, cand := range append(append([]string{name}, off...), gateAllAlpha, gateAllBeta) {
+			if _, set := m[cand]; set {
+				at = path.Key(cand)
+				break
+			}
+		}
+		v.add(field.Invalid(at, m[name], fmt.Sprintf("feature gate %s is enabled but depends on %s, which the configuration disables", name, strings.Join(off, ", "))))
+	}
+}
+
+// dependentGates lists the gates that have dependencies, in order.
+var dependentGates = sync.OnceValue(func() []string { return sortedKeys(gateDependencies) })
+
+// gateNameFold returns the known gate whose name equals name but for case,
+// or "".
+func gateNameFold(name string) string {
+	for known := range knownGates {
+		if strings.EqualFold(known, name) {
+			return known
+		}
+	}
+	return ""
 }
 
 // validateGeneral covers the numeric ranges and simple relations of

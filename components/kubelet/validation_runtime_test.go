@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,12 +18,19 @@ func TestValidateShutdown(t *testing.T) {
 			kc.ShutdownGracePeriod, kc.ShutdownGracePeriodCriticalPods = dur(period), dur(critical)
 		}
 	}
+	// gatesOff turns the named gates off, and the gates that depend on them
+	// (the kubelet refuses a dependency turned off under an enabled gate).
 	gatesOff := func(m mutation, names ...string) mutation {
 		return func(kc *kubeletv1beta1.KubeletConfiguration) {
 			m(kc)
 			kc.FeatureGates = map[string]bool{}
 			for _, n := range names {
 				kc.FeatureGates[n] = false
+				for dependent, deps := range gateDependencies {
+					if slices.Contains(deps, n) {
+						kc.FeatureGates[dependent] = false
+					}
+				}
 			}
 		}
 	}

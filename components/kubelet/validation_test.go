@@ -114,6 +114,22 @@ func TestValidateUndefaultedReportsEverything(t *testing.T) {
 	}
 }
 
+// TestConsultedGatesAreKnown: every gate this package consults is in the
+// generated table (a gate upstream removes must be noticed here).
+func TestConsultedGatesAreKnown(t *testing.T) {
+	for _, name := range []string{
+		gateCustomCPUCFSQuotaPeriod, gateDefaultPodSysctls, gateGracefulNodeShutdown,
+		gateGracefulNodeShutdownBasedOnPodPriority, gateImageMaximumGCAge, gateKubeletCrashLoopBackOffMax,
+		gateKubeletEnsureSecretPulledImages, gateMemoryQoS, gateNodeLogQuery, gateNodeSwap,
+		gateRotateKubeletServerCertificate, gateLoggingAlphaOptions, gateLoggingBetaOptions,
+		gateAllAlpha, gateAllBeta,
+	} {
+		if _, ok := gateDefault(name); !ok {
+			t.Errorf("feature gate %s is not in knownGates", name)
+		}
+	}
+}
+
 func TestValidateFeatureGates(t *testing.T) {
 	runValidationCases(t, []validationCase{
 		{
@@ -128,10 +144,48 @@ func TestValidateFeatureGates(t *testing.T) {
 			want: []fieldErr{forbidden("featureGates[ImageMaximumGCAge]"), forbidden("featureGates[NodeSwap]")},
 		},
 		{
-			name: "unknown gate accepted",
+			name: "unknown gates rejected, a case slip named",
 			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
-				kc.FeatureGates = map[string]bool{"SomeFutureGate": true}
+				kc.FeatureGates = map[string]bool{"SomeFutureGate": true, "nodeswap": true}
 			},
+			want: []fieldErr{invalid("featureGates[SomeFutureGate]"), invalid("featureGates[nodeswap]")},
+		},
+		{
+			name: "a dependency turned off",
+			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
+				// GracefulNodeShutdownBasedOnPodPriority (on) needs it.
+				kc.FeatureGates = map[string]bool{gateGracefulNodeShutdown: false, "WindowsGracefulNodeShutdown": false}
+			},
+			want: []fieldErr{invalid("featureGates[GracefulNodeShutdown]")},
+		},
+		{
+			name: "a dependency turned off with its dependents",
+			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
+				kc.FeatureGates = map[string]bool{
+					gateGracefulNodeShutdown: false, gateGracefulNodeShutdownBasedOnPodPriority: false, "WindowsGracefulNodeShutdown": false,
+				}
+			},
+		},
+		{
+			name: "AllBeta=false turns dependencies off too",
+			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
+				// GracefulNodeShutdownBasedOnPodPriority stays on, its beta
+				// dependency goes off with AllBeta.
+				kc.FeatureGates = map[string]bool{gateAllBeta: false, gateGracefulNodeShutdownBasedOnPodPriority: true}
+			},
+			want: []fieldErr{
+				invalid("featureGates[GracefulNodeShutdownBasedOnPodPriority]"),
+				// The base was defaulted with these beta gates on.
+				forbidden("crashLoopBackOff.maxContainerRestartPeriod"),
+				forbidden("imagePullCredentialsVerificationPolicy"),
+			},
+		},
+		{
+			name: "dependencies are not checked while a name is wrong",
+			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
+				kc.FeatureGates = map[string]bool{gateGracefulNodeShutdown: false, "SomeFutureGate": true}
+			},
+			want: []fieldErr{invalid("featureGates[SomeFutureGate]")},
 		},
 		{
 			name: "locked gate stays on for the fields it governs",

@@ -12,6 +12,13 @@
 //     same fields at fault. The differences allowed are the ones
 //     components/kubelet/doc.go lists, and TestKubeletDocumentedDifferences
 //     fails when those lists and the test's disagree.
+//   - TestGeneratedGatesAreCurrent: components/kubelet/zz_generated_gates.go
+//     is what the generator (kubeletgates, run by go generate
+//     ./components/kubelet) writes from the upstream code now;
+//     TestKubeletGateRegistrations checks that the generator sees every
+//     package of the kubelet binary that registers gates, and
+//     TestKubeletGateSetMatchesKubelet that its table says what the kubelet
+//     does with featureGates maps.
 //
 // Each test draws its cases from a fixed seed, so a run is reproducible; a
 // failing case prints its own seed, and

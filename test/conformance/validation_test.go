@@ -52,7 +52,7 @@ const validationCases = 3000
 // to the configurations its rule describes; and the host-dependent checks in
 // hostDependent, which are taken out of the comparison.
 func TestKubeletValidation(t *testing.T) {
-	var accepted, rejected int
+	var accepted, rejected, gatesRejected int
 	forEachCase(t, 2_000_000, validationCases, func(t *testing.T, seed int64, r *rand.Rand) {
 		kc := validationInput(r)
 
@@ -66,6 +66,7 @@ func TestKubeletValidation(t *testing.T) {
 				t.Errorf("seed %d: the kubelet rejects featureGates (%v), we do not; our errors: %v\ninput:\n%s", seed, gatesErr, sortedSet(ours), dump(kc))
 			}
 			rejected++
+			gatesRejected++
 			return
 		}
 		for p := range ours {
@@ -89,15 +90,16 @@ func TestKubeletValidation(t *testing.T) {
 			rejected++
 		}
 	})
-	t.Logf("both accepted %d configurations, rejected %d", accepted, rejected)
+	t.Logf("both accepted %d configurations, rejected %d (%d for their featureGates)", accepted, rejected, gatesRejected)
 	if total := accepted + rejected; total >= 100 && (accepted < total/10 || rejected < total/10) {
 		t.Errorf("the generator is lopsided: %d accepted, %d rejected; both must be at least a tenth", accepted, rejected)
 	}
 }
 
-// validationInput generates one configuration: a quarter of the fields
-// set, a share of the cases with bad values mixed in, an occasional
-// featureGates map the kubelet rejects; most cases then defaulted (as the
+// validationInput generates one configuration: a tenth or a quarter of the
+// fields set, a share of the cases with bad values mixed in, featureGates
+// maps from every gate the kubelet knows (some it rejects: unknown names,
+// locked gates moved, dependencies turned off); most cases then defaulted (as the
 // kubelet validates defaulted configurations; the defaults are proven equal
 // by TestKubeletDefaults), some left raw.
 func validationInput(r *rand.Rand) *kubeletv1beta1.KubeletConfiguration {
@@ -110,7 +112,11 @@ func validationInput(r *rand.Rand) *kubeletv1beta1.KubeletConfiguration {
 	}
 	kc := &kubeletv1beta1.KubeletConfiguration{}
 	g.fill(kc)
-	kc.FeatureGates = g.validGatesFrom(consultedGates)
+	if g.chance(0.7) {
+		kc.FeatureGates = g.validGates()
+	} else {
+		kc.FeatureGates = g.featureGates(true)
+	}
 	if g.chance(0.85) {
 		kubelet.Default(kc)
 	}

@@ -4,12 +4,14 @@
 // k8s.io/kubernetes).
 //
 // The kubelet's gate set is utilfeature.DefaultMutableFeatureGate after the
-// kubelet binary's imports have registered their gates: pkg/features (the
-// Kubernetes gates, client-go's and zpages'), plus the logging gates
-// (cmd/kubelet/app) and the metrics gates (pkg/kubelet/server), which
-// Register adds here. The kubelet judges a gate at its binary version (1.37)
-// and minimum compatibility version (1.36), which is what the default gate
-// uses.
+// packages linked into the kubelet binary have registered their gates in
+// init. Registrations lists them and says how this package reproduces each:
+// by importing the package (its init runs here too), or, for packages too
+// large to import here, by making the same call in Register.
+// TestKubeletGateRegistrations (test/conformance) fails when the kubelet's
+// imports register gates anywhere else. The kubelet judges a gate at its
+// binary version (1.37) and minimum compatibility version (1.36), which is
+// what the default gate uses.
 package kubeletgates
 
 import (
@@ -26,16 +28,32 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	metricsfeatures "k8s.io/component-base/metrics/features"
 
-	// The Kubernetes gates register themselves in init.
+	// Packages of the kubelet binary that register gates in init.
+	_ "k8s.io/apiextensions-apiserver/pkg/features"
+	_ "k8s.io/apiserver/pkg/features"
+	_ "k8s.io/controller-manager/pkg/features/register"
 	_ "k8s.io/kubernetes/pkg/features"
 )
 
+// Registrations maps each package of the kubelet binary whose init registers
+// feature gates to how this package reproduces it.
+var Registrations = map[string]string{
+	"k8s.io/kubernetes/pkg/features":                  "imported",
+	"k8s.io/apiserver/pkg/features":                   "imported",
+	"k8s.io/apiextensions-apiserver/pkg/features":     "imported",
+	"k8s.io/controller-manager/pkg/features/register": "imported",
+	"k8s.io/apiserver/pkg/server":                     "Register: component-base metrics gates",
+	"k8s.io/kubernetes/pkg/kubelet/server":            "Register: component-base metrics gates",
+	"k8s.io/kubernetes/cmd/kubelet/app":               "Register: component-base logging gates",
+}
+
 var register sync.Once
 
-// Register adds the gates the kubelet binary registers besides pkg/features'
-// (logging, metrics) to utilfeature.DefaultMutableFeatureGate, once. Upstream
-// code called in this process (defaulting, validation) consults that global
-// gate, so tests call Register before they call it.
+// Register adds to utilfeature.DefaultMutableFeatureGate, once, the gates
+// the kubelet binary registers from packages not imported here (see
+// Registrations): the logging and metrics gates. Upstream code called in
+// this process (defaulting, validation) consults that global gate, so tests
+// call Register before they call it.
 func Register() {
 	register.Do(func() {
 		utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
@@ -118,8 +136,8 @@ func Render() ([]byte, error) {
 	fmt.Fprintf(&b, "%s\n\npackage kubelet\n\n", Header)
 	b.WriteString("// knownGates is every feature gate the kubelet of Kubernetes 1.37 knows, with\n" +
 		"// its default, lock and stage at that version (minimum compatibility version\n" +
-		"// 1.36), read from k8s.io/kubernetes v1.37.0 and the component-base gates the\n" +
-		"// kubelet registers.\n")
+		"// 1.36), read from the packages of the kubelet binary (k8s.io/kubernetes\n" +
+		"// v1.37.0 and the staging modules at v0.37.2) that register gates.\n")
 	b.WriteString("var knownGates = map[string]gateSpec{\n")
 	for _, g := range gates {
 		fmt.Fprintf(&b, "\t%q: {enabled: %t, locked: %t, stage: %s},\n", g.Name, g.Default, g.Locked, g.Stage)
