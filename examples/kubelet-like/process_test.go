@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
@@ -350,6 +351,34 @@ func TestDeadEnd(t *testing.T) {
 	}
 	if uid, err := n.lastKnownGoodUID(); err != nil || uid != good.uid {
 		t.Errorf("last-known-good after the dead end = %q (err %v), want %q", uid, err, good.uid)
+	}
+
+	// 4. The repair: the node is fixed (no DYNCONFIG_DEMO_CRASH any more)
+	// and the operator forgets the mark, as dynconfigctl forget-bad does
+	// (the loop has stopped: the state dir is free). The crash config gets
+	// a fresh trial: the crash evidence from before the repair does not
+	// count, so it runs at its adopting start and threshold crash restarts
+	// again before it is marked bad again.
+	st, err := checkpoint.Open(checkpoint.Options{Dir: n.StateDir(), ComponentVersion: componentVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgotten, err := st.ForgetBad(string(crash.uid))
+	st.Close()
+	if err != nil || len(forgotten) != 1 {
+		t.Fatalf("forget-bad: %v, %v", forgotten, err)
+	}
+	l2 := proctest.StartLoop(t, bin, n.Args(), nil)
+	waitStatus(t, n, l2, "the crash-loop rollback after the repair", func(c demo.Condition) bool {
+		return c.Reason == status.CrashLoopReason(crash.uid)
+	})
+	want = make([]string, threshold+1)
+	for i := range want {
+		want[i] = "exit 1"
+	}
+	want = append(want, "running")
+	if diff := cmp.Diff(want, proctest.ExitCodes(l2.All())); diff != "" {
+		t.Errorf("process exits after forget-bad (-want +got):\n%s\n%s", diff, proctest.DescribeProcs(l2.All()))
 	}
 }
 
