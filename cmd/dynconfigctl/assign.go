@@ -51,7 +51,8 @@ node checkpoints it, restarts on it, and reports the outcome in its ConfigOK
 condition.
 
 Roll out a change as a new ConfigMap and assign it; do not edit an assigned
-ConfigMap in place. --clear removes the annotation: the node goes back to its
+ConfigMap in place. --clear removes the annotation (and a legacy
+spec.configSource, which the node would otherwise fall back to): the node goes back to its
 local config.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -170,15 +171,25 @@ func runAssign(ctx context.Context, w io.Writer, client kubernetes.Interface, o 
 	}
 
 	if o.clear {
-		if !had {
+		// A node that still carries the legacy spec.configSource (clusters
+		// before 1.24) would fall back to it once the annotation is gone:
+		// clearing means both.
+		legacy := node.Spec.ConfigSource
+		if !had && legacy == nil {
 			_, err := fmt.Fprintf(w, "node %s: annotation %s is not set; nothing to clear\n", o.node, configSourceAnnotation)
 			return err
 		}
-		if err := patchAnnotation(ctx, client, o.node, nil); err != nil {
+		if err := patchClear(ctx, client, o.node, had, legacy != nil); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "node %s: removed annotation %s (was %s); the node will run its local config\n",
-			o.node, configSourceAnnotation, was)
+		var removed []string
+		if had {
+			removed = append(removed, fmt.Sprintf("annotation %s (was %s)", configSourceAnnotation, was))
+		}
+		if legacy != nil {
+			removed = append(removed, fmt.Sprintf("the legacy spec.configSource (was %s)", describeLegacy(legacy)))
+		}
+		_, err := fmt.Fprintf(w, "node %s: removed %s; the node will run its local config\n", o.node, strings.Join(removed, " and "))
 		return err
 	}
 
@@ -228,6 +239,34 @@ func patchAnnotation(ctx context.Context, client kubernetes.Interface, node stri
 		return fmt.Errorf("patch annotation %s of node %s: %w", configSourceAnnotation, node, err)
 	}
 	return nil
+}
+
+// patchClear removes the annotation and, when set, spec.configSource, in one
+// JSON merge patch.
+func patchClear(ctx context.Context, client kubernetes.Interface, node string, annotation, legacy bool) error {
+	p := map[string]any{}
+	if annotation {
+		p["metadata"] = map[string]any{"annotations": map[string]*string{configSourceAnnotation: nil}}
+	}
+	if legacy {
+		p["spec"] = map[string]any{"configSource": nil}
+	}
+	patch, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("build patch: %w", err)
+	}
+	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("clear the assignment of node %s: %w", node, err)
+	}
+	return nil
+}
+
+// describeLegacy names a spec.configSource in messages.
+func describeLegacy(src *corev1.NodeConfigSource) string {
+	if src.ConfigMap == nil {
+		return "a source without a ConfigMap"
+	}
+	return fmt.Sprintf("ConfigMap %s/%s, UID %s", src.ConfigMap.Namespace, src.ConfigMap.Name, src.ConfigMap.UID)
 }
 
 // missingKeyError names the key and lists the keys the ConfigMap has.

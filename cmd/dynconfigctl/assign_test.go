@@ -196,3 +196,40 @@ func TestAssignFlags(t *testing.T) {
 		})
 	}
 }
+
+// Defect 11: --clear must leave the node on its local config. A node that
+// still has the legacy spec.configSource would fall back to it when only
+// the annotation goes, so --clear removes both, and says so.
+func TestAssignClearAlsoClearsLegacyConfigSource(t *testing.T) {
+	legacy := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+		Namespace: "kube-system", Name: "old", UID: "uid-old", KubeletConfigKey: "kubelet"}}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		wantOut     string
+	}{
+		{"annotation and spec.configSource", map[string]string{configSourceAnnotation: `{"configMap":{"namespace":"kube-system","name":"x","uid":"u","kubeletConfigKey":"kubelet"}}`},
+			"node n1: removed annotation dynconfig.io/config-source (was {\"configMap\":{\"namespace\":\"kube-system\",\"name\":\"x\",\"uid\":\"u\",\"kubeletConfigKey\":\"kubelet\"}}) and the legacy spec.configSource (was ConfigMap kube-system/old, UID uid-old); the node will run its local config\n"},
+		{"spec.configSource only", nil,
+			"node n1: removed the legacy spec.configSource (was ConfigMap kube-system/old, UID uid-old); the node will run its local config\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: tc.annotations}, Spec: corev1.NodeSpec{ConfigSource: legacy.DeepCopy()}}
+			client := fake.NewClientset(n)
+			var out bytes.Buffer
+			if err := runAssign(context.Background(), &out, client, assignOptions{node: "n1", clear: true}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantOut, out.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+			got, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := got.Annotations[configSourceAnnotation]; ok || got.Spec.ConfigSource != nil {
+				t.Fatalf("after --clear: annotation %q, spec.configSource %+v; want neither", got.Annotations[configSourceAnnotation], got.Spec.ConfigSource)
+			}
+		})
+	}
+}
