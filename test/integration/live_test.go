@@ -188,10 +188,17 @@ func TestControllerLiveChanges(t *testing.T) {
 		p2 := n.start(ctx, t, processOptions{})
 		n.wantReport(ctx, t, currentReport(cm))
 		wantMaxPods(t, "config after the restart", p2.cfg, 61)
-		// The first version is referenced by neither pointer: GC removed it.
+		// The first version is referenced by neither pointer: Run's garbage
+		// collection (off the startup path) removes it.
+		p2.run(ctx)
+		deadline := time.Now().Add(waitTimeout)
+		for !cmp.Equal([]string{checkpointKey(edited)}, checkpoints(t, n.dir)) && time.Now().Before(deadline) {
+			time.Sleep(pollInterval)
+		}
 		if diff := cmp.Diff([]string{checkpointKey(edited)}, checkpoints(t, n.dir)); diff != "" {
 			t.Errorf("checkpoints after the restart (-want +got):\n%s", diff)
 		}
+		p2.stop()
 	})
 
 	t.Run("deleted and recreated ConfigMap is unclear until re-assigned", func(t *testing.T) {
