@@ -1,55 +1,74 @@
-// Package checkpoint is the on-disk store of a dynconfig state dir: whole
+// Package checkpoint is the one owner of a dynconfig state dir: whole
 // ConfigMaps checkpointed by UID and resourceVersion, the current and
-// last-known-good pointers, the lock that gives one process a state dir, and
-// the garbage collection of checkpoints that no pointer references.
+// last-known-good pointers, the bad marks and the startup record of each
+// component version, the lock that gives one process a state dir, the
+// quarantine of damaged files, garbage collection, and Inspect, a lock-free
+// read-only snapshot for operators. No other package knows the layout or
+// the file formats; the CLI and the quickstart read through Inspect.
 //
 // Layout of a state dir:
 //
-//	<dir>/lock                                  flock(2), held while the Store is open
+//	<dir>/lock                                  flock(2) (the directory itself is flocked too)
 //	<dir>/checkpoints/<uid>/<resourceVersion>   a ConfigMap in a versioned, checksummed envelope
-//	<dir>/meta/current                          the NodeConfigSource in use, and when it was set
+//	<dir>/meta/current                          the config assigned, when it was set, when it first ran
 //	<dir>/meta/last-known-good                  the rollback target, and when it was set
-//	<dir>/tracking/<componentVersion>/          created here; other packages write into it
+//	<dir>/tracking/<componentVersion>/bad-configs.json   bad marks, checksummed envelope
+//	<dir>/tracking/<componentVersion>/startups.json      the last MaxStartups startups, checksummed envelope
+//	<dir>/quarantine/                           corrupt or foreign files moved aside (newest MaxQuarantined kept)
 //
 // Directories are created 0700 and files 0600.
 //
 // # What it guarantees
 //
-//   - Every write (Save, SetCurrent, SetLastKnownGood) is atomic and durable:
-//     after a crash or power loss a file holds its old or its new content,
-//     never a mix, and a write that returned nil survives. Writes go through
-//     internal/atomicfile (temporary file, fsync, rename, fsync of the
-//     directory); a new <uid> directory is fsynced into checkpoints/ before
-//     the checkpoint inside it is written, so a saved checkpoint cannot lose
-//     its directory.
+//   - Every write is atomic and durable: after a crash or power loss a file
+//     holds its old or its new content, never a mix, and a write that
+//     returned nil survives (internal/atomicfile: temporary file, fsync,
+//     rename, fsync of the directory).
+//   - Every file carries a version and a SHA-256 of its payload bytes, so a
+//     torn, truncated or bit-flipped file is detected and a change of Go
+//     types cannot make old files look corrupt. Files of older versions
+//     without a checksum (bad-configs.json, startups.json) are read once and
+//     rewritten in the current format.
+//   - One error type for damage: *CorruptError, matched by
+//     errors.Is(err, ErrCorrupt), naming the file and, when the Store moved
+//     it to the quarantine, where it went. A file that cannot be read for
+//     another reason (EIO, EACCES) is returned as that error and never
+//     "repaired": nothing is written over it, so no mark is lost to a
+//     transient fault.
+//   - Anything that is not a regular file where a state file should be (a
+//     directory, a FIFO, a socket, a symlink) is damage: it is never
+//     followed or waited on, it is moved to the quarantine, and the write
+//     that needs its place goes on. A sub-directory of the layout that was
+//     deleted is recreated on every Open.
+//   - A pointer that is missing (Open writes both when it creates a state
+//     dir), empty or corrupt is damage, never "local": GC then removes
+//     nothing until a valid pointer is written, so the checkpoint a damaged
+//     pointer named survives.
 //   - SetCurrent and SetLastKnownGood refuse to point at a checkpoint that is
-//     not on disk, so with Save-then-Set ordering a pointer never references
-//     a checkpoint that was not completely saved.
-//   - Nothing is read or written outside the state dir: UIDs, resourceVersions
-//     and the component version are validated as single safe path components
-//     (ValidateKey) before any path is built.
-//   - A torn, truncated, garbage or otherwise corrupt checkpoint or pointer is
-//     reported as a *CorruptError naming the file (errors.Is(err, ErrCorrupt)),
-//     never a panic. The checksum covers the serialized payload bytes, and the
-//     envelope carries a version, so a change of Go types cannot make old
-//     files look corrupt. What to do about corruption (fall back to the
-//     last-known-good or the local config) is the caller's decision.
-//   - A missing checkpoint is ErrNotFound. A missing or empty pointer file
-//     means the local config.
-//   - GC never removes a checkpoint that current or last-known-good
-//     references, and removes nothing at all if either pointer cannot be read.
-//   - Open removes the temporary files of interrupted writes. It repairs
-//     nothing else: unexpected entries are logged and left in place.
+//     not on disk.
+//   - Bad marks are keyed "<uid>/<resourceVersion>/<payload key>" (MarkKey);
+//     marks of configs the node still references (a pointer or a
+//     checkpoint) are never evicted; only beyond MaxUnreferencedBadMarks
+//     marks of ConfigMaps gone from the node are the oldest dropped.
+//     ForgetBad also clears current's first run, so a repaired config starts
+//     a fresh trial.
+//   - Nothing is read or written outside the state dir: UIDs,
+//     resourceVersions and the component version are validated as single
+//     safe path components before any path is built.
+//   - The lock cannot be stolen by unlinking the lock file: the state
+//     directory itself is locked as well.
 //
 // # What it does not guarantee
 //
-//   - The lock is an advisory flock(2): it excludes other Stores (in this or
-//     another process), not programs that ignore it. It is released when the
-//     Store is closed or the process dies.
+//   - The locks are advisory flock(2) locks: they exclude other Stores (in
+//     this or another process), not programs that ignore them. They are
+//     released when the Store is closed or the process dies.
 //   - Atomicity and durability hold on local POSIX file systems with atomic
 //     rename(2) (ext4, xfs, btrfs, tmpfs), not on network file systems.
 //   - The package is for unix systems (it uses flock and O_NOFOLLOW).
 //   - GC between a Save and the SetCurrent that references it removes the
 //     just-saved checkpoint; callers that run both must serialize them.
 //   - Permissions of directories that already exist are not changed.
+//   - Older binaries cannot read the pointers this version writes (a field
+//     was added): downgrading the component is not supported.
 package checkpoint

@@ -92,16 +92,19 @@ func validateNodeName(name string) error {
 	return nil
 }
 
-// ReportConfigOK reads the Node, builds the ConfigOK condition for r with
-// ConfigOK (so lastTransitionTime survives an unchanged report, even across
-// restarts), and sends a strategic merge patch of the status subresource
-// holding only that condition: the Node's other conditions are untouched
-// because conditions merge by type. Conflicts and transient errors (server
-// timeouts, throttling, unavailable, internal errors, broken connections)
-// are retried with the configured backoff, re-reading the Node each time;
-// other errors, such as a Node that does not exist yet, end the report at
-// once. The error names the node and wraps the last API error, so
-// apierrors.IsNotFound and friends work on it.
+// ReportConfigOK builds the ConfigOK condition for r with ConfigOK from the
+// condition on the Node (so lastTransitionTime survives an unchanged report,
+// even across restarts) and sends a strategic merge patch of the status
+// subresource holding only that condition: the Node's other conditions are
+// untouched because conditions merge by type. The condition on the Node is
+// the one the last successful PATCH returned; only the first report, and
+// every attempt after a failed one, GETs the Node for it, so a report is
+// usually one request. Conflicts and transient errors (server timeouts,
+// throttling, unavailable, internal errors, broken connections) are retried
+// with the configured backoff, each retry re-reading the Node; other errors,
+// such as a Node that does not exist yet, end the report at once. The error
+// names the node and wraps the last API error, so apierrors.IsNotFound and
+// friends work on it.
 func (n *NodeReporter) ReportConfigOK(ctx context.Context, r Report) error {
 	switch r.Status {
 	case corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown:

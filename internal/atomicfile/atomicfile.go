@@ -2,10 +2,13 @@
 // after a crash or power loss, sees either the old content or the new content
 // of a file, never a mix, and never loses a write that returned nil.
 //
-// WriteFile creates a temporary file beside the target, writes and fsyncs it,
-// renames it over the target and fsyncs the directory: exactly two fsyncs per
-// durable write. Temporary files carry TempPrefix so that a store can remove
-// the leftovers of an interrupted write when it opens (RemoveTemp).
+// WriteFile creates a temporary file beside the target (WriteFileVia: in a
+// directory the caller names, on the same file system, so that a store whose
+// files live in many directories finds every leftover in one), writes and
+// fsyncs it, renames it over the target and fsyncs the target's directory:
+// exactly two fsyncs per durable write. Temporary files carry TempPrefix so
+// that a store can remove the leftovers of an interrupted write when it
+// opens (RemoveTemp).
 //
 // The package guarantees atomicity and durability on local POSIX file systems
 // that implement rename(2) atomically (ext4, xfs, btrfs, tmpfs). It does not
