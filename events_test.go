@@ -5,10 +5,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -161,4 +163,68 @@ func TestEventsAndMetrics(t *testing.T) {
 	if got := counterValue(t, reg, status.MetricRollbacksTotal); got != 1 || len(events.list()) != 2 {
 		t.Fatalf("rollbacks %v events %d after a repeat start; want 1 and 2", got, len(events.list()))
 	}
+}
+
+// Defect 12: a dead end is visible: the condition's reason, a ConfigDeadEnd
+// Warning Event and the dynconfig_dead_end gauge.
+func TestDeadEndIsVisible(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`,
+		map[string]string{components.CrashLoopThresholdAnnotation: "0", components.TrialDurationAnnotation: "10m"})
+	n.assign("a", "uid-a")
+	reg := prometheus.NewRegistry()
+	metrics, err := status.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &recordedEvents{}
+	start := func() status.Report {
+		t.Helper()
+		c := n.controller(func(o *Options[testConfig]) { o.Metrics = metrics; o.Events = events })
+		if _, err := c.Bootstrap(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		n.clock.Step(time.Second)
+		return n.reporter.last()
+	}
+	start() // adopts a
+	if r := start(); r.Reason != status.CrashLoopReason("uid-a") {
+		t.Fatalf("first crash restart: %+v", r)
+	}
+	if got := gaugeValue(t, reg, status.MetricDeadEnd); got != 0 {
+		t.Fatalf("dead-end gauge %v before the dead end", got)
+	}
+	r := start() // the rollback target crashes too
+	wantReason := status.DeadEndReason(status.CrashLoopReason("uid-a"), true)
+	if r.Reason != wantReason {
+		t.Fatalf("condition %+v; want reason %q", r, wantReason)
+	}
+	if got := gaugeValue(t, reg, status.MetricDeadEnd); got != 1 {
+		t.Fatalf("dead-end gauge %v, want 1", got)
+	}
+	var deadEnds []string
+	for _, e := range events.list() {
+		if strings.HasPrefix(e, status.EventReasonConfigDeadEnd+": ") {
+			deadEnds = append(deadEnds, e)
+		}
+	}
+	if len(deadEnds) != 1 || !strings.Contains(deadEnds[0], wantReason) {
+		t.Fatalf("ConfigDeadEnd events %q; want one with the reason", deadEnds)
+	}
+}
+
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s not exported", name)
+	return 0
 }
