@@ -1,14 +1,21 @@
 # dynconfig — developer targets. `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: test unit integration bins vet fmt-check bench fuzz-smoke
+.PHONY: test unit full integration bins vet fmt-check bench fuzz-smoke
 
-## test: everything CI checks, on a fresh machine (the first run builds
-## kube-apiserver and etcd into bin/: 10+ minutes on 2 cores).
-test: fmt-check vet unit integration
+## test: everything CI checks, on a fresh machine, every tier (the first run
+## builds kube-apiserver and etcd into bin/: 10+ minutes on 2 cores).
+test: fmt-check vet full integration
 
-## unit: the library module's tests (including fuzz seed corpora).
+## unit: the developer loop: the library module's fast tests (-short skips
+## the real-clock waits, the corruption matrix, most lifecycle sequences
+## and the real-process tests). Under two minutes.
 unit:
+	$(GO) test -count=1 -short ./...
+
+## full: every test of the library module (including fuzz seed corpora,
+## real-process tests and 300 random lifecycle sequences).
+full:
 	$(GO) test -count=1 ./...
 
 ## integration: the separate test/ module against a real kube-apiserver and etcd.
