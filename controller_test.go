@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
@@ -181,6 +182,13 @@ func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[test
 	return c
 }
 
+// ctx returns a context whose logger writes through the test (ktesting):
+// a failure shows the Controller's own logs, a pass prints none.
+func (n *node) ctx() context.Context {
+	_, ctx := ktesting.NewTestContext(n.t)
+	return ctx
+}
+
 // runTrial runs one process for a full trial of the config it starts on,
 // so that it becomes last-known-good, then stops it.
 func (n *node) runTrial() {
@@ -200,7 +208,7 @@ func (n *node) runTrial() {
 func (n *node) start() (*testConfig, status.Report) {
 	n.t.Helper()
 	c := n.controller()
-	cfg, err := c.Bootstrap(context.Background())
+	cfg, err := c.Bootstrap(n.ctx())
 	if err != nil {
 		n.t.Fatalf("Bootstrap: %v", err)
 	}
@@ -233,7 +241,7 @@ func TestBootstrapScenarios(t *testing.T) {
 	})
 	t.Run("invalid local config refuses to start", func(t *testing.T) {
 		n := newNode(t, invalid)
-		_, err := n.controller().Bootstrap(context.Background())
+		_, err := n.controller().Bootstrap(n.ctx())
 		if err == nil || !errors.Is(err, err) || !contains(err.Error(), "invalid local config") || !contains(err.Error(), "value") {
 			t.Fatalf("Bootstrap error = %v; want invalid local config naming the field", err)
 		}
@@ -386,11 +394,11 @@ func TestRunAdoptsNewAssignmentAndPromotes(t *testing.T) {
 	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`, nil)
 	n.assign("a", "uid-a")
 	c := n.controller()
-	if _, err := c.Bootstrap(context.Background()); err != nil {
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(n.ctx())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 
@@ -458,11 +466,11 @@ func TestRunSyncsOnNotification(t *testing.T) {
 		o.ResyncPeriod = time.Hour
 		o.Restart = func() { restarts.Add(1) }
 	})
-	if _, err := c.Bootstrap(context.Background()); err != nil {
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(n.ctx())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	n.assign("a", "uid-a") // the fake clock never moves: only the notification can trigger the sync
@@ -480,12 +488,12 @@ func TestRunReportsOnlyChanges(t *testing.T) {
 	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`, nil)
 	n.assign("a", "uid-a")
 	c := n.controller()
-	if _, err := c.Bootstrap(context.Background()); err != nil {
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	count := func() int { n.reporter.mu.Lock(); defer n.reporter.mu.Unlock(); return len(n.reporter.reports) }
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(n.ctx())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	for i := 0; i < 3; i++ { // resyncs with nothing new

@@ -160,7 +160,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			var err error
 			go func() {
 				defer close(done)
-				cfg, err = c.Bootstrap(context.Background())
+				cfg, err = c.Bootstrap(base.ctx())
 				c.Close()
 			}()
 			select {

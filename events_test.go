@@ -100,7 +100,7 @@ func TestEventsAndMetrics(t *testing.T) {
 	withObservers := func(o *Options[testConfig]) { o.Metrics = metrics; o.Events = events }
 
 	c := n.controller(withObservers)
-	if _, err := c.Bootstrap(context.Background()); err != nil {
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
 		t.Fatal(err)
 	}
 	if uid := activeUID(t, reg); uid != "uid-a" {
@@ -109,7 +109,7 @@ func TestEventsAndMetrics(t *testing.T) {
 	// A new invalid assignment while running: the running process finds it
 	// bad, records the rollback, and restarts onto the last-known-good
 	// (local: a was still on trial). No ConfigChanged: b never runs.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(n.ctx())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	n.assign("b", "uid-b")
@@ -128,7 +128,7 @@ func TestEventsAndMetrics(t *testing.T) {
 	}
 	// The restarted process runs the local config.
 	c = n.controller(withObservers)
-	if _, err := c.Bootstrap(context.Background()); err != nil {
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -138,10 +138,10 @@ func TestEventsAndMetrics(t *testing.T) {
 	// A valid assignment while running: ConfigChanged, then the restart.
 	n.configMap("c", "uid-c", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 3}`, nil)
 	c = n.controller(withObservers)
-	if _, err := c.Bootstrap(context.Background()); err != nil {
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel = context.WithCancel(context.Background())
+	ctx, cancel = context.WithCancel(n.ctx())
 	go func() { done <- c.Run(ctx) }()
 	n.assign("c", "uid-c")
 	waitFor(t, func() bool { return n.restarts.Load() == 2 })
@@ -156,7 +156,7 @@ func TestEventsAndMetrics(t *testing.T) {
 	n.assign("b", "uid-b")
 	// A later start on the marked config is not a new rollback.
 	c = n.controller(withObservers)
-	if _, err := c.Bootstrap(context.Background()); err != nil {
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -181,7 +181,7 @@ func TestDeadEndIsVisible(t *testing.T) {
 	start := func() status.Report {
 		t.Helper()
 		c := n.controller(func(o *Options[testConfig]) { o.Metrics = metrics; o.Events = events })
-		if _, err := c.Bootstrap(context.Background()); err != nil {
+		if _, err := c.Bootstrap(n.ctx()); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()

@@ -317,11 +317,11 @@ func (s *sim) start() {
 		}
 		s.restarted = false
 		s.c = s.controller()
-		cfg, err := s.c.Bootstrap(context.Background())
+		cfg, err := s.c.Bootstrap(s.n.ctx())
 		if err != nil {
 			s.fatalf("Bootstrap: %v", err)
 		}
-		s.c.collectGarbage(context.Background()) // what Run does first
+		s.c.collectGarbage(s.n.ctx()) // what Run does first
 		st := s.c.snapshot()
 		id := lkg.Key(st.running.Source)
 		if id != "" && st.current.FirstRun.Equal(s.n.clock.Now()) {
@@ -407,7 +407,7 @@ func (s *sim) sync() {
 		return
 	}
 	before := lkg.Key(s.c.snapshot().running.Source)
-	err := s.c.sync(context.Background())
+	err := s.c.sync(s.n.ctx())
 	switch {
 	case errors.Is(err, errRestarted) || s.restarted:
 		s.logf("  restart to apply")
@@ -443,7 +443,7 @@ func (s *sim) promote() {
 		if s.n.clock.Since(s.runStart) < modelTrial || (s.requireHealthy && !s.healthyRun) {
 			s.fatalf("promotion of %s due after %v of uptime (healthy %v)", id, s.n.clock.Since(s.runStart), s.healthyRun)
 		}
-		s.c.promote(context.Background())
+		s.c.promote(s.n.ctx())
 		s.logf("  promoted %s", id)
 	}
 }

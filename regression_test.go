@@ -42,11 +42,11 @@ type running struct {
 // run bootstraps c and starts Run.
 func (n *node) run(c *Controller[testConfig]) (*running, *testConfig) {
 	n.t.Helper()
-	cfg, err := c.Bootstrap(context.Background())
+	cfg, err := c.Bootstrap(n.ctx())
 	if err != nil {
 		n.t.Fatalf("Bootstrap: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(n.ctx())
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- c.Run(ctx) }()
 	return r, cfg
