@@ -16,13 +16,14 @@ import (
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/crashloop"
+	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
 
 // benchStateDir lays out a state dir as a node has it after a while:
 // checkpoints (current, last-known-good and stale ones), bad marks and
-// startups. It returns the current source.
-func benchStateDir(b *testing.B, dir string, stale, marks int) *corev1.NodeConfigSource {
+// startups. It returns the current assignment.
+func benchStateDir(b *testing.B, dir string, stale, marks int) source.Assignment {
 	b.Helper()
 	s, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0", Logger: klog.Background().V(10)})
 	if err != nil {
@@ -31,6 +32,7 @@ func benchStateDir(b *testing.B, dir string, stale, marks int) *corev1.NodeConfi
 	defer s.Close()
 	payload := `{"apiVersion":"test.dynconfig.io/v1","kind":"TestConfig","value":1,"name":"` + strings.Repeat("x", 4000) + `"}`
 	var srcs []*corev1.NodeConfigSource
+	var cms []*corev1.ConfigMap
 	for i := 0; i < stale+2; i++ {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("c-%d", i),
@@ -40,6 +42,7 @@ func benchStateDir(b *testing.B, dir string, stale, marks int) *corev1.NodeConfi
 		if _, err := s.Save(cm); err != nil {
 			b.Fatal(err)
 		}
+		cms = append(cms, cm)
 		srcs = append(srcs, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 			Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: "1", KubeletConfigKey: "config"}})
 	}
@@ -61,16 +64,24 @@ func benchStateDir(b *testing.B, dir string, stale, marks int) *corev1.NodeConfi
 			b.Fatal(err)
 		}
 	}
-	return srcs[0]
+	return source.Assignment{Source: srcs[0], ConfigMap: cms[0]}
 }
 
+// staticRemote always assigns the same config, with no I/O.
+type staticRemote struct{ a source.Assignment }
+
+func (r staticRemote) Assigned(context.Context) (source.Assignment, error) { return r.a, nil }
+func (r staticRemote) Run(ctx context.Context, _ func()) error             { <-ctx.Done(); return nil }
+
 // BenchmarkBootstrapReadPath measures what every startup reads from the
-// state dir, through the store the Controller uses: take the lock, record
-// the startup (one durable write), read both pointers, the bad marks and
-// the startups, and load and verify current's checkpoint (~4 KiB payload).
+// state dir, through the store the Controller uses: take the lock (and
+// check the layout), read both pointers, the bad marks and the startups,
+// and load and verify current's checkpoint (~4 KiB payload). The startup
+// record, a durable write, is measured by checkpoint's
+// BenchmarkRecordStartup; BenchmarkBootstrap has both.
 func BenchmarkBootstrapReadPath(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "state")
-	benchStateDir(b, dir, 100, 10)
+	benchStateDir(b, dir, 100, 10) // the read path does not depend on the assignment
 	opts := checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0", Logger: klog.Background().V(10)}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -78,7 +89,7 @@ func BenchmarkBootstrapReadPath(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		startups, err := s.RecordStartup()
+		startups, err := s.Startups()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -112,18 +123,20 @@ type nopReporter struct{}
 
 func (nopReporter) ReportConfigOK(context.Context, status.Report) error { return nil }
 
-// benchmarkBootstrap measures the whole Bootstrap of a Controller with
-// remote config disabled (no source I/O): what a user pays per start.
+// benchmarkBootstrap measures the whole Bootstrap of a Controller whose
+// source assigns current without I/O: what a user pays per start (lock,
+// layout check, local config, startup record, pointers, marks, one
+// checkpoint load and verify, decode, decision, report).
 func benchmarkBootstrap(b *testing.B, stale, marks int) {
 	dir := filepath.Join(b.TempDir(), "state")
-	benchStateDir(b, dir, stale, marks)
+	a := benchStateDir(b, dir, stale, marks)
 	clk := clocktesting.NewFakeClock(time.Now())
 	b.ReportAllocs()
 	for b.Loop() {
 		clk.Step(time.Hour) // outside any trial window: no crash loop
 		c, err := New(Options[testConfig]{
 			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1.37.0",
-			Reporter: nopReporter{}, Clock: clk,
+			Remote: staticRemote{a}, Reporter: nopReporter{}, Clock: clk,
 		})
 		if err != nil {
 			b.Fatal(err)

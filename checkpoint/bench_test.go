@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,26 @@ func BenchmarkSetCurrent(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.SetCurrent(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRecordStartup measures the startup record every Bootstrap makes:
+// read, verify, append, and one durable write (two fsyncs) of a full file.
+func BenchmarkRecordStartup(b *testing.B) {
+	s, clk := openStore(b, b.TempDir())
+	defer s.Close()
+	for range checkpoint.MaxStartups {
+		clk.Step(time.Second)
+		if _, err := s.RecordStartup(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.Step(time.Second)
+		if _, err := s.RecordStartup(); err != nil {
 			b.Fatal(err)
 		}
 	}
