@@ -325,7 +325,7 @@ func TestValidateMapDoesNotMutate(t *testing.T) {
 			"resolvConf":     "/etc/mine.conf",
 			"clusterDNS":     []any{"10.96.0.10"},
 			"systemReserved": map[string]any{"cpu": "500m"},
-			"featureGates":   map[string]any{"SomeGate": true},
+			"featureGates":   map[string]any{"MemoryQoS": true},
 		}
 	}
 	obj, pristine := build(), build()
