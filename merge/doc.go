@@ -26,11 +26,35 @@
 //     (Policy.Locked) may not be set by any document.
 //   - Flags (Layers.Flags, see Pipeline.FlagOverrides) override everything.
 //
-// Defaults are applied once, to the merged object, and validation runs after
-// defaulting. For a defaulter that only fills unset fields this is the same as
-// defaults being the lowest layer; unlike a defaulted base, it lets a layer
-// delete a field (null) and get the default back, and it keeps a default map
-// (the kubelet's evictionHard) from being merged key by key into the user's.
+// Without drop-ins, defaults are applied once, to the merged object, and
+// validation runs after defaulting. For a defaulter that only fills unset
+// fields this is the same as defaults being the lowest layer.
+//
+// With drop-ins, the order is the kubelet's --config-dir order
+// (cmd/kubelet/app loadConfigFile and mergeKubeletConfigurations): the base
+// is decoded, defaulted with Profile.Default and encoded again with
+// encoding/json; the drop-ins merge into that; then the instance, platform
+// values and flags apply as above; and the result is defaulted again, with
+// DropInDefaulter.DefaultDropInMerge when the profile has it (the kubelet's
+// does: its v1beta1 defaults only) and Default otherwise. As with the
+// kubelet:
+//
+//   - a drop-in that sets one key of a defaulted map keeps the other default
+//     keys (one evictionHard signal keeps the default disk signals);
+//   - a default the base decided stays decided (a drop-in setting
+//     nodeStatusUpdateFrequency does not move the nodeStatusReportFrequency
+//     the base defaulted);
+//   - null in a drop-in deletes the field, and the second defaulting decides
+//     whether a default comes back (for the kubelet, evictionHard does not:
+//     no hard eviction thresholds);
+//   - an empty map or list in the base (evictionHard: {},
+//     enforceNodeAllocatable: []) is left out by the encoding, so after a
+//     drop-in merge it counts as unset (enforceNodeAllocatable gets its
+//     default back).
+//
+// Without a base, the drop-ins merge into the defaults of an empty document
+// (the kubelet without --config starts from its command-line defaults
+// instead, which differ in a few fields).
 //
 // # Decoding
 //
@@ -61,7 +85,9 @@
 //   - Merge does no I/O and is safe for concurrent use; only ReadDropIns
 //     touches the file system.
 //   - The result equals, after decoding into the typed struct, what
-//     jsonpatch.MergePatch would produce for the drop-ins and what
+//     jsonpatch.MergePatch would produce for the drop-ins applied to the
+//     encoded defaulted base (test/conformance compares the kubelet profile
+//     with the kubelet's own merge) and what
 //     strategicpatch.StrategicMergePatch would produce for the instance,
 //     except where those fail or drop input: maps of lists such as the
 //     kubelet's staticPodURLHeader merge by key, $patch: replace on an unset

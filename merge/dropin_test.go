@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -230,7 +231,9 @@ func TestDropInErrors(t *testing.T) {
 
 // TestDropInMatchesJSONMergePatch is a property test: over generated
 // configurations, our drop-in merge decodes to the same object as the
-// kubelet's way (jsonpatch.MergePatch per drop-in, then a strict decode).
+// kubelet's way: the base decoded, defaulted (a no-op here) and encoded with
+// encoding/json, jsonpatch.MergePatch per drop-in, then a strict decode.
+// (test/conformance compares with the kubelet's own code and defaults.)
 func TestDropInMatchesJSONMergePatch(t *testing.T) {
 	p := newPipeline(t, Profile[kubeletConfig](nopKubelet()), Options{})
 	gvk := [2]string{"kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"}
@@ -249,7 +252,11 @@ func TestDropInMatchesJSONMergePatch(t *testing.T) {
 			t.Fatalf("seed %d: Merge: %v\nbase:\n%s", seed, err, baseDoc)
 		}
 
-		merged, err := yaml.YAMLToJSON(baseDoc)
+		var decodedBase kubeletConfig
+		if err := yaml.UnmarshalStrict(baseDoc, &decodedBase); err != nil {
+			t.Fatal(err)
+		}
+		merged, err := json.Marshal(&decodedBase)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,5 +276,90 @@ func TestDropInMatchesJSONMergePatch(t *testing.T) {
 		if diff := cmp.Diff(want, *res.Object); diff != "" {
 			t.Fatalf("seed %d: ours differs from jsonpatch.MergePatch (-jsonpatch +ours):\n%s\nbase:\n%s\ndrop-ins: %q", seed, diff, baseDoc, dropIns)
 		}
+	}
+}
+
+// dropInDefaulterProfile is kubeletTestProfile with a narrower defaulter for
+// drop-in merges, which leaves evictionHard alone (as the kubelet's does).
+type dropInDefaulterProfile struct {
+	kubeletTestProfile
+	calls *int
+}
+
+func (p dropInDefaulterProfile) DefaultDropInMerge(c *kubeletConfig) {
+	*p.calls++
+	hard := c.EvictionHard
+	p.kubeletTestProfile.Default(c)
+	c.EvictionHard = hard
+}
+
+// TestDropInsMergeIntoTheDefaultedBase: with drop-ins, the base is defaulted
+// before they merge into it (a drop-in setting one map key keeps the
+// default keys), the result is defaulted with DefaultDropInMerge when the
+// profile has it, and what the layers set (MergedJSON, provenance, the
+// policy's UserWins) does not count the base's defaults.
+func TestDropInsMergeIntoTheDefaultedBase(t *testing.T) {
+	calls := 0
+	prof := dropInDefaulterProfile{calls: &calls}
+	p := newPipeline(t, Profile[kubeletConfig](prof), Options{Policy: Policy{
+		Owner:    "platform",
+		Platform: []PlatformValue{{Path: "port", Value: 10255, Rule: UserWins}},
+	}})
+	base := doc("kubelet.yaml", kubeletHeader+"maxPods: 50\n")
+	drop := Document{Name: "10.conf", Data: []byte(kubeletHeader + "evictionHard:\n  memory.available: 1Gi\n")}
+
+	var plain kubeletConfig
+	prof.kubeletTestProfile.Default(&plain)
+
+	res, err := p.Merge(Layers{Base: base, DropIns: []Document{drop}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := clone(plain.EvictionHard)
+	want["memory.available"] = "1Gi"
+	if diff := cmp.Diff(want, res.Object.EvictionHard); diff != "" {
+		t.Errorf("evictionHard (-want +got):\n%s", diff)
+	}
+	if calls != 1 {
+		t.Errorf("DefaultDropInMerge called %d times, want 1", calls)
+	}
+	if res.Object.Port != 10255 {
+		t.Errorf("port = %d: a UserWins platform value must apply when only the defaults set the field", res.Object.Port)
+	}
+	var merged, wantMerged map[string]any
+	if err := json.Unmarshal(res.MergedJSON(), &merged); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal([]byte(`{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","maxPods":50,"port":10255,"evictionHard":{"memory.available":"1Gi"}}`), &wantMerged)
+	if diff := cmp.Diff(wantMerged, merged); diff != "" {
+		t.Errorf("MergedJSON: only what the layers set (-want +got):\n%s", diff)
+	}
+	for path, layer := range map[string]string{
+		"maxPods":                        "kubelet.yaml",
+		"evictionHard[memory.available]": "10.conf",
+		"port":                           "platform",
+		"syncFrequency":                  DefaultsLayer,
+	} {
+		if got := res.Provenance[path]; got != layer {
+			t.Errorf("provenance of %s = %q, want %q", path, got, layer)
+		}
+	}
+	for path, layer := range res.Provenance {
+		if strings.HasPrefix(path, "evictionHard[") && path != "evictionHard[memory.available]" && layer != DefaultsLayer {
+			t.Errorf("provenance of %s = %q, want %q", path, layer, DefaultsLayer)
+		}
+	}
+
+	// Without drop-ins: Default, once.
+	calls = 0
+	res, err = p.Merge(Layers{Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 {
+		t.Errorf("DefaultDropInMerge called without drop-ins")
+	}
+	if diff := cmp.Diff(plain.EvictionHard, res.Object.EvictionHard); diff != "" {
+		t.Errorf("evictionHard without drop-ins (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -19,6 +20,19 @@ type Profile[T any] interface {
 	Default(obj *T)
 	// Validate returns every problem of obj, with field paths.
 	Validate(obj *T) field.ErrorList
+}
+
+// DropInDefaulter is an optional interface of a Profile whose component
+// defaults the result of a drop-in merge with a narrower function than a
+// single config file, as the kubelet does: it applies its load-time defaults
+// (the eviction thresholds) to the config file only, and after merging the
+// --config-dir drop-ins into the defaulted file it applies only its v1beta1
+// defaults. When the profile implements it and a merge has drop-ins, Merge
+// calls DefaultDropInMerge on the merged object instead of Default.
+type DropInDefaulter[T any] interface {
+	// DefaultDropInMerge fills unset fields of a configuration merged from a
+	// defaulted base and drop-ins.
+	DefaultDropInMerge(obj *T)
 }
 
 // Document is one configuration document: YAML or JSON bytes and a name used
@@ -74,15 +88,55 @@ type Result[T any] struct {
 	Warnings []string
 
 	merged *node
+	// baseDefaulted: the drop-ins merged into the defaulted base, so merged
+	// holds the defaults too (in the defaults layer).
+	baseDefaulted bool
 }
 
 // MergedJSON returns the merged configuration as JSON before defaulting:
-// only the fields some layer set, in the order they were first set.
+// only the fields some layer set, in the order they were first set (with
+// drop-ins, in the order of the type's fields, since the drop-ins merge into
+// the encoded defaulted base).
 func (r *Result[T]) MergedJSON() []byte {
 	if r.merged == nil {
 		return []byte("{}")
 	}
-	return appendJSON(nil, r.merged)
+	n := r.merged
+	if r.baseDefaulted {
+		if n = setByLayers(n); n == nil {
+			return []byte("{}")
+		}
+	}
+	return appendJSON(nil, n)
+}
+
+// setByLayers returns the part of a tree that a layer other than the
+// defaults set, or nil if there is none. It copies what it keeps.
+func setByLayers(n *node) *node {
+	switch n.kind {
+	case nObject:
+		out := &node{kind: nObject, layer: n.layer}
+		for _, m := range n.obj {
+			if v := setByLayers(m.val); v != nil {
+				out.obj = append(out.obj, member{key: m.key, val: v})
+			}
+		}
+		if len(out.obj) == 0 && (len(n.obj) > 0 || n.layer == 0) {
+			return nil
+		}
+		return out
+	default:
+		if n.layer == 0 {
+			return nil
+		}
+		return n
+	}
+}
+
+// setByDocument reports whether a layer other than the defaults set
+// anything in the tree n.
+func setByDocument(n *node) bool {
+	return n != nil && setByLayers(n) != nil
 }
 
 // DefaultsLayer is the provenance of fields the profile's Default set.
@@ -203,10 +257,18 @@ func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
 	}
 
 	// Merge the documents: base, then drop-ins (JSON merge patch), then the
-	// instance (strategic merge patch). Nothing is serialized in between.
+	// instance (strategic merge patch). Nothing is serialized in between,
+	// except the defaulted base when there are drop-ins.
 	root := base
 	if root == nil {
 		root = r.a.new(nObject, 0)
+	}
+	if len(l.DropIns) > 0 && len(r.errs.Decode) == 0 {
+		baseName := DefaultsLayer
+		if l.Base != nil {
+			baseName = l.Base.Name
+		}
+		root = p.defaultBase(r, root, baseName)
 	}
 	for _, d := range dropIns {
 		if d != nil {
@@ -242,16 +304,111 @@ func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
 		root.del("kind")
 	}
 	prov := make(map[string]string, 128)
-	treeProvenance(root, p.root, make([]byte, 0, 128), r.names, prov)
+	setTree := root
+	if len(l.DropIns) > 0 {
+		// Only what the layers set: the defaults of the base are found below,
+		// as for a merge without drop-ins.
+		if setTree = setByLayers(root); setTree == nil {
+			setTree = r.a.new(nObject, 0)
+		}
+	}
+	treeProvenance(setTree, p.root, make([]byte, 0, 128), r.names, prov)
 
-	p.profile.Default(obj)
-	defaultsProvenance(reflect.ValueOf(obj).Elem(), p.root, root, make([]byte, 0, 128), prov)
+	if d, ok := p.profile.(DropInDefaulter[T]); ok && len(l.DropIns) > 0 {
+		d.DefaultDropInMerge(obj)
+	} else {
+		p.profile.Default(obj)
+	}
+	defaultsProvenance(reflect.ValueOf(obj).Elem(), p.root, setTree, make([]byte, 0, 128), prov)
 
 	if errs := p.profile.Validate(obj); len(errs) > 0 {
 		r.errs.Validation = &ValidationError{Document: MergedDocument, Errors: errs, Provenance: prov}
 		return nil, &r.errs
 	}
-	return &Result[T]{Object: obj, Provenance: prov, Warnings: r.warnings, merged: root}, nil
+	return &Result[T]{Object: obj, Provenance: prov, Warnings: r.warnings, merged: root, baseDefaulted: len(l.DropIns) > 0}, nil
+}
+
+// defaultBase returns the base the drop-ins merge into, as the kubelet builds
+// it for --config-dir: the base document decoded, defaulted with the
+// profile's Default, and encoded again with encoding/json (fields at their
+// zero value are left out where the type says omitempty). Values the
+// defaults supplied carry the defaults layer; values the base set, and the
+// defaults left alone, keep the base's layer (for provenance, and for the
+// policy's view of what a document set).
+func (p *Pipeline[T]) defaultBase(r *mergeRun, base *node, baseName string) *node {
+	obj := new(T)
+	if err := assign(reflect.ValueOf(obj).Elem(), base, p.root); err != nil {
+		// The base was checked; this is a bug, not bad input.
+		r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: baseName, Problems: []Problem{{Type: ProblemInvalidValue, Detail: err.Error()}}})
+		return base
+	}
+	p.profile.Default(obj)
+	defaulted, err := fromGo(&r.a, 0, obj)
+	if err != nil {
+		// encoding/json refuses a few values (NaN); so does the kubelet.
+		r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: baseName, Problems: []Problem{{Type: ProblemInvalidValue,
+			Detail: "the defaulted configuration cannot be encoded for the drop-ins to merge into: " + err.Error()}}})
+		return base
+	}
+	if !p.typeMetaFields {
+		defaulted.del("apiVersion")
+		defaulted.del("kind")
+	}
+	keepBaseLayers(defaulted, base, p.root)
+	return defaulted
+}
+
+// keepBaseLayers gives the nodes of the defaulted tree that hold the value
+// the base document set the base's node back (its layer and decoded value).
+// A value the defaults changed (a negative podPidsLimit, a rounded quantity)
+// keeps the defaulted node.
+func keepBaseLayers(defaulted, base *node, t *typeInfo) {
+	if t != nil {
+		t = t.deref()
+	}
+	if defaulted.kind != nObject || base.kind != nObject || t == nil || (t.kind != tkStruct && t.kind != tkMap) {
+		return
+	}
+	for _, m := range base.obj {
+		i := indexOf(defaulted, m.key)
+		if i < 0 {
+			continue // the encoding left it out: a zero value
+		}
+		var ft *typeInfo
+		if t.kind == tkStruct {
+			f := t.fields[m.key]
+			if f == nil {
+				continue
+			}
+			ft = f.typ
+		} else {
+			ft = t.elem
+		}
+		d := defaulted.obj[i].val
+		if d.kind == nObject && m.val.kind == nObject && ft.deref().kind != tkOpaque {
+			d.layer = m.val.layer // the base wrote the object, if only {}
+			keepBaseLayers(d, m.val, ft)
+			continue
+		}
+		if sameValue(d, m.val, ft) {
+			defaulted.obj[i].val = m.val
+		}
+	}
+}
+
+// sameValue reports whether two nodes decode to the same value of type t.
+func sameValue(a, b *node, t *typeInfo) bool {
+	ja, jb := appendJSON(nil, a), appendJSON(nil, b)
+	if string(ja) == string(jb) {
+		return true
+	}
+	va, vb := reflect.New(t.rtype), reflect.New(t.rtype)
+	if assign(va.Elem(), a, t) != nil || assign(vb.Elem(), b, t) != nil {
+		return false
+	}
+	ea, errA := json.Marshal(va.Interface())
+	eb, errB := json.Marshal(vb.Interface())
+	return errA == nil && errB == nil && string(ea) == string(eb)
 }
 
 // decode parses and checks one document. shared names the base document
@@ -438,9 +595,27 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		}
 		return
 	}
-	if n == nil && !v.IsZero() && len(path) > 0 {
+	if n == nil && !isZero(v, t) && len(path) > 0 {
 		out[string(path)] = DefaultsLayer
 	}
+}
+
+// isZero reports whether v holds its type's zero value, for types with
+// custom JSON encoding by what they encode to (a Quantity decoded from "0"
+// is not the zero struct, but is zero).
+func isZero(v reflect.Value, t *typeInfo) bool {
+	if v.IsZero() {
+		return true
+	}
+	if t.kind != tkOpaque {
+		return false
+	}
+	got, err := json.Marshal(v.Interface())
+	if err != nil {
+		return false
+	}
+	zero, err := json.Marshal(reflect.Zero(v.Type()).Interface())
+	return err == nil && string(got) == string(zero)
 }
 
 // fieldIfSet walks an index path, reporting false at a nil embedded pointer.

@@ -150,6 +150,9 @@ func (p *Pipeline[T]) applyPlatform(r *mergeRun, root *node) {
 	layer := r.layer(p.policy.owner)
 	for _, pv := range p.policy.platform {
 		existing := lookup(root, pv.segs)
+		if !setByDocument(existing) {
+			existing = nil // unset, or only the defaults of the base
+		}
 		if pv.rule == UserWins && existing != nil {
 			continue
 		}

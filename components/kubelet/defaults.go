@@ -91,6 +91,29 @@ func Default(obj *kubeletv1beta1.KubeletConfiguration) {
 	if obj == nil {
 		return
 	}
+	defaultFields(obj)
+	defaultEvictionHard(obj)
+	roundUpReservedMemory(obj)
+}
+
+// DefaultDropInMerge fills the unset fields of a configuration that drop-ins
+// were merged into, as the kubelet does after merging its --config-dir: the
+// kubelet defaulted the base (Default) before the drop-ins merged into it,
+// and now applies its v1beta1 defaults only. Unlike Default it leaves
+// evictionHard alone (a drop-in that deletes it with null leaves the kubelet
+// without hard eviction thresholds; one that sets mergeDefaultEvictionSettings
+// merges nothing more in) and does not round reservedMemory limits. A nil obj
+// is a no-op.
+func DefaultDropInMerge(obj *kubeletv1beta1.KubeletConfiguration) {
+	if obj == nil {
+		return
+	}
+	defaultFields(obj)
+}
+
+// defaultFields applies the kubelet's v1beta1 defaults (upstream
+// SetDefaults_KubeletConfiguration).
+func defaultFields(obj *kubeletv1beta1.KubeletConfiguration) {
 	g := gates(obj.FeatureGates)
 
 	if obj.EnableServer == nil {
@@ -229,7 +252,6 @@ func Default(obj *kubeletv1beta1.KubeletConfiguration) {
 	if obj.MergeDefaultEvictionSettings == nil {
 		obj.MergeDefaultEvictionSettings = ptr.To(false)
 	}
-	defaultEvictionHard(obj)
 	if obj.EnableControllerAttachDetach == nil {
 		obj.EnableControllerAttachDetach = ptr.To(true)
 	}
@@ -308,7 +330,6 @@ func Default(obj *kubeletv1beta1.KubeletConfiguration) {
 	if g.enabled(gateKubeletEnsureSecretPulledImages) && obj.ImagePullCredentialsVerificationPolicy == "" {
 		obj.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyPreloadedImages
 	}
-	roundUpReservedMemory(obj)
 }
 
 // roundUpReservedMemory rounds every reservedMemory limit up to a whole
@@ -343,6 +364,8 @@ func defaultDuration(d *metav1.Duration, def time.Duration) {
 
 // defaultEvictionHard applies the kubelet's eviction-hard defaults; see
 // Default. It must run after mergeDefaultEvictionSettings is defaulted.
+// Upstream applies them when it loads its config file, after the scheme's
+// defaulting.
 func defaultEvictionHard(obj *kubeletv1beta1.KubeletConfiguration) {
 	if obj.EvictionHard == nil {
 		obj.EvictionHard = DefaultEvictionHard()

@@ -23,6 +23,15 @@
 //     Linux eviction defaults the kubelet applies when it loads its config
 //     file. No difference is allowed; none of these defaults depends on the
 //     host.
+//   - Drop-ins merge as the kubelet's --config-dir: with
+//     merge.Pipeline and this Profile, a base and drop-ins give the
+//     configuration the kubelet's own loading and merging gives, field for
+//     field on the kubelet's internal type. The base is defaulted (Default)
+//     before the drop-ins merge into it, and the result gets
+//     DefaultDropInMerge (the v1beta1 defaults, not the eviction defaults,
+//     which the kubelet applies to its config file only). Relative paths
+//     in a config file are not resolved against its directory, as the
+//     kubelet does; the test uses absolute paths.
 //   - featureGates is checked as the kubelet checks it: unknown names,
 //     locked gates moved, gates not available in 1.37, and (once the names
 //     are right) enabled gates whose dependencies are off are rejected.

@@ -6,6 +6,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/merge"
 )
 
 // PayloadKey is the ConfigMap data key that holds a KubeletConfiguration, as
@@ -14,6 +15,10 @@ const PayloadKey = "kubelet"
 
 // Kind is the kind of the configuration type this profile handles.
 const Kind = "KubeletConfiguration"
+
+// Profile implements merge.DropInDefaulter: drop-ins merge as the kubelet's
+// --config-dir does.
+var _ merge.DropInDefaulter[kubeletv1beta1.KubeletConfiguration] = Profile{}
 
 // Profile describes kubelet.config.k8s.io/v1beta1 KubeletConfiguration to the
 // dynconfig facade. The zero value is ready to use; all methods are safe for
@@ -31,6 +36,13 @@ func (Profile) PayloadKey() string { return PayloadKey }
 // Default fills the unset fields of obj with the kubelet's defaults; see the
 // package function Default.
 func (Profile) Default(obj *kubeletv1beta1.KubeletConfiguration) { Default(obj) }
+
+// DefaultDropInMerge fills the unset fields of a configuration merged from a
+// defaulted base and drop-ins, as the kubelet does after merging its
+// --config-dir; see the package function DefaultDropInMerge. The merge
+// package calls it instead of Default when a merge has drop-ins
+// (merge.DropInDefaulter).
+func (Profile) DefaultDropInMerge(obj *kubeletv1beta1.KubeletConfiguration) { DefaultDropInMerge(obj) }
 
 // Validate checks obj the way the kubelet would; see the package function
 // Validate.

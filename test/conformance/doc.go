@@ -19,6 +19,11 @@
 //     package of the kubelet binary that registers gates, and
 //     TestKubeletGateSetMatchesKubelet that its table says what the kubelet
 //     does with featureGates maps.
+//   - TestKubeletDropIns: merge.Pipeline with the kubelet profile against
+//     the kubelet's own config-file loading and --config-dir merge (its
+//     loader, eviction defaults, JSON merge patches and v1beta1 defaults,
+//     in cmd/kubelet/app's order), on generated base files and drop-in sets,
+//     compared on the kubelet's internal type.
 //
 // Each test draws its cases from a fixed seed, so a run is reproducible; a
 // failing case prints its own seed, and
