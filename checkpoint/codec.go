@@ -79,6 +79,28 @@ func envelope(version, field string, payload []byte) []byte {
 	return b
 }
 
+// canonicalPayload returns the payload of data when data is exactly what
+// envelope(version, field, payload) writes, with a checksum that matches;
+// ok is false otherwise (the caller then parses data as JSON, which accepts
+// any other spelling of an envelope and says what is wrong with it). Every
+// file this package writes takes this path, which reads the payload once
+// instead of scanning the whole file twice.
+func canonicalPayload(data []byte, version, field string) (payload []byte, ok bool) {
+	const sumLen = sha256.Size * 2
+	head := len(`{"version":"`) + len(version) + len(`","sha256":"`)
+	tail := len(`","`) + len(field) + len(`":`)
+	if len(data) < head+sumLen+tail+2 || data[len(data)-1] != '}' ||
+		string(data[:head]) != `{"version":"`+version+`","sha256":"` ||
+		string(data[head+sumLen:head+sumLen+tail]) != `","`+field+`":` {
+		return nil, false
+	}
+	payload = data[head+sumLen+tail : len(data)-1]
+	if checksum(payload) != string(data[head:head+sumLen]) {
+		return nil, false
+	}
+	return payload, true
+}
+
 // verify checks version and checksum of a decoded envelope.
 func verify(gotVersion, wantVersion, sum string, payload json.RawMessage) error {
 	if gotVersion != wantVersion {
@@ -111,15 +133,19 @@ func decodeCheckpoint(data []byte) (*corev1.ConfigMap, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("empty file")
 	}
-	var env checkpointEnvelope
-	if err := json.Unmarshal(data, &env); err != nil {
-		return nil, fmt.Errorf("decode envelope: %w", err)
-	}
-	if err := verify(env.Version, checkpointVersion, env.SHA256, env.ConfigMap); err != nil {
-		return nil, err
+	payload, ok := canonicalPayload(data, checkpointVersion, "configMap")
+	if !ok {
+		var env checkpointEnvelope
+		if err := json.Unmarshal(data, &env); err != nil {
+			return nil, fmt.Errorf("decode envelope: %w", err)
+		}
+		if err := verify(env.Version, checkpointVersion, env.SHA256, env.ConfigMap); err != nil {
+			return nil, err
+		}
+		payload = env.ConfigMap
 	}
 	cm := &corev1.ConfigMap{}
-	if err := json.Unmarshal(env.ConfigMap, cm); err != nil {
+	if err := json.Unmarshal(payload, cm); err != nil {
 		return nil, fmt.Errorf("decode ConfigMap: %w", err)
 	}
 	if cm.Kind != "ConfigMap" || cm.APIVersion != "v1" {
@@ -161,15 +187,19 @@ func decodePointer(data []byte) (Pointer, error) {
 	if len(data) == 0 {
 		return Pointer{}, fmt.Errorf("empty file")
 	}
-	var env pointerEnvelope
-	if err := json.Unmarshal(data, &env); err != nil {
-		return Pointer{}, fmt.Errorf("decode envelope: %w", err)
-	}
-	if err := verify(env.Version, pointerVersion, env.SHA256, env.Pointer); err != nil {
-		return Pointer{}, err
+	payload, ok := canonicalPayload(data, pointerVersion, "pointer")
+	if !ok {
+		var env pointerEnvelope
+		if err := json.Unmarshal(data, &env); err != nil {
+			return Pointer{}, fmt.Errorf("decode envelope: %w", err)
+		}
+		if err := verify(env.Version, pointerVersion, env.SHA256, env.Pointer); err != nil {
+			return Pointer{}, err
+		}
+		payload = env.Pointer
 	}
 	var p pointerPayload
-	dec := json.NewDecoder(bytes.NewReader(env.Pointer))
+	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return Pointer{}, fmt.Errorf("decode pointer: %w", err)

@@ -15,6 +15,7 @@
 //	<dir>/tracking/<componentVersion>/bad-configs.json   bad marks, checksummed envelope
 //	<dir>/tracking/<componentVersion>/startups.json      the last MaxStartups startups, checksummed envelope
 //	<dir>/quarantine/                           corrupt or foreign files moved aside (newest MaxQuarantined kept)
+//	<dir>/tmp/                                  temporary files of checkpoint writes in progress
 //
 // Directories are created 0700 and files 0600.
 //

@@ -25,6 +25,7 @@ const (
 	lockFileName   = "lock"
 	checkpointsDir = "checkpoints"
 	metaDir        = "meta"
+	tmpDir         = "tmp"
 	trackingDir    = "tracking"
 	currentFile    = "current"
 	lastKnownGood  = "last-known-good"
@@ -234,6 +235,7 @@ func (s *Store) prepare() error {
 	for _, d := range []string{
 		filepath.Join(s.dir, checkpointsDir),
 		filepath.Join(s.dir, metaDir),
+		filepath.Join(s.dir, tmpDir),
 		filepath.Join(s.dir, trackingDir),
 		s.trackingDir,
 	} {
@@ -246,8 +248,11 @@ func (s *Store) prepare() error {
 		}
 	}
 	// Every write of this package goes through a temporary file in one of
-	// these three directories.
-	for _, d := range []string{filepath.Join(s.dir, checkpointsDir), filepath.Join(s.dir, metaDir), s.trackingDir} {
+	// these three directories: checkpoints through tmp/, which is almost
+	// always empty, so that no start lists checkpoints/ (GC does, off the
+	// startup path, and removes the temporary files older versions left
+	// there).
+	for _, d := range []string{filepath.Join(s.dir, tmpDir), filepath.Join(s.dir, metaDir), s.trackingDir} {
 		removed, err := atomicfile.RemoveTemp(d)
 		for _, p := range removed {
 			s.log.Info("Removed temporary file of an interrupted write", "path", p)
@@ -409,9 +414,12 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 	if _, err := s.ensureDir(filepath.Join(s.dir, checkpointsDir, string(k.UID))); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
-	// Temporary files go to checkpoints/ itself, not to the UID dir, so Open
-	// finds every leftover with one directory read.
-	if err := atomicfile.WriteFileVia(filepath.Join(s.dir, checkpointsDir), s.checkpointPath(k), data, filePerm); err != nil {
+	// Temporary files go to tmp/, not to the UID dir, so Open finds every
+	// leftover with one read of a small directory.
+	if _, err := s.ensureDir(filepath.Join(s.dir, tmpDir)); err != nil {
+		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
+	}
+	if err := atomicfile.WriteFileVia(filepath.Join(s.dir, tmpDir), s.checkpointPath(k), data, filePerm); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
 	return k, nil
@@ -763,6 +771,14 @@ func (s *Store) GC() ([]Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
 	}
+	root := filepath.Join(s.dir, checkpointsDir)
+	// Older versions wrote the temporary files of checkpoints here; under
+	// the lock none is in progress.
+	if stale, err := atomicfile.RemoveTemp(root); err != nil {
+		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
+	} else if len(stale) > 0 {
+		s.log.Info("Removed temporary files of interrupted writes", "paths", stale)
+	}
 	var removed []Key
 	touched := map[types.UID]bool{}
 	for _, k := range keys {
@@ -778,7 +794,6 @@ func (s *Store) GC() ([]Key, error) {
 	for _, u := range emptyUIDs {
 		touched[u] = true
 	}
-	root := filepath.Join(s.dir, checkpointsDir)
 	removedDir := false
 	for u := range touched {
 		uidDir := filepath.Join(root, string(u))

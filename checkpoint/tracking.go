@@ -196,6 +196,9 @@ func decodeStartups(data []byte) (ts []time.Time, legacy bool, err error) {
 // payload's shape (an object or a list, as older versions wrote tracking
 // files) is returned as legacy, unverified.
 func openEnvelope(data []byte, version, field string) (payload json.RawMessage, legacy bool, err error) {
+	if p, ok := canonicalPayload(data, version, field); ok {
+		return p, false, nil
+	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, false, errors.New("empty file")
