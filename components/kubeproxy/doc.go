@@ -49,7 +49,8 @@
 //
 // # Validation rules
 //
-//   - mode: empty, iptables, ipvs or nftables (kernelspace is Windows-only).
+//   - mode: empty, iptables, ipvs or nftables (kernelspace is Windows-only);
+//     ipvs needs the KubeProxyIPVS feature gate (deprecated, on by default).
 //   - The selected backend's syncPeriod > 0, minSyncPeriod >= 0 and
 //     minSyncPeriod <= syncPeriod (an empty mode selects iptables; kube-proxy
 //     ignores the other backends' periods, so they are not checked).
@@ -72,7 +73,7 @@
 //     clusterCIDR is one CIDR or an IPv4,IPv6 pair.
 //   - nodePortAddresses: each entry a CIDR or one of the keywords primary,
 //     localhost and all, in any combination (as the v1alpha1 field of
-//     Kubernetes 1.37 documents).
+//     Kubernetes 1.37 documents), each keyword once.
 //   - featureGates: each name shaped like a gate name (ASCII letters and
 //     digits, starting with an upper-case letter; AllAlpha and AllBeta
 //     included).
@@ -84,27 +85,46 @@
 //   - portRange, unused by kube-proxy, still parses as a port range;
 //     showHiddenMetricsForVersion is empty or <major>.<minor>.
 //
-// # What it does not do
+// # Proven against upstream
 //
-// These upstream rules are left out, because they need kube-proxy's
-// binary, its registry of features or the host:
+// The test module's conformance tests (test/conformance) compare this
+// package with kube-proxy's own code on generated configurations:
+// Profile.Default equals kube-proxy's v1alpha1 defaulting field for field,
+// and Profile.Validate agrees with kube-proxy (its Validate on the
+// configuration converted to its internal type, after the platform defaults
+// kube-proxy fills in first: an empty mode is iptables, an empty
+// detectLocalMode ClusterCIDR) on accept or reject and on the fields at
+// fault. The only differences allowed are the two lists below; the test
+// knows them and fails when this documentation and the test disagree.
 //
-//   - featureGates names are checked for shape only: whether a name is a
-//     gate kube-proxy knows, and whether a GA gate is locked to its
-//     default, depends on the exact kube-proxy release.
-//   - showHiddenMetricsForVersion must name the release before the running
-//     binary; only the format is checked here.
-//   - logging: upstream also rejects a non-text format when klog flags were
-//     changed on the command line, and formats registered by the binary at
-//     run time; only text and json, the formats kube-proxy registers, are
-//     known here.
-//   - Windows: winkernel and windowsRunAsService are not validated and the
-//     kernelspace mode is rejected.
+// # Checks added beyond upstream
 //
-// One rule is stricter than kube-proxy: clientConnection.qps must not be
-// negative (kube-proxy accepts it and client-go then silently turns off
-// client-side rate limiting); this matches the kubelet's rule for
-// kubeAPIQPS.
+// Each item names the fields, then the rule.
+//
+//   - clientConnection.qps: must not be negative (kube-proxy accepts it and
+//     client-go then silently turns off client-side rate limiting); this
+//     matches the kubelet's rule for kubeAPIQPS.
+//   - portRange: must parse as a port range, although kube-proxy no longer
+//     uses the field.
+//   - ipvs.scheduler: in ipvs mode, empty or a scheduler of the Linux IPVS
+//     code (kube-proxy finds out when it programs the kernel).
+//
+// # Upstream checks left out
+//
+// These need kube-proxy's binary or its registry of features. Each item
+// names the fields, then the rule.
+//
+//   - featureGates: names are checked for shape only; whether kube-proxy
+//     knows a gate, whether it is locked and which gates depend on which
+//     depends on the exact kube-proxy release.
+//   - showHiddenMetricsForVersion: only the <major>.<minor> format is
+//     checked; the version allowed is the running binary's previous minor.
+//
+// Also left out: logging, where upstream also rejects a non-text format when
+// klog flags were changed on the command line and knows the formats the
+// binary registers at run time (only text and json, the formats kube-proxy
+// registers, are known here); and Windows: winkernel and windowsRunAsService
+// are not validated and the kernelspace mode is rejected.
 //
 // The codec (strict decoding, apiVersion/kind checks, lenient mode) is the
 // merge package's job; this package works on the typed object only.

@@ -29,8 +29,9 @@ const (
 
 // Feature gates read by the logging rules, with their defaults.
 const (
-	gateLoggingAlpha = "LoggingAlphaOptions" // alpha, off by default
-	gateLoggingBeta  = "LoggingBetaOptions"  // beta, on by default
+	gateLoggingAlpha  = "LoggingAlphaOptions" // alpha, off by default
+	gateLoggingBeta   = "LoggingBetaOptions"  // beta, on by default
+	gateKubeProxyIPVS = "KubeProxyIPVS"       // deprecated, on by default
 )
 
 // The enumerations below are functions, not package variables, so that
@@ -239,7 +240,12 @@ func hostPort(errs field.ErrorList, s, name string) field.ErrorList {
 // checked.
 func validateModes(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 	switch mode := string(cfg.Mode); mode {
-	case "", modeIPTables, modeIPVS, modeNFTables:
+	case "", modeIPTables, modeNFTables:
+	case modeIPVS:
+		// Deprecated, on by default; AllBeta does not reach deprecated gates.
+		if v, set := cfg.FeatureGates[gateKubeProxyIPVS]; set && !v {
+			errs = append(errs, field.Forbidden(field.NewPath("mode"), "the ipvs mode needs feature gate "+gateKubeProxyIPVS))
+		}
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("mode"), mode, supportedModes()))
 	}
@@ -359,10 +365,14 @@ func validateClusterCIDR(errs field.ErrorList, s string) field.ErrorList {
 }
 
 // validateNodePortAddresses accepts CIDRs and the keywords primary,
-// localhost and all, in any combination (as the v1alpha1 field documents).
+// localhost and all, in any combination (as the v1alpha1 field documents),
+// each keyword once.
 func validateNodePortAddresses(errs field.ErrorList, addrs []string) field.ErrorList {
 	for i, a := range addrs {
 		if isNodePortKeyword(a) {
+			if slices.Contains(addrs[:i], a) {
+				errs = append(errs, field.Duplicate(field.NewPath("nodePortAddresses").Index(i), a))
+			}
 			continue
 		}
 		if _, ok := cidrFamily(a); !ok {

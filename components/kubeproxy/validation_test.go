@@ -287,6 +287,17 @@ func TestValidateRules(t *testing.T) {
 		{"nodePortAddresses keywords and CIDRs", func(c *v1alpha1.KubeProxyConfiguration) {
 			c.NodePortAddresses = []string{"primary", "localhost", "10.0.0.0/8", "fd00::/64", "all"}
 		}, nil},
+		{"nodePortAddresses keyword twice", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.NodePortAddresses = []string{"primary", "10.0.0.0/8", "primary"}
+		}, []fieldErr{{field.ErrorTypeDuplicate, "nodePortAddresses[2]"}}},
+		{"ipvs mode with KubeProxyIPVS off", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.Mode = "ipvs"
+			c.FeatureGates = map[string]bool{"KubeProxyIPVS": false}
+		}, []fieldErr{forbidden("mode")}},
+		{"ipvs mode with AllBeta off (KubeProxyIPVS is deprecated, not beta)", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.Mode = "ipvs"
+			c.FeatureGates = map[string]bool{"AllBeta": false}
+		}, nil},
 		{"nodePortAddresses unknown keyword", func(c *v1alpha1.KubeProxyConfiguration) {
 			c.NodePortAddresses = []string{"primary", "public"}
 		}, []fieldErr{invalid("nodePortAddresses[1]")}},

@@ -1,6 +1,7 @@
 // Package conformance holds the differential tests that prove the library's
-// kubelet profile (components/kubelet) equal to the kubelet's own code in
-// k8s.io/kubernetes v1.37.0, on generated inputs:
+// kubelet and kube-proxy profiles (components/kubelet, components/kubeproxy)
+// equal to the components' own code in k8s.io/kubernetes v1.37.0, on
+// generated inputs:
 //
 //   - TestKubeletDefaults: kubelet.Default against the kubelet's scheme
 //     defaulting plus the eviction defaults it applies when it loads its
@@ -24,6 +25,11 @@
 //     loader, eviction defaults, JSON merge patches and v1beta1 defaults,
 //     in cmd/kubelet/app's order), on generated base files and drop-in sets,
 //     compared on the kubelet's internal type.
+//   - TestKubeProxyDefaults, TestKubeProxyValidation: the same for the
+//     kube-proxy profile against kube-proxy's v1alpha1 defaulting and its
+//     Validate (after the platform defaults and the global feature gate
+//     kube-proxy sets first); TestKubeProxyDocumentedDifferences keeps the
+//     allowed differences and components/kubeproxy/doc.go in step.
 //
 // Each test draws its cases from a fixed seed, so a run is reproducible; a
 // failing case prints its own seed, and

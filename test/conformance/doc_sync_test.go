@@ -50,6 +50,31 @@ func TestKubeletDocumentedDifferences(t *testing.T) {
 	check("Upstream checks left out", host)
 }
 
+// TestKubeProxyDocumentedDifferences: the differences TestKubeProxyValidation
+// allows are exactly the ones components/kubeproxy/doc.go lists.
+func TestKubeProxyDocumentedDifferences(t *testing.T) {
+	src, err := os.ReadFile("../../components/kubeproxy/doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := docSections(string(src))
+	for title, list := range map[string][]proxyDifference{
+		"Checks added beyond upstream": kubeProxyStricter,
+		"Upstream checks left out":     kubeProxyLeftOut,
+	} {
+		var inTest []string
+		for _, d := range list {
+			inTest = append(inTest, d.path)
+		}
+		slices.Sort(inTest)
+		got := append([]string(nil), sections[title]...)
+		slices.Sort(got)
+		if diff := cmp.Diff(inTest, got); diff != "" {
+			t.Errorf("section %q of components/kubeproxy/doc.go and the test disagree (-test +doc):\n%s", title, diff)
+		}
+	}
+}
+
 var (
 	docItem   = regexp.MustCompile(`^//   - ([^:]+):( |$)`)
 	fieldPath = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*(\.[a-z][a-zA-Z0-9]*)*$`)
