@@ -280,22 +280,32 @@ func (c *Controller[T]) adopt(ctx context.Context, v *view, a source.Assignment)
 	return true, nil
 }
 
-// trialOf returns the trial settings of the config src, from its
-// checkpoint's annotations.
-func (c *Controller[T]) trialOf(ctx context.Context, v *view, src *corev1.NodeConfigSource) (components.Trial, *corev1.ConfigMap, error, error) {
+// currentConfig is what the decision needs of current's checkpoint.
+type currentConfig struct {
+	trial    components.Trial  // from its annotations, else the default
+	cm       *corev1.ConfigMap // nil when it could not be loaded
+	loadErr  error             // the checkpoint is missing or corrupt
+	trialErr error             // its trial annotations are invalid
+}
+
+// loadCurrent loads the checkpoint of src (current) and reads its trial
+// settings from its annotations.
+func (c *Controller[T]) loadCurrent(ctx context.Context, v *view, src *corev1.NodeConfigSource) currentConfig {
+	cur := currentConfig{trial: c.opts.DefaultTrial}
 	key, ok := checkpoint.KeyFromSource(src)
 	if !ok {
-		return c.opts.DefaultTrial, nil, nil, nil
+		return cur
 	}
-	cm, err := c.load(ctx, v, key)
-	if err != nil {
-		return c.opts.DefaultTrial, nil, err, nil
+	cur.cm, cur.loadErr = c.load(ctx, v, key)
+	if cur.loadErr != nil {
+		return cur
 	}
-	t, terr := components.TrialFromAnnotations(cm.Annotations, c.opts.DefaultTrial)
-	if terr != nil {
-		return c.opts.DefaultTrial, cm, nil, terr
+	if t, err := components.TrialFromAnnotations(cur.cm.Annotations, c.opts.DefaultTrial); err != nil {
+		cur.trialErr = err
+	} else {
+		cur.trial = t
 	}
-	return t, cm, nil, nil
+	return cur
 }
 
 // decide runs lkg.Decide over v, carries out its side effects on the state
@@ -314,7 +324,8 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 	if v.lkgErr == nil {
 		lastKnownGood = v.lkg.Source
 	}
-	trial, curCM, curLoadErr, trialErr := c.trialOf(ctx, v, cur)
+	cc := c.loadCurrent(ctx, v, cur)
+	trial := cc.trial
 	now := c.opts.Clock.Now()
 	in := lkg.Input{
 		SyncError:     syncErr,
@@ -335,13 +346,13 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 	}
 	var curCfg, lkgCfg *T
 	in.LoadCurrent = func() error {
-		if curLoadErr != nil {
-			return &lkg.ConfigError{Stage: lkg.StageLoad, Err: curLoadErr}
+		if cc.loadErr != nil {
+			return &lkg.ConfigError{Stage: lkg.StageLoad, Err: cc.loadErr}
 		}
-		if trialErr != nil {
-			return &lkg.ConfigError{Stage: lkg.StageValidate, Err: trialErr}
+		if cc.trialErr != nil {
+			return &lkg.ConfigError{Stage: lkg.StageValidate, Err: cc.trialErr}
 		}
-		cfg, err := c.build(cur, curCM)
+		cfg, err := c.build(cur, cc.cm)
 		curCfg = cfg
 		return err
 	}

@@ -41,12 +41,21 @@ func (s *Store) quarantineIfCorrupt(err error) error {
 		return err
 	}
 	defer unlock()
-	if to, qerr := s.quarantine(ce.Path); qerr != nil {
+	if qerr := s.moveAside(ce); qerr != nil {
 		s.log.Error(qerr, "Cannot move a corrupt file to the quarantine", "path", ce.Path)
-	} else {
-		ce.MovedTo = to
 	}
 	return err
+}
+
+// moveAside moves the file of ce to the quarantine and records where. The
+// caller holds the write lock.
+func (s *Store) moveAside(ce *CorruptError) error {
+	to, err := s.quarantine(ce.Path)
+	if err != nil {
+		return err
+	}
+	ce.MovedTo = to
+	return nil
 }
 
 // quarantine moves path (a file, a directory, a symlink, a FIFO: whatever
@@ -216,10 +225,8 @@ func (s *Store) MarkBad(src *corev1.NodeConfigSource, mark BadMark) error {
 		return fmt.Errorf("mark %s bad: %w", key, rerr)
 	}
 	if ce != nil {
-		if to, err := s.quarantine(ce.Path); err != nil {
+		if err := s.moveAside(ce); err != nil {
 			return fmt.Errorf("mark %s bad: %v; %w", key, rerr, err)
-		} else {
-			ce.MovedTo = to
 		}
 	}
 	mark.Time = s.clock.Now().UTC()
@@ -372,10 +379,8 @@ func (s *Store) RecordStartup() ([]time.Time, error) {
 		if !errors.As(rerr, &ce) {
 			return nil, fmt.Errorf("record startup: %w", rerr)
 		}
-		if to, err := s.quarantine(ce.Path); err != nil {
+		if err := s.moveAside(ce); err != nil {
 			return nil, fmt.Errorf("record startup: %v; %w", rerr, err)
-		} else {
-			ce.MovedTo = to
 		}
 		ts = nil
 	}
