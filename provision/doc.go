@@ -25,6 +25,15 @@
 //     and its field path (package merge's strict decoding).
 //   - The configuration is then defaulted and validated with the kubelet
 //     profile (components/kubelet); the defaulted copy is used only for that.
+//   - A user's invalid value is an error under every policy, also in a
+//     field whose value the platform replaces (PlatformWins, the alternate
+//     solution's managed fields): a document that sets such a field is
+//     first validated with its own values standing (the platform's values
+//     fill in only what it leaves unset), and each error about a value the
+//     platform would replace names the document and the field path and
+//     ends "; the user's value must be valid even though the platform's
+//     replaces it (owner: ...)". A valid value the platform replaces is a
+//     warning, as before.
 //     Result.Config and Result.Document hold what the user and the platform
 //     set, nothing the defaults filled in.
 //   - Result.User and Result.UserDocument hold the user's own fields only:

@@ -117,10 +117,11 @@ func EKSAProposedPolicy(opts EKSAOptions) (Policy, error) {
 // EKSAAlternatePolicy is the design's "alternate solution":
 //
 //   - a managed field may be set, but the platform's value always replaces
-//     the user's (PlatformWins, with a warning); a managed field without a
-//     value here (providerID) is blocked instead, since the platform would
-//     replace the user's value on the machine where this validator cannot
-//     see it;
+//     the user's (PlatformWins, with a warning); the user's value must still
+//     be valid (an invalid one is an error, see Validator.Validate); a
+//     managed field without a value here (providerID) is blocked instead,
+//     since the platform would replace the user's value on the machine
+//     where this validator cannot see it;
 //   - the user's kubelet configuration is the source of truth and wins over
 //     an explicit field (UserWins), or with ErrorIfBoth setting it in both
 //     places is an error.

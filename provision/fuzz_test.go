@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/dynconfig/dynconfig/merge"
 )
 
 // FuzzValidate feeds arbitrary documents to a validator with the proposed
@@ -59,6 +61,56 @@ func FuzzValidate(f *testing.F) {
 		}
 		if diff := cmp.Diff(res.Config, again.Config); diff != "" {
 			t.Fatalf("validating UserDocument does not give Config (-first +second):\n%s", diff)
+		}
+	})
+}
+
+// FuzzValidateReplaced feeds arbitrary documents to a validator with the
+// alternate EKS Anywhere policy on docker, where the platform's evictionHard
+// and tlsCipherSuites replace the user's (PlatformWins), and to one where
+// the user's values stand (UserWins). A user's invalid value is an error
+// under every policy: a document the first accepts, the second accepts too.
+func FuzzValidateReplaced(f *testing.F) {
+	for _, seed := range []string{
+		header,
+		header + "evictionHard:\n  memory.available: 100Mi\n",
+		header + "evictionHard:\n  memory.available: 150%\n",
+		header + "evictionHard:\n  memory.availble: 100Mi\n",
+		header + "evictionHard: {}\ntlsCipherSuites: []\n",
+		header + "tlsCipherSuites: [TLS_NOT_A_SUITE]\nmaxPods: 0\n",
+		header + "evictionHard:\n  nodefs.available: -1%\nmaxPods: -3\n",
+		header + "evictionHard: null\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	managed, err := EKSAManagedFields(ProviderDocker)
+	if err != nil {
+		f.Fatal(err)
+	}
+	alt, err := EKSAAlternatePolicy(EKSAOptions{Managed: managed})
+	if err != nil {
+		f.Fatal(err)
+	}
+	mine := Policy{Owner: alt.Owner}
+	for _, fl := range alt.Fields {
+		if fl.Rule == merge.PlatformWins {
+			fl.Rule = merge.UserWins
+		}
+		mine.Fields = append(mine.Fields, fl)
+	}
+	replacing, err := NewValidator(alt)
+	if err != nil {
+		f.Fatal(err)
+	}
+	standing, err := NewValidator(mine)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, errReplacing := replacing.Validate(data, "fuzz.yaml")
+		_, errStanding := standing.Validate(data, "fuzz.yaml")
+		if errReplacing == nil && errStanding != nil {
+			t.Fatalf("accepted where the platform replaces the user's values, refused where they stand: %v\n%s", errStanding, data)
 		}
 	})
 }

@@ -59,6 +59,25 @@ type compiled struct {
 	// may be the platform's rather than the user's, with their rule (zero
 	// for blocked fields).
 	fromPlatform []Field
+	// replaced lists the paths of the PlatformWins fields: a value the
+	// user sets there does not stand in the result, so it is validated on
+	// its own first (Validator.Validate).
+	replaced []string
+}
+
+// userValues returns the merge policy under which the user's own values
+// stand: the PlatformWins values become UserWins (they still apply where
+// the user set nothing), everything else is as in c.merge.
+func (c compiled) userValues() merge.Policy {
+	p := c.merge
+	p.Platform = make([]merge.PlatformValue, len(c.merge.Platform))
+	for i, pv := range c.merge.Platform {
+		if pv.Rule == merge.PlatformWins {
+			pv.Rule = merge.UserWins
+		}
+		p.Platform[i] = pv
+	}
+	return p
 }
 
 // compile checks p and translates it: blocked fields become merge's locked
@@ -110,6 +129,9 @@ func (p Policy) compile() (compiled, error) {
 		}
 		c.merge.Platform = append(c.merge.Platform, merge.PlatformValue{Path: f.Path, Value: f.Value, Rule: f.Rule})
 		c.fromPlatform = append(c.fromPlatform, f)
+		if f.Rule == merge.PlatformWins {
+			c.replaced = append(c.replaced, f.Path)
+		}
 	}
 	if len(problems) > 0 {
 		return compiled{}, fmt.Errorf("provision: policy: %s", strings.Join(problems, "; "))

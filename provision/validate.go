@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/dynconfig/dynconfig/components/kubelet"
@@ -49,6 +50,9 @@ type Result struct {
 type Validator struct {
 	pipe   *merge.Pipeline[kubeletv1beta1.KubeletConfiguration]
 	policy compiled
+	// userPipe merges under the policy with the user's values standing
+	// (compiled.userValues); nil when the policy replaces no user value.
+	userPipe *merge.Pipeline[kubeletv1beta1.KubeletConfiguration]
 }
 
 // NewValidator prepares a Validator for p. It fails when a field of p is
@@ -70,7 +74,13 @@ func NewValidator(p Policy) (*Validator, error) {
 	if _, err := pipe.Merge(merge.Layers{Flags: c.overrides}); err != nil {
 		return nil, fmt.Errorf("provision: policy: the platform's values alone do not pass validation: %w", err)
 	}
-	return &Validator{pipe: pipe, policy: c}, nil
+	v := &Validator{pipe: pipe, policy: c}
+	if len(c.replaced) > 0 {
+		if v.userPipe, err = merge.New[kubeletv1beta1.KubeletConfiguration](kubelet.Profile{}, merge.Options{Policy: c.userValues()}); err != nil {
+			return nil, fmt.Errorf("provision: %w", err)
+		}
+	}
+	return v, nil
 }
 
 // Validate checks a user's KubeletConfiguration document (YAML or JSON),
@@ -84,6 +94,15 @@ func NewValidator(p Policy) (*Validator, error) {
 // fields under ErrorIfBoth), the platform's values are applied by their
 // rules, and the result is defaulted and validated with the kubelet profile
 // (components/kubelet); the defaulted copy is only used for validation.
+//
+// A user's invalid value is an error under every policy, also where the
+// platform's value replaces it (PlatformWins): when the document sets such
+// a field, it is first validated with its own values standing (the
+// platform's values still fill in what the user did not set), and an error
+// about a value the platform would replace says it is the user's value
+// ("; the user's value must be valid even though the platform's replaces
+// it (owner: ...)"). Only a document that passes that gets the platform's
+// values and a warning for each value replaced.
 //
 // When the document has problems the error is a *merge.Error (errors.As
 // finds its parts) whose message has one line per problem, each starting with name; a validation
@@ -105,14 +124,28 @@ func (v *Validator) Validate(data []byte, name string) (*Result, error) {
 	// or a list element are refused here, from the user's own tree.
 	tree := parseTree(data)
 	nulls := findNulls(tree)
-	res, err := v.pipe.Merge(merge.Layers{
+	layers := merge.Layers{
 		Base:  &merge.Document{Name: name, Data: data},
 		Flags: v.policy.overrides,
-	})
+	}
+	// The user's values the platform replaces are validated first, with the
+	// user's values standing: the platform's would hide them.
+	var err error
+	replaced := v.replacedByPlatform(tree)
+	if len(replaced) > 0 {
+		if _, err = v.userPipe.Merge(layers); err == nil {
+			replaced = nil
+		}
+	}
+	var res *merge.Result[kubeletv1beta1.KubeletConfiguration]
+	if err == nil {
+		res, err = v.pipe.Merge(layers)
+	}
 	var me *merge.Error
 	if err != nil && errors.As(err, &me) {
 		addFlagHints(me)
 		nameValidation(me, name)
+		noteUserValues(me, replaced, v.policy.merge.Owner)
 	}
 	if len(nulls) > 0 {
 		return nil, nullsError(err, name, nulls)
@@ -306,6 +339,59 @@ func nameValidation(me *merge.Error, name string) {
 	}
 	ve.Document = name
 	ve.Provenance = prov
+}
+
+// replacedByPlatform returns the PlatformWins paths that the user's
+// document (tree, nil if it does not parse) sets to something other than
+// null.
+func (v *Validator) replacedByPlatform(tree map[string]any) []string {
+	if v.userPipe == nil || tree == nil {
+		return nil
+	}
+	var out []string
+	for _, path := range v.policy.replaced {
+		var cur any = tree
+		for _, seg := range splitPath(path) {
+			obj, ok := cur.(map[string]any)
+			if !ok {
+				cur = nil
+				break
+			}
+			cur = obj[seg]
+		}
+		if cur != nil {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// noteUserValues adds to each validation error at or below one of the
+// paths replaced (user values the platform replaces) that the value is the
+// user's and must be valid all the same: without it, an error about a value
+// the result does not hold would puzzle.
+func noteUserValues(me *merge.Error, replaced []string, owner string) {
+	if me.Validation == nil || len(replaced) == 0 {
+		return
+	}
+	note := fmt.Sprintf("the user's value must be valid even though the platform's replaces it (owner: %q)", owner)
+	errs := make(field.ErrorList, len(me.Validation.Errors))
+	for i, fe := range me.Validation.Errors {
+		for _, path := range replaced {
+			if fe.Field == path || strings.HasPrefix(fe.Field, path+".") || strings.HasPrefix(fe.Field, path+"[") {
+				c := *fe
+				if c.Detail == "" {
+					c.Detail = note
+				} else {
+					c.Detail += "; " + note
+				}
+				fe = &c
+				break
+			}
+		}
+		errs[i] = fe
+	}
+	me.Validation.Errors = errs
 }
 
 // flagOnly returns the kubelet flag for a key users put in a

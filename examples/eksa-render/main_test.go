@@ -141,6 +141,15 @@ func TestBadInputs(t *testing.T) {
 			w0 + `unsupported KubeletConfiguration fields for Bottlerocket: cgroupDriver` + "\n" +
 			`spec.workerNodeGroupConfigurations[1].kubeletConfiguration: apiVersion: missing, expected "kubelet.config.k8s.io/v1beta1"`,
 	}, {
+		name: "alternate: a user's invalid value is an error although the platform replaces it",
+		args: []string{"-policy", "alternate"},
+		spec: strings.Replace(cluster, "VSphereDatacenterConfig", "DockerDatacenterConfig", 1) +
+			"  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", evictionHard: {memory.availble: 100Mi, nodefs.available: 150%}}\n" +
+			"  workerNodeGroupConfigurations:\n  - name: md-0\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + ", tlsCipherSuites: [TLS_NOT_A_SUITE]}\n",
+		want: cp + `evictionHard[memory.availble]: Unsupported value: "memory.availble": supported values: "memory.available", "allocatableMemory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree", "pid.available"; the user's value must be valid even though the platform's replaces it (owner: "eks-a")` + "\n" +
+			cp + `evictionHard[nodefs.available]: Invalid value: "150%": a percentage threshold must be at most 100%; the user's value must be valid even though the platform's replaces it (owner: "eks-a")` + "\n" +
+			w0 + `tlsCipherSuites[0]: Invalid value: "TLS_NOT_A_SUITE": not a cipher suite name known to crypto/tls; the user's value must be valid even though the platform's replaces it (owner: "eks-a")`,
+	}, {
 		name: "null map value",
 		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", evictionHard: {memory.available: null, nodefs.available: 5%}}\n",
 		want: cp + `evictionHard[memory.available]: null is not a value: remove the key to leave it out (an empty map is {})`,
