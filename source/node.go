@@ -27,6 +27,18 @@ import (
 // assignment: a NodeConfigSource in JSON.
 const AnnotationKey = "dynconfig.io/config-source"
 
+// AnnotationKeyFor returns the assignment annotation of a component:
+// AnnotationKey for the kubelet (or an empty name), else
+// "dynconfig.io/config-source.<component>", so that each component on a
+// Node has its own assignment. The name must be a DNS label of at most 49
+// characters (status.ValidateComponentName).
+func AnnotationKeyFor(component string) string {
+	if component == "" || component == "kubelet" {
+		return AnnotationKey
+	}
+	return AnnotationKey + "." + component
+}
+
 // NodeOptions configures a NodeSource.
 type NodeOptions struct {
 	// Client talks to the API server. Required.

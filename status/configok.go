@@ -2,14 +2,60 @@ package status
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// ConditionType is the type of the condition this package builds.
+// ConditionType is the type of the kubelet's condition, the proposal's
+// ConfigOK. Other components report their own type (ConditionTypeFor), so
+// that components on one Node never overwrite each other's condition.
 const ConditionType corev1.NodeConditionType = "ConfigOK"
+
+// KubeletComponent is the component name that keeps the proposal's names:
+// the condition ConfigOK and the annotation dynconfig.io/config-source.
+const KubeletComponent = "kubelet"
+
+// ConditionTypeFor returns the condition type of a component: ConfigOK for
+// the kubelet (or an empty name), else the component's name in CamelCase
+// followed by ConfigOK ("kube-proxy" reports KubeProxyConfigOK). The name
+// must be a DNS label (ValidateComponentName).
+func ConditionTypeFor(component string) corev1.NodeConditionType {
+	if component == "" || component == KubeletComponent {
+		return ConditionType
+	}
+	var b strings.Builder
+	upper := true
+	for _, r := range component {
+		if r == '-' {
+			upper = true
+			continue
+		}
+		if upper {
+			r = unicode.ToUpper(r)
+			upper = false
+		}
+		b.WriteRune(r)
+	}
+	return corev1.NodeConditionType(b.String() + string(ConditionType))
+}
+
+// ValidateComponentName checks that a component name is a DNS label (lower
+// case letters, digits and '-', at most 49 characters so that the
+// annotation and condition built from it stay valid).
+func ValidateComponentName(component string) error {
+	if msgs := validation.IsDNS1123Label(component); len(msgs) > 0 {
+		return fmt.Errorf("component name %q: %s", component, strings.Join(msgs, "; "))
+	}
+	if len(component) > 49 {
+		return fmt.Errorf("component name %q: at most 49 characters, got %d", component, len(component))
+	}
+	return nil
+}
 
 // The fixed reasons of the proposal.
 const (
@@ -140,15 +186,20 @@ type Report struct {
 // lastTransitionTime stays as in prev unless status, reason or message
 // change (or prev has none).
 func ConfigOK(prev *corev1.NodeCondition, r Report, now metav1.Time) corev1.NodeCondition {
+	return Condition(ConditionType, prev, r, now)
+}
+
+// Condition is ConfigOK for a condition of type t (ConditionTypeFor).
+func Condition(t corev1.NodeConditionType, prev *corev1.NodeCondition, r Report, now metav1.Time) corev1.NodeCondition {
 	c := corev1.NodeCondition{
-		Type:               ConditionType,
+		Type:               t,
 		Status:             r.Status,
 		Reason:             r.Reason,
 		Message:            r.Message,
 		LastHeartbeatTime:  now,
 		LastTransitionTime: now,
 	}
-	if prev != nil && prev.Type == ConditionType && prev.Status == r.Status &&
+	if prev != nil && prev.Type == t && prev.Status == r.Status &&
 		prev.Reason == r.Reason && prev.Message == r.Message && !prev.LastTransitionTime.IsZero() {
 		c.LastTransitionTime = prev.LastTransitionTime
 	}
@@ -157,8 +208,13 @@ func ConfigOK(prev *corev1.NodeCondition, r Report, now metav1.Time) corev1.Node
 
 // Find returns the ConfigOK condition in conditions, or nil.
 func Find(conditions []corev1.NodeCondition) *corev1.NodeCondition {
+	return FindType(conditions, ConditionType)
+}
+
+// FindType returns the condition of type t in conditions, or nil.
+func FindType(conditions []corev1.NodeCondition, t corev1.NodeConditionType) *corev1.NodeCondition {
 	for i := range conditions {
-		if conditions[i].Type == ConditionType {
+		if conditions[i].Type == t {
 			return &conditions[i]
 		}
 	}

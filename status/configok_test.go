@@ -2,6 +2,7 @@ package status
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,28 @@ func TestFind(t *testing.T) {
 	}
 	if c := Find(conds[:1]); c != nil {
 		t.Fatalf("Find without ConfigOK = %v", c)
+	}
+}
+
+func TestConditionTypeFor(t *testing.T) {
+	for in, want := range map[string]corev1.NodeConditionType{
+		"":                "ConfigOK",
+		"kubelet":         "ConfigOK",
+		"kube-proxy":      "KubeProxyConfigOK",
+		"kube-proxy-like": "KubeProxyLikeConfigOK",
+		"node-problem-d2": "NodeProblemD2ConfigOK",
+		"cilium":          "CiliumConfigOK",
+	} {
+		if got := ConditionTypeFor(in); got != want {
+			t.Errorf("ConditionTypeFor(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, bad := range []string{"Kube-Proxy", "kube_proxy", "-x", strings.Repeat("a", 50)} {
+		if err := ValidateComponentName(bad); err == nil {
+			t.Errorf("ValidateComponentName(%q) = nil, want an error", bad)
+		}
+	}
+	if err := ValidateComponentName("kube-proxy"); err != nil {
+		t.Error(err)
 	}
 }

@@ -40,6 +40,11 @@ type NodeReporterOptions struct {
 	// Backoff bounds the attempts of one report (conflicts and transient
 	// API errors are retried). Default (Steps == 0): DefaultReportBackoff.
 	Backoff wait.Backoff
+	// ConditionType is the type of the condition to patch: the component's
+	// own (ConditionTypeFor), so that several components on one Node keep
+	// their conditions apart. Default: ConditionType (ConfigOK, the
+	// kubelet's).
+	ConditionType corev1.NodeConditionType
 }
 
 // NodeReporter patches the ConfigOK condition onto a Node's status. It
@@ -49,6 +54,7 @@ type NodeReporterOptions struct {
 type NodeReporter struct {
 	client  kubernetes.Interface
 	node    string
+	typ     corev1.NodeConditionType
 	clock   clock.PassiveClock
 	backoff wait.Backoff
 
@@ -79,7 +85,13 @@ func NewNodeReporter(opts NodeReporterOptions) (*NodeReporter, error) {
 		return nil, fmt.Errorf("status: NodeReporterOptions.Backoff: steps (%d) and duration (%v) must not be negative",
 			opts.Backoff.Steps, opts.Backoff.Duration)
 	}
-	return &NodeReporter{client: opts.Client, node: opts.NodeName, clock: opts.Clock, backoff: opts.Backoff}, nil
+	if opts.ConditionType == "" {
+		opts.ConditionType = ConditionType
+	}
+	if msgs := validation.IsQualifiedName(string(opts.ConditionType)); len(msgs) > 0 {
+		return nil, fmt.Errorf("status: NodeReporterOptions.ConditionType %q: %s", opts.ConditionType, strings.Join(msgs, "; "))
+	}
+	return &NodeReporter{client: opts.Client, node: opts.NodeName, typ: opts.ConditionType, clock: opts.Clock, backoff: opts.Backoff}, nil
 }
 
 func validateNodeName(name string) error {
@@ -110,7 +122,7 @@ func (n *NodeReporter) ReportConfigOK(ctx context.Context, r Report) error {
 	case corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown:
 	default:
 		return fmt.Errorf("status: reporting %s on node %q: invalid status %q (want True, False or Unknown)",
-			ConditionType, n.node, r.Status)
+			n.typ, n.node, r.Status)
 	}
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, n.backoff, func(ctx context.Context) (bool, error) {
@@ -123,7 +135,7 @@ func (n *NodeReporter) ReportConfigOK(ctx context.Context, r Report) error {
 		}
 		return false, last
 	})
-	where := fmt.Sprintf("status: reporting %s on node %q", ConditionType, n.node)
+	where := fmt.Sprintf("status: reporting %s on node %q", n.typ, n.node)
 	switch {
 	case err == nil:
 		return nil
@@ -149,9 +161,9 @@ func (n *NodeReporter) patch(ctx context.Context, r Report) error {
 		if err != nil {
 			return err
 		}
-		prev = Find(node.Status.Conditions)
+		prev = FindType(node.Status.Conditions, n.typ)
 	}
-	cond := ConfigOK(prev, r, metav1.NewTime(n.clock.Now()))
+	cond := Condition(n.typ, prev, r, metav1.NewTime(n.clock.Now()))
 	body, err := ConditionPatch(cond)
 	if err != nil {
 		return err
@@ -160,7 +172,7 @@ func (n *NodeReporter) patch(ctx context.Context, r Report) error {
 	if err != nil {
 		return err
 	}
-	if got := Find(node.Status.Conditions); got != nil {
+	if got := FindType(node.Status.Conditions, n.typ); got != nil {
 		c := *got
 		n.mu.Lock()
 		n.last = &c

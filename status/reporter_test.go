@@ -331,3 +331,38 @@ func TestNodeReporterReusesPatchedCondition(t *testing.T) {
 		t.Fatalf("condition %+v: want transition at t0 and heartbeat a minute later", c)
 	}
 }
+
+// Two components on one Node report their own condition types; neither
+// overwrites the other, through repeated reports.
+func TestNodeReportersOfTwoComponentsKeepTheirConditions(t *testing.T) {
+	client := fake.NewClientset(testNodeObject(otherConditions()...))
+	clk := clocktesting.NewFakePassiveClock(t0)
+	kubelet, err := NewNodeReporter(NodeReporterOptions{Client: client, NodeName: testNode, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := NewNodeReporter(NodeReporterOptions{Client: client, NodeName: testNode, Clock: clk, ConditionType: ConditionTypeFor("kube-proxy")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := Report{Status: corev1.ConditionTrue, Reason: ReasonAllChecksPassed, Message: "using current (UID: k)"}
+	bad := Report{Status: corev1.ConditionFalse, Reason: ValidateFailedReason("p"), Message: "using last-known-good (default)"}
+	for i := 0; i < 3; i++ {
+		clk.SetTime(clk.Now().Add(time.Minute))
+		if err := kubelet.ReportConfigOK(context.Background(), ok); err != nil {
+			t.Fatal(err)
+		}
+		if err := proxy.ReportConfigOK(context.Background(), bad); err != nil {
+			t.Fatal(err)
+		}
+		conds := getConditions(t, client)
+		k, p := FindType(conds, ConditionType), FindType(conds, "KubeProxyConfigOK")
+		if k == nil || p == nil || k.Status != corev1.ConditionTrue || p.Status != corev1.ConditionFalse || len(conds) != len(otherConditions())+2 {
+			t.Fatalf("round %d: conditions %+v", i, conds)
+		}
+	}
+	if _, err := NewNodeReporter(NodeReporterOptions{Client: client, NodeName: testNode, ConditionType: "not a type!"}); err == nil ||
+		!strings.Contains(err.Error(), "NodeReporterOptions.ConditionType") {
+		t.Errorf("invalid ConditionType: %v", err)
+	}
+}

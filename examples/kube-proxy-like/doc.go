@@ -78,11 +78,11 @@
 //
 // # What it does not do
 //
-// It does not patch a ConfigOK condition onto the Node: the condition type
-// is one per Node and belongs to the kubelet, so this DaemonSet's
-// condition is in its log, its status file, /configz and /metrics (and
-// config changes and rollbacks are Node Events when it talks to an API
-// server). It programs no rules, and its HTTP server has no
+// With --configmap it reports its own condition on the Node,
+// KubeProxyConfigOK (status.ConditionTypeFor("kube-proxy")), next to the
+// kubelet's ConfigOK, which it never touches; the condition is also in its
+// log, its status file, /configz and /metrics, and config changes and
+// rollbacks are Node Events. It programs no rules, and its HTTP server has no
 // authentication, so keep --address on loopback. It needs a unix system
 // (the state dir is locked with flock).
 package main

@@ -56,11 +56,14 @@ func run(ctx context.Context, o *options, fs *pflag.FlagSet, stdout io.Writer) e
 	}
 	switch {
 	case o.configMap != "":
-		remote, events, err := configMapSource(o, profile.PayloadKey())
+		remote, events, node, err := configMapSource(o, profile.PayloadKey())
 		if err != nil {
 			return err
 		}
 		opts.Remote, opts.Events = remote, events
+		// Its own condition on the Node, next to the kubelet's ConfigOK.
+		rep.Reporters = append(rep.Reporters, node)
+		opts.Reporter = rep.Reporters
 	case o.SourceDir != "":
 		dir, err := source.NewDir(source.DirOptions{Path: o.SourceDir, PayloadKey: profile.PayloadKey(), PollInterval: o.SourcePoll})
 		if err != nil {
@@ -100,30 +103,39 @@ func newConfigz() *demo.Configz[kubeproxyv1alpha1.KubeProxyConfiguration] {
 	return demo.NewConfigz[kubeproxyv1alpha1.KubeProxyConfiguration]("kubeproxy.config.k8s.io")
 }
 
+// componentName is this component's name: its condition on the Node is
+// status.ConditionTypeFor(componentName), KubeProxyConfigOK.
+const componentName = "kube-proxy"
+
 // configMapSource builds the API-server side from --configmap and
-// --kubeconfig (or the in-cluster config): the fixed ConfigMap source and
-// the Node Event recorder.
-func configMapSource(o *options, payloadKey string) (source.Remote, dynconfig.EventRecorder, error) {
+// --kubeconfig (or the in-cluster config): the fixed ConfigMap source, the
+// Node Event recorder and the reporter of this component's own condition.
+func configMapSource(o *options, payloadKey string) (source.Remote, dynconfig.EventRecorder, dynconfig.Reporter, error) {
 	namespace, name, err := parseConfigMapRef(o.configMap)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	nodeName, err := demo.NodeName(o.NodeName)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// An empty --kubeconfig means the in-cluster config.
 	client, err := demo.NewClient(o.Kubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--kubeconfig %q: %w", o.Kubeconfig, err)
+		return nil, nil, nil, fmt.Errorf("--kubeconfig %q: %w", o.Kubeconfig, err)
 	}
 	remote, err := source.NewFixed(source.FixedOptions{Client: client, Namespace: namespace, Name: name, PayloadKey: payloadKey})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--configmap: %w", err)
+		return nil, nil, nil, fmt.Errorf("--configmap: %w", err)
 	}
 	events, err := status.NewEventReporter(status.EventReporterOptions{Client: client, NodeName: nodeName, Component: "kube-proxy-like"})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--node-name: %w", err)
+		return nil, nil, nil, fmt.Errorf("--node-name: %w", err)
 	}
-	return remote, events, nil
+	node, err := status.NewNodeReporter(status.NodeReporterOptions{Client: client, NodeName: nodeName,
+		ConditionType: status.ConditionTypeFor(componentName)})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--node-name: %w", err)
+	}
+	return remote, events, node, nil
 }
