@@ -217,6 +217,12 @@ func FuzzExplicitEmpties(f *testing.F) {
 		}
 		brOut, brErr := bottlerocket.Render(res.User)
 		brNamed := bottlerocketNames(brErr)
+		// The document entry point, which tools use (it also sees zero
+		// values), agrees on explicit empties.
+		docOut, docErr := bottlerocket.RenderDocument(res.UserDocument)
+		if string(docOut) != string(brOut) || fmt.Sprint(docErr) != fmt.Sprint(brErr) {
+			t.Errorf("Bottlerocket: RenderDocument(UserDocument) = %q, %v; Render(User) = %q, %v", docOut, docErr, brOut, brErr)
+		}
 
 		for _, e := range empties {
 			top, where := e.path[0], strings.Join(e.path, ".")

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,7 +16,10 @@ import (
 // Document that decodes to Config, a UserDocument that decodes to User, and
 // a UserDocument that, validated again, gives Config back (the platform adds
 // back exactly what User leaves out, and explicitly empty maps and lists
-// survive the round trip).
+// survive the round trip). A top-level field the user set to 0, false or ""
+// must be in Document and UserDocument with that value, unless a warning
+// says the platform replaced it: a zero is never dropped on the way to the
+// renderers.
 func FuzzValidate(f *testing.F) {
 	for _, seed := range []string{
 		header,
@@ -28,6 +32,8 @@ func FuzzValidate(f *testing.F) {
 		header + "clusterDNS: []\nevictionSoft: {}\n",
 		header + "featureGates: {}\nallowedUnsafeSysctls: []\n",
 		header + "evictionHard:\n  memory.available: null\n",
+		header + "maxPods: 0\nserverTLSBootstrap: false\nrotateCertificates: false\nstaticPodPath: \"\"\neventBurst: 0\n",
+		header + "cpuCFSQuota: false\nresolvConf: \"\"\nauthentication:\n  webhook:\n    enabled: false\n",
 		`{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","port":1e3}`,
 		"kind: KubeletConfiguration\n",
 		"- a\n",
@@ -55,6 +61,7 @@ func FuzzValidate(f *testing.F) {
 		if diff := cmp.Diff(&user, res.User); diff != "" {
 			t.Fatalf("User differs from UserDocument (-doc +user):\n%s", diff)
 		}
+		checkZerosKept(t, data, res)
 		again, err := v.Validate(res.UserDocument, "fuzz.yaml")
 		if err != nil {
 			t.Fatalf("UserDocument does not validate again: %v\n%s", err, res.UserDocument)
@@ -63,6 +70,42 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("validating UserDocument does not give Config (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// checkZerosKept checks that every top-level field data (an accepted
+// document) sets to 0, false or "" is in res.Document and res.UserDocument
+// with that value, or was replaced by the platform (a warning says so).
+func checkZerosKept(t *testing.T, data []byte, res *Result) {
+	t.Helper()
+	tree := parseTree(data)
+	var doc, user map[string]any
+	if err := json.Unmarshal(res.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(res.UserDocument, &user); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range tree {
+		if n, ok := v.(json.Number); ok && (n.String() == "0" || n.String() == "-0") {
+			v = float64(0)
+		}
+		if v != false && v != float64(0) && v != "" {
+			continue
+		}
+		replaced := false
+		for _, w := range res.Warnings {
+			replaced = replaced || strings.Contains(w, ": "+k+": value replaced")
+		}
+		if replaced {
+			continue
+		}
+		if got, ok := doc[k]; !ok || got != v {
+			t.Errorf("%s: %#v in the user's document, %#v in Document", k, v, got)
+		}
+		if got, ok := user[k]; !ok || got != v {
+			t.Errorf("%s: %#v in the user's document, %#v in UserDocument", k, v, got)
+		}
+	}
 }
 
 // FuzzValidateReplaced feeds arbitrary documents to a validator with the

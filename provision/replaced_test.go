@@ -85,3 +85,42 @@ func TestValidateReplacedValidValueWarns(t *testing.T) {
 		t.Errorf("document %s: want the platform's readOnlyPort and the user's maxPods", res.Document)
 	}
 }
+
+// TestValidatorConcurrentAlternate shares a validator with PlatformWins
+// fields (and so a second pipeline for the user's values) between
+// goroutines; run with -race.
+func TestValidatorConcurrentAlternate(t *testing.T) {
+	v := eksaValidator(t, EKSAAlternatePolicy, ProviderDocker, EKSAOptions{})
+	docs := []string{
+		header + "evictionHard:\n  memory.available: 150%\n",
+		header + "evictionHard:\n  memory.available: 1Gi\n",
+		header + "maxPods: 10\n",
+	}
+	want := make([]string, len(docs))
+	result := func(d string) string {
+		res, err := v.Validate([]byte(d), "kubelet.yaml")
+		if err != nil {
+			return err.Error()
+		}
+		return string(res.Document) + strings.Join(res.Warnings, ";")
+	}
+	for i, d := range docs {
+		want[i] = result(d)
+	}
+	got := make([]string, len(docs)*6)
+	done := make(chan struct{})
+	for i := range got {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			got[i] = result(docs[i%len(docs)])
+		}()
+	}
+	for range got {
+		<-done
+	}
+	for i := range got {
+		if got[i] != want[i%len(docs)] {
+			t.Errorf("goroutine %d: got %s, want %s", i, got[i], want[i%len(docs)])
+		}
+	}
+}

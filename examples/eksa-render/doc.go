@@ -25,8 +25,12 @@
 // {}, "no hard eviction") is carried as written into the kubeadm patch; a
 // bottlerocket group refuses the ones Bottlerocket cannot express
 // (evictionHard: {}, kubeReserved: {}, clusterDNS: [], or any field it has
-// no setting for). A null map value or list element (evictionHard:
-// {memory.available: null}) is an error naming its path.
+// no setting for). A zero value written on purpose (serverTLSBootstrap:
+// false, eventBurst: 0) is carried into the kubeadm patch and into
+// settings.toml, or a bottlerocket group refuses it with an error naming
+// the field (maxPods: 0, clusterDomain: ""). A null map value or list
+// element (evictionHard: {memory.available: null}) is an error naming its
+// path.
 //
 // On any problem, in any group, nothing is written: every error is printed
 // to stderr, one per line, and the exit code is 1. Warnings (a user value

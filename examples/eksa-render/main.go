@@ -173,8 +173,10 @@ func render(c *Cluster, preset func(provision.EKSAOptions) (provision.Policy, er
 				output{path: filepath.Join(g.dir, snippetFile), data: snippet})
 		case Bottlerocket:
 			// The platform's values are Bottlerocket's business; render what
-			// the user set.
-			toml, err := bottlerocket.Render(res.User)
+			// the user set, from the document so that zero values the user
+			// wrote (serverTLSBootstrap: false, maxPods: 0) are rendered or
+			// refused, never dropped.
+			toml, err := bottlerocket.RenderDocument(res.UserDocument)
 			if err != nil {
 				for _, l := range lines(err) {
 					errs = append(errs, name+": "+l)

@@ -260,3 +260,80 @@ tlsCipherSuites:
 		t.Errorf("patch (-want +got):\n%s", diff)
 	}
 }
+
+// TestExplicitZeros checks that a zero value a user wrote is never dropped
+// silently: the kubeadm patch carries it, and Bottlerocket's settings carry
+// it or the run fails naming the field. serverTLSBootstrap: false turns off
+// what Bottlerocket turns on by default (server-tls-bootstrap = true), and
+// maxPods: 0 is no pod count (the kubelet replaces it with 110, Bottlerocket
+// would reserve no kube-reserved memory for it).
+func TestExplicitZeros(t *testing.T) {
+	zeros := ", serverTLSBootstrap: false, eventBurst: 0, kubeAPIBurst: 0, registryBurst: 0, evictionMaxPodGracePeriod: 0, " +
+		"shutdownGracePeriod: 0s, cpuCFSQuota: false, registryPullQPS: 0}"
+	dir := t.TempDir()
+	spec := cluster + "  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", maxPods: 0" + zeros + "\n" +
+		"  workerNodeGroupConfigurations:\n  - name: br\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + zeros + "\n"
+	specFile := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(specFile, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-out", out, specFile}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	files := readTree(t, out)
+	wantPatch := `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous:
+    enabled: false
+cpuCFSQuota: false
+eventBurst: 0
+evictionMaxPodGracePeriod: 0
+kubeAPIBurst: 0
+maxPods: 0
+readOnlyPort: 0
+registryBurst: 0
+registryPullQPS: 0
+serverTLSBootstrap: false
+shutdownGracePeriod: 0s
+tlsCipherSuites:
+- TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+`
+	if diff := cmp.Diff(wantPatch, files["control-plane/patches/kubeletconfiguration.yaml"]); diff != "" {
+		t.Errorf("patch (-want +got):\n%s", diff)
+	}
+	wantTOML := `[settings.kubernetes]
+cpu-cfs-quota-enforced = false
+event-burst = 0
+eviction-max-pod-grace-period = 0
+kube-api-burst = 0
+registry-burst = 0
+registry-qps = 0
+server-tls-bootstrap = false
+shutdown-grace-period = "0s"
+`
+	if diff := cmp.Diff(wantTOML, files["br/settings.toml"]); diff != "" {
+		t.Errorf("settings.toml (-want +got):\n%s", diff)
+	}
+
+	// maxPods: 0 on Bottlerocket is refused, naming the field.
+	spec = cluster + "  controlPlaneConfiguration:\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + ", maxPods: 0, clusterDomain: \"\"}\n"
+	if err := os.WriteFile(specFile, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"-out", filepath.Join(dir, "out2"), specFile}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1; stdout:\n%s", code, stdout.String())
+	}
+	const cp = "spec.controlPlaneConfiguration.kubeletConfiguration: "
+	wantErr := cp + `clusterDomain: cannot be expressed as Bottlerocket settings.kubernetes.cluster-domain: an empty domain gives the kubelet no cluster domain, ` +
+		`but Bottlerocket always writes one (cluster.local when the setting is unset) and accepts no empty domain` + "\n" +
+		cp + `maxPods: cannot be expressed as Bottlerocket settings.kubernetes.max-pods: 0 is not a pod count: the kubelet replaces it with its default of 110, ` +
+		`and Bottlerocket, which sizes the kube-reserved memory from max-pods, would reserve none; set the number of pods, or leave maxPods out for Bottlerocket's default` + "\n"
+	if diff := cmp.Diff(wantErr, stderr.String()); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+}

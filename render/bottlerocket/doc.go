@@ -4,10 +4,21 @@
 //
 // Bottlerocket has no kubelet configuration file of its own to hand over; it
 // builds the kubelet's file from a fixed set of API settings. This package
-// holds the mapping of the 31 KubeletConfiguration fields that have such a
+// holds the mapping of the 32 KubeletConfiguration fields that have such a
 // setting (see SupportedFields), as in the EKS Anywhere "Kubelet
-// Configuration" design: translate what Bottlerocket supports, refuse the
-// rest with an error that names every offending field.
+// Configuration" design ("Bottlerocket only supports configuration of 32
+// fields"): translate what Bottlerocket supports, refuse the rest with an
+// error that names every offending field. The 32 are the settings whose
+// Bottlerocket documentation names a KubeletConfiguration field; the list
+// in EKS Anywhere's user documentation has 31 of them, leaving out
+// serverTLSBootstrap (settings.kubernetes.server-tls-bootstrap), which
+// Bottlerocket turns on by default, so a user's serverTLSBootstrap: false
+// must reach it.
+//
+// Render takes a typed configuration, where a field at its zero value is
+// unset; RenderDocument takes the user's document (such as
+// provision.Result.UserDocument), where a field written with its zero value
+// is set, and is what a provisioning tool should call.
 //
 // # Guarantees
 //
@@ -30,6 +41,23 @@
 //     platform fills in the cluster's DNS address). An explicitly empty
 //     field without a Bottlerocket setting (tlsCipherSuites: [],
 //     featureGates: {}) is reported as unsupported, as any set field is.
+//   - A field the document sets to its zero value is never dropped
+//     (RenderDocument). It is rendered with the zero where the kubelet gets
+//     it from Bottlerocket: false for cpuCFSQuota and serverTLSBootstrap
+//     (Bottlerocket's defaults are true); 0 for the counts, QPS and
+//     percentages (for eventBurst, kubeAPIBurst and registryBurst the
+//     kubelet reads 0 as its default, as it would from a kubeadm patch;
+//     Bottlerocket leaves evictionMaxPodGracePeriod: 0 out, which is the
+//     kubelet's 0 too); "0s" for durations (the kubelet reads a zero
+//     cpuManagerReconcilePeriod as its 10s). It is an *InvalidValueError
+//     where Bottlerocket cannot take it: maxPods: 0 (the kubelet replaces
+//     it with 110, and Bottlerocket sizes its kube-reserved memory from
+//     max-pods, reserving none for 0), and "" for every string setting
+//     (clusterDomain, containerLogMaxSize, providerID and the manager
+//     policies and scope: Bottlerocket's types have no empty value; the
+//     error says what the kubelet reads "" as). A field without a setting
+//     written with its zero value (readOnlyPort: 0, serializeImagePulls:
+//     false) is reported as unsupported.
 //   - Every set field without a Bottlerocket setting is reported, all in one
 //     *UnsupportedFieldsError, by its JSON name. Every value Bottlerocket's
 //     API would refuse (an eviction signal or reserved resource it does not
@@ -52,8 +80,13 @@
 //     kubelet would refuse (say imageGCLowThresholdPercent above the high
 //     one) renders if each value fits its Bottlerocket setting. Validate with
 //     components/kubelet first.
-//   - A zero in a non-pointer field (maxPods: 0, eventBurst: 0) cannot be told
-//     from an unset field and is not rendered.
+//   - Render cannot tell a zero in a non-pointer field (maxPods: 0,
+//     serverTLSBootstrap: false) from an unset field and renders neither;
+//     use RenderDocument.
+//   - server-tls-bootstrap has no effect where the node is also given
+//     settings.kubernetes.server-certificate and server-key (Bottlerocket
+//     then configures the kubelet's serving certificate instead); those are
+//     not KubeletConfiguration fields and are not produced here.
 //   - The mapping targets the settings Bottlerocket has documented since
 //     release 1.14 (before 1.14 the image GC percentages had to be strings).
 //     Settings added in later releases (container-log-max-workers,

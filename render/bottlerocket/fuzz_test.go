@@ -19,7 +19,9 @@ import (
 // only typed errors or produce valid TOML made of known settings, the same
 // bytes every time. A top-level map or list that is explicitly empty must
 // never be dropped silently: it is reported (unsupported, or an invalid
-// value naming it) unless SupportedFields says EmptyIsUnset.
+// value naming it) unless SupportedFields says EmptyIsUnset. The same JSON
+// goes to RenderDocument, where no field the document sets may be dropped,
+// explicit zero values included (checkRenderDocument).
 func FuzzRender(f *testing.F) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	if err != nil {
@@ -49,6 +51,11 @@ func FuzzRender(f *testing.F) {
 		`{"tlsCipherSuites":[],"kubeReserved":{},"evictionSoft":{},"maxPods":10}`,
 		`{"clusterDNS":[],"systemReserved":{},"logging":{"vmodule":[]}}`,
 		`{"featureGates":{},"allowedUnsafeSysctls":[],"cpuManagerPolicyOptions":{}}`,
+		`{"maxPods":0,"serverTLSBootstrap":false,"eventBurst":0,"kubeAPIBurst":0,"registryBurst":0}`,
+		`{"evictionMaxPodGracePeriod":0,"shutdownGracePeriod":"0s","cpuManagerReconcilePeriod":"0s","cpuCFSQuota":false}`,
+		`{"clusterDomain":"","containerLogMaxSize":"","cpuManagerPolicy":"","providerID":"","topologyManagerScope":""}`,
+		`{"readOnlyPort":0,"serializeImagePulls":false,"staticPodPath":"","maxPods":null,"serverTLSBootstrap":true}`,
+		`{"evictionHard":{"memory.available":null},"clusterDNS":[null]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -60,6 +67,7 @@ func FuzzRender(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRenderDocument(t, data, mapped)
 		var c kc
 		if err := json.Unmarshal(data, &c); err != nil {
 			return
@@ -183,4 +191,70 @@ func hasExplicitEmpty(v reflect.Value) bool {
 		}
 	}
 	return false
+}
+
+// checkRenderDocument renders data with RenderDocument. When it decodes,
+// every field it sets (not null) must be accounted for: named in the error,
+// or, once every named field is removed from the document, rendered (its
+// setting in the output, holding 0 or false where the document has 0 or
+// false). The only fields that may render to nothing are an empty value of
+// an EmptyIsUnset field and cpuManagerPolicyOptions holding no option set
+// to true (an option set to false is the kubelet's default).
+func checkRenderDocument(t *testing.T, data []byte, mapped map[string]FieldMapping) {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return
+	}
+	out, err := RenderDocument(data)
+	if err != nil && strings.HasPrefix(err.Error(), "bottlerocket: document: ") {
+		return // not a KubeletConfiguration document (or a null entry)
+	}
+	if err != nil {
+		checkTyped(t, err)
+		named := map[string]bool{}
+		collectFields(err, named)
+		for name := range named {
+			top, _, _ := strings.Cut(name, "[")
+			named[top] = true
+		}
+		rest := map[string]json.RawMessage{}
+		for k, v := range top {
+			if !named[k] {
+				rest[k] = v
+			}
+		}
+		data, _ = json.Marshal(rest)
+		if out, err = RenderDocument(data); err != nil {
+			t.Fatalf("with every field the first error named removed, RenderDocument fails again: %v\n%s", err, data)
+		}
+		top = rest
+	}
+	doc, perr := parseTOML(string(out))
+	if perr != nil {
+		t.Fatalf("RenderDocument output is not valid TOML: %v\n%s", perr, out)
+	}
+	k8s, _ := doc["settings"].(map[string]any)["kubernetes"].(map[string]any)
+	for k, raw := range top {
+		v := strings.TrimSpace(string(raw))
+		if k == "apiVersion" || k == "kind" || v == "null" {
+			continue
+		}
+		m, ok := mapped[k]
+		if !ok {
+			t.Errorf("%s: set but neither reported unsupported nor rendered:\n%s", k, data)
+			continue
+		}
+		got, ok := k8s[strings.TrimPrefix(m.Setting, settingsPrefix)]
+		if !ok {
+			if (m.EmptyIsUnset && (v == "{}" || v == "[]")) || k == "cpuManagerPolicyOptions" {
+				continue
+			}
+			t.Errorf("%s: %s was dropped: not in the output and not reported\n%s\n%s", k, v, data, out)
+			continue
+		}
+		if (v == "0" && got != int64(0)) || (v == "false" && got != false) {
+			t.Errorf("%s: %s rendered as %v", k, v, got)
+		}
+	}
 }

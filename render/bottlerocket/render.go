@@ -1,6 +1,9 @@
 package bottlerocket
 
 import (
+	"bytes"
+	"encoding"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,6 +14,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 )
 
 // settingsPrefix is the Bottlerocket API path every rendered setting lives under.
@@ -52,7 +57,9 @@ func SupportedFields() []FieldMapping {
 // Bottlerocket keeps its own defaults for the rest. A map or list that is
 // not nil but empty is set, to nothing: it renders to nothing when
 // FieldMapping.EmptyIsUnset, and is an error otherwise. TypeMeta is
-// ignored.
+// ignored. A field that is not a pointer, map or list and is set to its zero
+// value (maxPods: 0, serverTLSBootstrap: false) cannot be told from an unset
+// one in cfg; RenderDocument, which reads the user's document, can.
 //
 // The output holds a [settings.kubernetes] table with one key per set field,
 // sorted, followed by one subtable per map setting (eviction-hard,
@@ -68,20 +75,185 @@ func Render(cfg *kubeletv1beta1.KubeletConfiguration) ([]byte, error) {
 	if cfg == nil {
 		return nil, errors.New("bottlerocket: nil KubeletConfiguration")
 	}
+	return render(cfg, nil)
+}
+
+// RenderDocument is Render for a KubeletConfiguration document (YAML or
+// JSON) that holds exactly the fields the user set, such as
+// provision.Result.UserDocument. Unlike a typed configuration, the document
+// says which fields are set to their zero value, and such a field is never
+// dropped: a supported one is rendered with its zero (serverTLSBootstrap:
+// false is server-tls-bootstrap = false, which turns off what Bottlerocket
+// turns on by default) or is an *InvalidValueError saying why Bottlerocket
+// cannot take it (maxPods: 0; "" for a string setting), and an unsupported
+// one is in the *UnsupportedFieldsError (readOnlyPort: 0). See the package
+// doc for the rule of each field.
+//
+// The document is decoded strictly (unknown and duplicate fields and
+// values of the wrong type are errors) but not validated. apiVersion and
+// kind, when present, must be kubelet.config.k8s.io/v1beta1
+// KubeletConfiguration. null as a field's whole value means "not set"; null
+// as a map value or list element is an error naming its path. Decoding
+// errors come back alone, before anything is rendered.
+func RenderDocument(doc []byte) ([]byte, error) {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, fmt.Errorf("bottlerocket: document: %w", err)
+	}
+	if t := bytes.TrimSpace(j); len(t) == 0 || t[0] != '{' {
+		return nil, errors.New("bottlerocket: document: not a YAML or JSON object")
+	}
+	var cfg kubeletv1beta1.KubeletConfiguration
+	strict, err := sigsjson.UnmarshalStrict(j, &cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bottlerocket: document: %w", err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("bottlerocket: document: %w", errors.Join(strict...))
+	}
+	gv := kubeletv1beta1.SchemeGroupVersion.String()
+	if cfg.APIVersion != "" && cfg.APIVersion != gv {
+		return nil, fmt.Errorf("bottlerocket: document: apiVersion %q, want %q", cfg.APIVersion, gv)
+	}
+	if cfg.Kind != "" && cfg.Kind != "KubeletConfiguration" {
+		return nil, fmt.Errorf("bottlerocket: document: kind %q, want %q", cfg.Kind, "KubeletConfiguration")
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(j, &top); err != nil {
+		return nil, fmt.Errorf("bottlerocket: document: %w", err)
+	}
+	explicit := make(map[string]bool, len(top))
+	cv := reflect.ValueOf(&cfg).Elem()
+	index := fieldIndex(cv.Type())
+	var nulls []error
+	for _, k := range sortedKeys(top) {
+		raw := bytes.TrimSpace(top[k])
+		if k == "apiVersion" || k == "kind" || string(raw) == "null" {
+			continue // null: not set
+		}
+		i, ok := index[k]
+		if !ok {
+			continue // the strict decoding refused unknown fields
+		}
+		// An object for a struct field (authentication, logging) sets
+		// something when it holds a value at some depth, zero values
+		// included; {} or only nulls set nothing.
+		if ft := cv.Field(i); isPlainStruct(ft.Type()) && !isSet(ft) && !holdsScalar(raw) {
+			continue
+		}
+		explicit[k] = true
+		nulls = append(nulls, nullEntries(k, raw)...)
+	}
+	if len(nulls) > 0 {
+		return nil, errors.Join(nulls...)
+	}
+	return render(&cfg, explicit)
+}
+
+// isPlainStruct says whether t (or what it points to) is a struct whose JSON
+// form is its fields, not a value of its own (metav1.Duration).
+func isPlainStruct(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	pt := reflect.PointerTo(t)
+	return !pt.Implements(reflect.TypeFor[json.Unmarshaler]()) && !pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
+}
+
+// holdsScalar says whether the JSON value raw has a number, string or bool
+// anywhere in it.
+func holdsScalar(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case nil:
+			return false
+		case map[string]any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+			return false
+		case []any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+			return false
+		}
+		return true
+	}
+	return walk(v)
+}
+
+// nullEntries returns an error for every null map value or list element
+// directly in raw, the value of the top-level field name. Decoded, such a
+// null would be an empty string, or leave the key out, and neither is what
+// the document says (see package provision).
+func nullEntries(name string, raw json.RawMessage) []error {
+	var errs []error
+	switch {
+	case len(raw) > 0 && raw[0] == '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return nil
+		}
+		for _, k := range sortedKeys(m) {
+			if string(bytes.TrimSpace(m[k])) == "null" {
+				errs = append(errs, fmt.Errorf("bottlerocket: document: %s: null is not a value: remove the key to leave it out (an empty map is {})", field.NewPath(name).Key(k)))
+			}
+		}
+	case len(raw) > 0 && raw[0] == '[':
+		var l []json.RawMessage
+		if json.Unmarshal(raw, &l) != nil {
+			return nil
+		}
+		for i, e := range l {
+			if string(bytes.TrimSpace(e)) == "null" {
+				errs = append(errs, fmt.Errorf("bottlerocket: document: %s: null is not a value: remove the element (an empty list is [])", field.NewPath(name).Index(i)))
+			}
+		}
+	}
+	return errs
+}
+
+// render renders cfg. explicit, when not nil, holds the top-level JSON names
+// of the fields the user's document sets (null aside), zero values
+// included; nil means cfg is all there is, and a zero field is unset.
+func render(cfg *kubeletv1beta1.KubeletConfiguration, explicit map[string]bool) ([]byte, error) {
 	ms := mappings()
 	r := &renderer{}
 	entries := make(map[string]value, len(ms))
 	mapped := make(map[string]bool, len(ms))
+	cv := reflect.ValueOf(cfg).Elem()
+	var index map[string]int
+	if explicit != nil {
+		index = fieldIndex(cv.Type())
+	}
 	for _, m := range ms {
 		mapped[m.field] = true
 		r.cur = m
-		if v := m.render(r, cfg); v != nil {
+		v := m.render(r, cfg)
+		if v == nil && m.zero != nil && explicit[m.field] && cv.Field(index[m.field]).IsZero() {
+			// Set to its zero value: rendered as such, or refused.
+			v = m.zero(r)
+		}
+		if v != nil {
 			entries[m.setting] = v
 		}
 	}
 
 	var errs []error
-	if unsupported := unsupportedFields(cfg, mapped); len(unsupported) > 0 {
+	if unsupported := unsupportedFields(cfg, mapped, explicit); len(unsupported) > 0 {
 		errs = append(errs, &UnsupportedFieldsError{Fields: unsupported})
 	}
 	errs = append(errs, r.errs...)
@@ -107,6 +279,12 @@ type mapping struct {
 	field   string // top-level JSON name in KubeletConfiguration
 	setting string // key under settings.kubernetes
 	render  func(r *renderer, c *kubeletv1beta1.KubeletConfiguration) value
+	// zero renders the field when a document sets it to its Go zero value,
+	// which render cannot tell from unset (a non-pointer scalar or
+	// duration), or records why Bottlerocket cannot take it. Nil for
+	// pointer, map and list fields, whose explicit zero or empty value is
+	// not their Go zero value and goes through render.
+	zero func(r *renderer) value
 }
 
 // mappings is the translation table, sorted by field name. It is built per
@@ -114,10 +292,10 @@ type mapping struct {
 func mappings() []mapping {
 	type kc = kubeletv1beta1.KubeletConfiguration
 	return []mapping{
-		{"allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(r *renderer, c *kc) value {
+		{field: "allowedUnsafeSysctls", setting: "allowed-unsafe-sysctls", render: func(r *renderer, c *kc) value {
 			return r.singleLineList(c.AllowedUnsafeSysctls)
 		}},
-		{"clusterDNS", "cluster-dns-ip", func(r *renderer, c *kc) value {
+		{field: "clusterDNS", setting: "cluster-dns-ip", render: func(r *renderer, c *kc) value {
 			if c.ClusterDNS != nil && len(c.ClusterDNS) == 0 {
 				r.invalid(r.cur.field, "[]", "an empty list gives the kubelet no cluster DNS, "+
 					"but Bottlerocket treats an empty list as unset, and an unset cluster-dns-ip is filled in with the cluster's DNS address")
@@ -125,28 +303,29 @@ func mappings() []mapping {
 			}
 			return r.clusterDNS(c.ClusterDNS)
 		}},
-		{"clusterDomain", "cluster-domain", func(r *renderer, c *kc) value {
+		{field: "clusterDomain", setting: "cluster-domain", render: func(r *renderer, c *kc) value {
 			return r.checkedString(c.ClusterDomain, domain)
-		}},
-		{"containerLogMaxFiles", "container-log-max-files", func(r *renderer, c *kc) value {
+		}, zero: refuseZero(`""`, "an empty domain gives the kubelet no cluster domain, "+
+			"but Bottlerocket always writes one (cluster.local when the setting is unset) and accepts no empty domain")},
+		{field: "containerLogMaxFiles", setting: "container-log-max-files", render: func(r *renderer, c *kc) value {
 			return int32Ptr(c.ContainerLogMaxFiles)
 		}},
-		{"containerLogMaxSize", "container-log-max-size", func(r *renderer, c *kc) value {
+		{field: "containerLogMaxSize", setting: "container-log-max-size", render: func(r *renderer, c *kc) value {
 			return r.quantity(c.ContainerLogMaxSize)
-		}},
-		{"cpuCFSQuota", "cpu-cfs-quota-enforced", func(r *renderer, c *kc) value { return boolPtr(c.CPUCFSQuota) }},
-		{"cpuManagerPolicy", "cpu-manager-policy", func(r *renderer, c *kc) value {
-			return r.enum(c.CPUManagerPolicy, "none", "static")
-		}},
-		{"cpuManagerPolicyOptions", "cpu-manager-policy-options", func(r *renderer, c *kc) value {
+		}, zero: refuseZero(`""`, `Bottlerocket accepts no empty quantity; the kubelet reads "" as its default, "10Mi": write that, or leave the field out`)},
+		{field: "cpuCFSQuota", setting: "cpu-cfs-quota-enforced", render: func(r *renderer, c *kc) value { return boolPtr(c.CPUCFSQuota) }},
+		{field: "cpuManagerPolicy", setting: "cpu-manager-policy", render: func(r *renderer, c *kc) value {
+			return r.enum(c.CPUManagerPolicy, cpuManagerPolicies()...)
+		}, zero: refuseEmptyEnum("none", cpuManagerPolicies())},
+		{field: "cpuManagerPolicyOptions", setting: "cpu-manager-policy-options", render: func(r *renderer, c *kc) value {
 			return r.cpuManagerPolicyOptions(c.CPUManagerPolicyOptions)
 		}},
-		{"cpuManagerReconcilePeriod", "cpu-manager-reconcile-period", func(r *renderer, c *kc) value {
+		{field: "cpuManagerReconcilePeriod", setting: "cpu-manager-reconcile-period", render: func(r *renderer, c *kc) value {
 			return r.duration(c.CPUManagerReconcilePeriod.Duration)
-		}},
-		{"eventBurst", "event-burst", func(r *renderer, c *kc) value { return int32Value(c.EventBurst) }},
-		{"eventRecordQPS", "event-qps", func(r *renderer, c *kc) value { return int32Ptr(c.EventRecordQPS) }},
-		{"evictionHard", "eviction-hard", func(r *renderer, c *kc) value {
+		}, zero: zeroDuration},
+		{field: "eventBurst", setting: "event-burst", render: func(r *renderer, c *kc) value { return int32Value(c.EventBurst) }, zero: zeroInt},
+		{field: "eventRecordQPS", setting: "event-qps", render: func(r *renderer, c *kc) value { return int32Ptr(c.EventRecordQPS) }},
+		{field: "evictionHard", setting: "eviction-hard", render: func(r *renderer, c *kc) value {
 			if c.EvictionHard != nil && len(c.EvictionHard) == 0 {
 				r.invalid(r.cur.field, "{}", "an empty map would disable hard eviction in the kubelet, "+
 					"but Bottlerocket treats an empty table as unset and the kubelet's default thresholds would apply")
@@ -154,24 +333,24 @@ func mappings() []mapping {
 			}
 			return r.signalTable(c.EvictionHard, fitThreshold)
 		}},
-		{"evictionMaxPodGracePeriod", "eviction-max-pod-grace-period", func(r *renderer, c *kc) value {
+		{field: "evictionMaxPodGracePeriod", setting: "eviction-max-pod-grace-period", render: func(r *renderer, c *kc) value {
 			return r.nonNegative(int64(c.EvictionMaxPodGracePeriod))
-		}},
-		{"evictionSoft", "eviction-soft", func(r *renderer, c *kc) value {
+		}, zero: zeroInt},
+		{field: "evictionSoft", setting: "eviction-soft", render: func(r *renderer, c *kc) value {
 			return r.signalTable(c.EvictionSoft, fitThreshold)
 		}},
-		{"evictionSoftGracePeriod", "eviction-soft-grace-period", func(r *renderer, c *kc) value {
+		{field: "evictionSoftGracePeriod", setting: "eviction-soft-grace-period", render: func(r *renderer, c *kc) value {
 			return r.signalTable(c.EvictionSoftGracePeriod, fitDurationString)
 		}},
-		{"imageGCHighThresholdPercent", "image-gc-high-threshold-percent", func(r *renderer, c *kc) value {
+		{field: "imageGCHighThresholdPercent", setting: "image-gc-high-threshold-percent", render: func(r *renderer, c *kc) value {
 			return r.percent(c.ImageGCHighThresholdPercent)
 		}},
-		{"imageGCLowThresholdPercent", "image-gc-low-threshold-percent", func(r *renderer, c *kc) value {
+		{field: "imageGCLowThresholdPercent", setting: "image-gc-low-threshold-percent", render: func(r *renderer, c *kc) value {
 			return r.percent(c.ImageGCLowThresholdPercent)
 		}},
-		{"kubeAPIBurst", "kube-api-burst", func(r *renderer, c *kc) value { return int32Value(c.KubeAPIBurst) }},
-		{"kubeAPIQPS", "kube-api-qps", func(r *renderer, c *kc) value { return int32Ptr(c.KubeAPIQPS) }},
-		{"kubeReserved", "kube-reserved", func(r *renderer, c *kc) value {
+		{field: "kubeAPIBurst", setting: "kube-api-burst", render: func(r *renderer, c *kc) value { return int32Value(c.KubeAPIBurst) }, zero: zeroInt},
+		{field: "kubeAPIQPS", setting: "kube-api-qps", render: func(r *renderer, c *kc) value { return int32Ptr(c.KubeAPIQPS) }},
+		{field: "kubeReserved", setting: "kube-reserved", render: func(r *renderer, c *kc) value {
 			if c.KubeReserved != nil && len(c.KubeReserved) == 0 {
 				r.invalid(r.cur.field, "{}", "an empty map reserves nothing for Kubernetes components, "+
 					"but Bottlerocket always reserves cpu, memory and ephemeral-storage (its defaults for the resources the table leaves out)")
@@ -179,33 +358,75 @@ func mappings() []mapping {
 			}
 			return r.reserved(c.KubeReserved)
 		}},
-		{"maxPods", "max-pods", func(r *renderer, c *kc) value { return r.nonNegative(int64(c.MaxPods)) }},
-		{"memoryManagerPolicy", "memory-manager-policy", func(r *renderer, c *kc) value {
-			return r.enum(c.MemoryManagerPolicy, "None", "Static")
-		}},
-		{"podPidsLimit", "pod-pids-limit", func(r *renderer, c *kc) value {
+		{field: "maxPods", setting: "max-pods", render: func(r *renderer, c *kc) value { return r.nonNegative(int64(c.MaxPods)) },
+			zero: refuseZero("0", "0 is not a pod count: the kubelet replaces it with its default of 110, "+
+				"and Bottlerocket, which sizes the kube-reserved memory from max-pods, would reserve none; "+
+				"set the number of pods, or leave maxPods out for Bottlerocket's default")},
+		{field: "memoryManagerPolicy", setting: "memory-manager-policy", render: func(r *renderer, c *kc) value {
+			return r.enum(c.MemoryManagerPolicy, memoryManagerPolicies()...)
+		}, zero: refuseEmptyEnum("None", memoryManagerPolicies())},
+		{field: "podPidsLimit", setting: "pod-pids-limit", render: func(r *renderer, c *kc) value {
 			if c.PodPidsLimit == nil {
 				return nil
 			}
 			return tomlInt(*c.PodPidsLimit)
 		}},
-		{"providerID", "provider-id", func(r *renderer, c *kc) value { return r.checkedString(c.ProviderID, urlLike) }},
-		{"registryBurst", "registry-burst", func(r *renderer, c *kc) value { return int32Value(c.RegistryBurst) }},
-		{"registryPullQPS", "registry-qps", func(r *renderer, c *kc) value { return int32Ptr(c.RegistryPullQPS) }},
-		{"shutdownGracePeriod", "shutdown-grace-period", func(r *renderer, c *kc) value {
+		{field: "providerID", setting: "provider-id", render: func(r *renderer, c *kc) value { return r.checkedString(c.ProviderID, urlLike) },
+			zero: refuseZero(`""`, `Bottlerocket accepts no empty provider ID; the kubelet reads "" as no provider ID, which leaving the field out gives too`)},
+		{field: "registryBurst", setting: "registry-burst", render: func(r *renderer, c *kc) value { return int32Value(c.RegistryBurst) }, zero: zeroInt},
+		{field: "registryPullQPS", setting: "registry-qps", render: func(r *renderer, c *kc) value { return int32Ptr(c.RegistryPullQPS) }},
+		{field: "serverTLSBootstrap", setting: "server-tls-bootstrap", render: func(r *renderer, c *kc) value {
+			if !c.ServerTLSBootstrap {
+				return nil
+			}
+			return tomlBool(true)
+		}, zero: func(*renderer) value { return tomlBool(false) }},
+		{field: "shutdownGracePeriod", setting: "shutdown-grace-period", render: func(r *renderer, c *kc) value {
 			return r.duration(c.ShutdownGracePeriod.Duration)
-		}},
-		{"shutdownGracePeriodCriticalPods", "shutdown-grace-period-for-critical-pods", func(r *renderer, c *kc) value {
+		}, zero: zeroDuration},
+		{field: "shutdownGracePeriodCriticalPods", setting: "shutdown-grace-period-for-critical-pods", render: func(r *renderer, c *kc) value {
 			return r.duration(c.ShutdownGracePeriodCriticalPods.Duration)
-		}},
-		{"systemReserved", "system-reserved", func(r *renderer, c *kc) value { return r.reserved(c.SystemReserved) }},
-		{"topologyManagerPolicy", "topology-manager-policy", func(r *renderer, c *kc) value {
-			return r.enum(c.TopologyManagerPolicy, "none", "restricted", "best-effort", "single-numa-node")
-		}},
-		{"topologyManagerScope", "topology-manager-scope", func(r *renderer, c *kc) value {
-			return r.enum(c.TopologyManagerScope, "container", "pod")
-		}},
+		}, zero: zeroDuration},
+		{field: "systemReserved", setting: "system-reserved", render: func(r *renderer, c *kc) value { return r.reserved(c.SystemReserved) }},
+		{field: "topologyManagerPolicy", setting: "topology-manager-policy", render: func(r *renderer, c *kc) value {
+			return r.enum(c.TopologyManagerPolicy, topologyManagerPolicies()...)
+		}, zero: refuseEmptyEnum("none", topologyManagerPolicies())},
+		{field: "topologyManagerScope", setting: "topology-manager-scope", render: func(r *renderer, c *kc) value {
+			return r.enum(c.TopologyManagerScope, topologyManagerScopes()...)
+		}, zero: refuseEmptyEnum("container", topologyManagerScopes())},
 	}
+}
+
+// The values Bottlerocket accepts for its enumerated settings.
+func cpuManagerPolicies() []string    { return []string{"none", "static"} }
+func memoryManagerPolicies() []string { return []string{"None", "Static"} }
+func topologyManagerPolicies() []string {
+	return []string{"none", "restricted", "best-effort", "single-numa-node"}
+}
+func topologyManagerScopes() []string { return []string{"container", "pod"} }
+
+// zeroInt renders an explicit 0 of a count Bottlerocket takes from zero up.
+// For the bursts the kubelet reads 0 as its default (as it reads the
+// field's absence); Bottlerocket passes the 0 on (its template writes them
+// with includeZero), so the node gets what the document says.
+func zeroInt(*renderer) value { return tomlInt(0) }
+
+// zeroDuration renders an explicit zero duration as "0s".
+func zeroDuration(*renderer) value { return tomlString("0s") }
+
+// refuseZero makes an explicit zero an *InvalidValueError with reason.
+func refuseZero(val, reason string) func(*renderer) value {
+	return func(r *renderer) value {
+		r.invalid(r.cur.field, val, reason)
+		return nil
+	}
+}
+
+// refuseEmptyEnum refuses "" for an enumerated setting, naming the value
+// the kubelet reads "" as.
+func refuseEmptyEnum(kubeletDefault string, accepted []string) func(*renderer) value {
+	return refuseZero(`""`, fmt.Sprintf(`"" is not one of the values Bottlerocket accepts: %s; the kubelet reads "" as %q: write that, or leave the field out`,
+		joinSorted(accepted), kubeletDefault))
 }
 
 // emptyIsUnset says whether an explicitly empty value of field means to
@@ -430,7 +651,7 @@ func (r *renderer) table(m map[string]string, keys []string, what string, conv f
 	return out
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -440,8 +661,9 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // unsupportedFields returns the sorted JSON names of the set fields of cfg
-// that have no mapping. TypeMeta (embedded) is skipped.
-func unsupportedFields(cfg *kubeletv1beta1.KubeletConfiguration, mapped map[string]bool) []string {
+// that have no mapping: those isSet finds, and those in explicit (fields a
+// document sets, zero values included). TypeMeta (embedded) is skipped.
+func unsupportedFields(cfg *kubeletv1beta1.KubeletConfiguration, mapped, explicit map[string]bool) []string {
 	v := reflect.ValueOf(cfg).Elem()
 	t := v.Type()
 	var out []string
@@ -451,12 +673,26 @@ func unsupportedFields(cfg *kubeletv1beta1.KubeletConfiguration, mapped map[stri
 			continue
 		}
 		name := jsonName(f)
-		if name == "" || mapped[name] || !isSet(v.Field(i)) {
+		if name == "" || mapped[name] || (!explicit[name] && !isSet(v.Field(i))) {
 			continue
 		}
 		out = append(out, name)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// fieldIndex maps the JSON names of t's fields (not the embedded ones) to
+// their indexes.
+func fieldIndex(t reflect.Type) map[string]int {
+	out := make(map[string]int, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); !f.Anonymous && f.IsExported() {
+			if name := jsonName(f); name != "" {
+				out[name] = i
+			}
+		}
+	}
 	return out
 }
 

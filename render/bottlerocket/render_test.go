@@ -137,6 +137,9 @@ func TestRenderField(t *testing.T) {
 		{"registryPullQPS", "registryPullQPS",
 			func(c *kc) { c.RegistryPullQPS = ptr.To[int32](10) },
 			header + "registry-qps = 10\n"},
+		{"serverTLSBootstrap", "serverTLSBootstrap",
+			func(c *kc) { c.ServerTLSBootstrap = true },
+			header + "server-tls-bootstrap = true\n"},
 		{"shutdownGracePeriod", "shutdownGracePeriod",
 			func(c *kc) { c.ShutdownGracePeriod = dur(90 * time.Second) },
 			header + `shutdown-grace-period = "1m30s"` + "\n"},
@@ -316,13 +319,13 @@ func TestUnsupportedFieldsAllAtOnce(t *testing.T) {
 		Authentication: kubeletv1beta1.KubeletAuthentication{
 			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: ptr.To(true)},
 		},
-		ServerTLSBootstrap: true,
+		RotateCertificates: true,
 	}
 	_, err := Render(&c)
 	if err == nil {
 		t.Fatal("Render succeeded, want an error")
 	}
-	want := "unsupported KubeletConfiguration fields for Bottlerocket: authentication, featureGates, readOnlyPort, serverTLSBootstrap, staticPodPath"
+	want := "unsupported KubeletConfiguration fields for Bottlerocket: authentication, featureGates, readOnlyPort, rotateCertificates, staticPodPath"
 	if diff := cmp.Diff(want, err.Error()); diff != "" {
 		t.Errorf("error text (-want +got):\n%s", diff)
 	}
@@ -330,7 +333,7 @@ func TestUnsupportedFieldsAllAtOnce(t *testing.T) {
 	if !errors.As(err, &ufe) {
 		t.Fatalf("error %T is not an *UnsupportedFieldsError", err)
 	}
-	if diff := cmp.Diff([]string{"authentication", "featureGates", "readOnlyPort", "serverTLSBootstrap", "staticPodPath"}, ufe.Fields); diff != "" {
+	if diff := cmp.Diff([]string{"authentication", "featureGates", "readOnlyPort", "rotateCertificates", "staticPodPath"}, ufe.Fields); diff != "" {
 		t.Errorf("Fields (-want +got):\n%s", diff)
 	}
 }
@@ -409,8 +412,10 @@ func TestEveryFieldMappedOrUnsupported(t *testing.T) {
 			t.Errorf("SupportedFields lists %s, which KubeletConfiguration does not have", name)
 		}
 	}
-	if got := len(SupportedFields()); got != 31 {
-		t.Errorf("len(SupportedFields()) = %d, want 31", got)
+	// The design's 32: every setting Bottlerocket documents as a
+	// KubeletConfiguration field (doc.go).
+	if got := len(SupportedFields()); got != 32 {
+		t.Errorf("len(SupportedFields()) = %d, want 32", got)
 	}
 }
 

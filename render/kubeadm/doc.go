@@ -28,6 +28,13 @@
 //     default thresholds. Over kubeadm's generated configuration, which
 //     sets none of the map fields and only clusterDNS among the lists, the
 //     patched configuration has the empty map or list.
+//   - RenderDocument writes every field its document sets, at any depth,
+//     zero values included (maxPods: 0, rotateCertificates: false,
+//     authentication.webhook.enabled: false, syncFrequency: 0s), so the
+//     kubelet's configuration holds them over kubeadm's values; what the
+//     kubelet makes of a zero is its own rule (it reads maxPods: 0 as its
+//     default, 110, as it would in its own file). Tested for every
+//     numeric, bool and duration field.
 //   - A null map value or list element in RenderDocument's document is an
 //     error naming its path (evictionHard[memory.available]), as in
 //     package provision: dropped, {memory.available: null} would become

@@ -1,6 +1,7 @@
 package kubeadm
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -13,7 +14,9 @@ import (
 // FuzzRenderDocument feeds arbitrary documents to RenderDocument. It must
 // not panic; an accepted document must give a patch that kubeadm's strategic
 // merge applies over its generated configuration, whose result decodes
-// strictly, and rendering the patch again must give the same bytes.
+// strictly, every top-level field the document sets to 0, false or "" must
+// be in the patch with that value (an explicit zero is never dropped), and
+// rendering the patch again must give the same bytes.
 func FuzzRenderDocument(f *testing.F) {
 	for _, seed := range []string{
 		"{}",
@@ -28,6 +31,8 @@ func FuzzRenderDocument(f *testing.F) {
 		"evictionHard: {memory.available: null}\nregisterWithTaints: [{key: a, effect: NoSchedule, value: null}]\n",
 		"staticPodURLHeader: {a: [null]}\nfeatureGates: {}\n",
 		"- 1\n",
+		"maxPods: 0\nrotateCertificates: false\nserverTLSBootstrap: false\nstaticPodPath: \"\"\n",
+		`{"eventBurst":0,"cpuCFSQuota":false,"podPidsLimit":0,"authentication":{"anonymous":{"enabled":false}},"syncFrequency":"0s"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -56,6 +61,7 @@ func FuzzRenderDocument(f *testing.F) {
 		if err := yaml.UnmarshalStrict(out, &cfg); err != nil {
 			t.Fatalf("patched configuration does not decode strictly: %v\n%s", err, out)
 		}
+		checkZerosKept(t, doc, pj)
 		again, err := RenderDocument(p.Content, Options{})
 		if err != nil {
 			t.Fatalf("the patch does not render again: %v\n%s", err, p.Content)
@@ -64,4 +70,26 @@ func FuzzRenderDocument(f *testing.F) {
 			t.Fatalf("rendering is not idempotent (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// checkZerosKept checks that every top-level field doc sets to 0, false or
+// "" is in the patch (patchJSON) with the same value.
+func checkZerosKept(t *testing.T, doc, patchJSON []byte) {
+	t.Helper()
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return
+	}
+	var in, out map[string]any
+	if json.Unmarshal(j, &in) != nil || json.Unmarshal(patchJSON, &out) != nil {
+		return
+	}
+	for k, v := range in {
+		if k == "apiVersion" || k == "kind" || (v != false && v != float64(0) && v != "") {
+			continue
+		}
+		if got, ok := out[k]; !ok || got != v {
+			t.Errorf("%s: %#v in the document, %#v in the patch", k, v, got)
+		}
+	}
 }
