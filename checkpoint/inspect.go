@@ -84,11 +84,19 @@ func Inspect(dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("inspect state dir: %s is not a directory", abs)
 	}
 	s := &Snapshot{Dir: abs}
+	// meta/ must be a real directory: a symlink in its place is damage,
+	// never followed (the component moves it aside when it starts).
+	metaOK := s.checkDir(filepath.Join(abs, metaDir), true)
+	s.checkDir(filepath.Join(abs, tmpDir), false)
 	for _, p := range []struct {
 		name string
 		into *PointerState
 	}{{currentFile, &s.Current}, {lastKnownGood, &s.LastKnownGood}} {
 		path := filepath.Join(abs, metaDir, p.name)
+		if !metaOK {
+			p.into.Err = corrupt(path, "is unreadable: %s is not a directory", filepath.Join(abs, metaDir))
+			continue
+		}
 		data, err := readFile(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENOTDIR):
@@ -112,6 +120,27 @@ func Inspect(dir string) (*Snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkDir reports a layout directory that is not a directory (a file, a
+// symlink, a FIFO), and a missing one when required; it returns whether dir
+// is a real directory.
+func (s *Snapshot) checkDir(dir string, required bool) bool {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if required {
+			s.Problems = append(s.Problems, corrupt(dir, "is missing"))
+		}
+		return false
+	case err != nil:
+		s.Problems = append(s.Problems, fmt.Errorf("directory %s: %w", dir, err))
+		return false
+	case !fi.IsDir():
+		s.Problems = append(s.Problems, corrupt(dir, "is not a directory (mode %v)", fi.Mode()))
+		return false
+	}
+	return true
 }
 
 // listDir lists a directory of the layout, reporting what keeps it from

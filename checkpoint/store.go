@@ -443,6 +443,12 @@ func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 
 func (s *Store) load(k Key) (*corev1.ConfigMap, error) {
 	path := s.checkpointPath(k)
+	// The UID directory must be a real directory: a symlink in its place
+	// would lead the read outside the state dir.
+	uidDir := filepath.Dir(path)
+	if fi, err := os.Lstat(uidDir); err == nil && !fi.IsDir() {
+		return nil, corrupt(uidDir, "is not a directory (mode %v): checkpoint %s cannot be read", fi.Mode(), k)
+	}
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load checkpoint %s (%s): %w", k, path, ErrNotFound)

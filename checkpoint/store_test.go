@@ -578,26 +578,45 @@ func TestSaveNil(t *testing.T) {
 	}
 }
 
-// A UID "directory" that is a file is corruption of the layout, reported on
-// the checkpoint's path.
+// A UID "directory" that is a file (or a symlink, which would lead the read
+// outside the state dir) is corruption of the layout, reported on the UID
+// directory's path and moved to the quarantine; Save then carries on.
 func TestUIDDirIsAFile(t *testing.T) {
 	s, _ := openStore(t, t.TempDir())
-	if err := os.WriteFile(filepath.Join(s.Dir(), "checkpoints", "uid-a"), []byte("x"), 0o600); err != nil {
+	uidPath := filepath.Join(s.Dir(), "checkpoints", "uid-a")
+	if err := os.WriteFile(uidPath, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	k := checkpoint.Key{UID: "uid-a", ResourceVersion: "1"}
-	path := filepath.Join(s.Dir(), "checkpoints", "uid-a", "1")
 	_, err := s.Load(k)
-	wantCorrupt(t, err, path)
-	_, err = s.Exists(k)
-	wantCorrupt(t, err, path)
-	// Save moves the file to the quarantine and carries on.
+	wantCorrupt(t, err, uidPath)
+	if ok, err := s.Exists(k); ok || err != nil {
+		t.Fatalf("Exists after the quarantine = %v, %v", ok, err)
+	}
 	if _, err := s.Save(newConfigMap("uid-a", "1")); err != nil {
-		t.Fatalf("Save into a UID that is a file: %v", err)
+		t.Fatalf("Save into a UID that was a file: %v", err)
 	}
 	if q, _ := os.ReadDir(filepath.Join(s.Dir(), checkpoint.QuarantineDir)); len(q) != 1 || !strings.HasSuffix(q[0].Name(), "checkpoints_uid-a") {
 		t.Fatalf("quarantine holds %v, want the file that was in the UID's place", q)
 	}
+}
+
+// A symlink in place of a UID directory is never followed, even to a valid
+// checkpoint outside the state dir.
+func TestUIDDirSymlinkIsNotFollowed(t *testing.T) {
+	outside := t.TempDir()
+	o, _ := openStore(t, outside)
+	mustSave(t, o, newConfigMap("uid-a", "1"))
+	s, _ := openStore(t, t.TempDir())
+	uidPath := filepath.Join(s.Dir(), "checkpoints", "uid-a")
+	if err := os.Symlink(filepath.Join(outside, "checkpoints", "uid-a"), uidPath); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := s.Load(checkpoint.Key{UID: "uid-a", ResourceVersion: "1"})
+	if err == nil {
+		t.Fatalf("Load followed the symlink to %+v", cm.ObjectMeta)
+	}
+	wantCorrupt(t, err, uidPath)
 }
 
 // TestConcurrentUse runs writers, readers and GC at once; run it with -race.

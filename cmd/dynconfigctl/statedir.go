@@ -64,20 +64,32 @@ func checkLayout(dir string, readOnly bool) (stateDir, error) {
 	if !fi.IsDir() {
 		return stateDir{}, fmt.Errorf("state dir %s is not a directory", abs)
 	}
-	for _, sub := range []string{checkpointsDir, metaDir, trackingDir} {
+	// A state dir is recognised by its layout: one that lost a
+	// sub-directory is damaged (inspect shows what is left and names what
+	// is missing), not "not a state dir". A directory with fewer than two of
+	// checkpoints/, meta/, tracking/ and the lock file is refused, so that a
+	// typo never gets a layout created in it.
+	found := 0
+	for _, sub := range []string{checkpointsDir, metaDir, trackingDir, "lock"} {
 		fi, err := os.Lstat(filepath.Join(abs, sub))
-		if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir() && !readOnly) {
-			return stateDir{}, fmt.Errorf("%s is not a dynconfig state dir: it has no %s/ directory (a state dir holds %s/, %s/ and %s/)",
-				abs, sub, checkpointsDir, metaDir, trackingDir)
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
 			return stateDir{}, fmt.Errorf("state dir %s: %w", abs, err)
+		case sub != "lock" && !fi.IsDir() && !readOnly:
+			return stateDir{}, fmt.Errorf("%s is damaged: %s is not a directory; inspect it with dynconfigctl inspect", abs, filepath.Join(abs, sub))
 		}
+		found++
+	}
+	if found < 2 {
+		return stateDir{}, fmt.Errorf("%s is not a dynconfig state dir: it has no %s/ directory (a state dir holds %s/, %s/ and %s/)",
+			abs, metaDir, checkpointsDir, metaDir, trackingDir)
 	}
 	sd := stateDir{path: abs}
 	tracking := filepath.Join(abs, trackingDir)
-	if fi, err := os.Lstat(tracking); err == nil && !fi.IsDir() {
-		return sd, nil // readOnly: checkpoint.Inspect reports it
+	if fi, err := os.Lstat(tracking); err != nil || !fi.IsDir() {
+		return sd, nil // missing or not a directory: checkpoint.Inspect reports it
 	}
 	entries, err := os.ReadDir(tracking)
 	if err != nil {
