@@ -7,6 +7,38 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// TestParseMetrics proves the reading of the open watches: the WATCH
+// series of apiserver_longrunning_requests by verb, resource and
+// subresource, resource requests only, zero series left out; none when the
+// gauge is missing.
+func TestParseMetrics(t *testing.T) {
+	body := `# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",group="",resource="configmaps",scope="namespace",subresource="",verb="WATCH",version="v1"} 4
+# HELP apiserver_longrunning_requests [STABLE] Gauge of all active long-running apiserver requests.
+# TYPE apiserver_longrunning_requests gauge
+apiserver_longrunning_requests{component="apiserver",group="",resource="configmaps",scope="namespace",subresource="",verb="WATCH",version="v1"} 50
+apiserver_longrunning_requests{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="WATCH",version="v1"} 2
+apiserver_longrunning_requests{component="apiserver",group="",resource="nodes",scope="cluster",subresource="",verb="WATCH",version="v1"} 51
+apiserver_longrunning_requests{component="apiserver",group="",resource="secrets",scope="cluster",subresource="",verb="WATCH",version="v1"} 0
+apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="namespace",subresource="log",verb="CONNECT",version="v1"} 1
+`
+	requests, watches, err := parseMetrics([]byte(body))
+	if err != nil {
+		t.Fatalf("parseMetrics: %v", err)
+	}
+	if diff := cmp.Diff(requestCount{{"WATCH", "configmaps", ""}: 4}, requests, cmp.AllowUnexported(requestKey{})); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	want := requestCount{{"WATCH", "configmaps", ""}: 52, {"WATCH", "nodes", ""}: 51}
+	if diff := cmp.Diff(want, watches, cmp.AllowUnexported(requestKey{})); diff != "" {
+		t.Errorf("open watches (-want +got):\n%s", diff)
+	}
+	_, watches, err = parseMetrics([]byte("# TYPE apiserver_request_total counter\napiserver_request_total{verb=\"GET\",resource=\"nodes\"} 1\n"))
+	if err != nil || len(watches) != 0 {
+		t.Errorf("parseMetrics without the gauge: open watches %v, error %v; want none and no error", watches, err)
+	}
+}
+
 // TestParseRequestCounts proves the benchmark's reading of
 // apiserver_request_total: summed over codes, scopes and versions by verb,
 // resource and subresource, non-resource requests left out.
@@ -53,17 +85,39 @@ other_total{verb="GET",resource="nodes"} 100
 }
 
 // TestRequestCountSub proves the before/after difference keeps only the
-// series that moved, including ones new after the first scrape.
+// series that moved, including ones new after the first scrape, and ones
+// only the subtrahend has (as the test's own requests the API server did
+// not count).
 func TestRequestCountSub(t *testing.T) {
-	before := requestCount{{"GET", "nodes", ""}: 4, {"LIST", "nodes", ""}: 2}
+	before := requestCount{{"GET", "nodes", ""}: 4, {"LIST", "nodes", ""}: 2, {"WATCH", "nodes", ""}: 1}
 	after := requestCount{{"GET", "nodes", ""}: 10, {"LIST", "nodes", ""}: 2, {"POST", "events", ""}: 3}
-	want := requestCount{{"GET", "nodes", ""}: 6, {"POST", "events", ""}: 3}
+	want := requestCount{{"GET", "nodes", ""}: 6, {"POST", "events", ""}: 3, {"WATCH", "nodes", ""}: -1}
 	if diff := cmp.Diff(want, after.sub(before), cmp.AllowUnexported(requestKey{})); diff != "" {
 		t.Errorf("after - before (-want +got):\n%s", diff)
 	}
-	wantOrder := []requestKey{{"GET", "nodes", ""}, {"POST", "events", ""}}
+	if got, want := (requestCount{{"PATCH", "nodes", "status"}: 5, {"GET", "nodes", ""}: 0, {"POST", "events", ""}: 7}).String(),
+		"POST events 7, PATCH nodes/status 5"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got := (requestCount{}).String(); got != "none" {
+		t.Errorf("String() of nothing = %q, want none", got)
+	}
+	wantOrder := []requestKey{{"GET", "nodes", ""}, {"POST", "events", ""}, {"WATCH", "nodes", ""}}
 	if diff := cmp.Diff(wantOrder, want.keys(), cmp.AllowUnexported(requestKey{})); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+}
+
+// TestRequestCountOnly proves the split of the series by resource.
+func TestRequestCountOnly(t *testing.T) {
+	c := requestCount{{"GET", "nodes", ""}: 1, {"PATCH", "nodes", "status"}: 2, {"PUT", "leases", ""}: 3, {"POST", "events", ""}: 4}
+	in := requestCount{{"GET", "nodes", ""}: 1, {"PATCH", "nodes", "status"}: 2, {"POST", "events", ""}: 4}
+	if diff := cmp.Diff(in, c.only([]string{"nodes", "events"}, true), cmp.AllowUnexported(requestKey{})); diff != "" {
+		t.Errorf("only(in) (-want +got):\n%s", diff)
+	}
+	out := requestCount{{"PUT", "leases", ""}: 3}
+	if diff := cmp.Diff(out, c.only([]string{"nodes", "events"}, false), cmp.AllowUnexported(requestKey{})); diff != "" {
+		t.Errorf("only(out) (-want +got):\n%s", diff)
 	}
 }
 
