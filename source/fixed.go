@@ -115,11 +115,12 @@ func (f *FixedSource) resolve(cm *corev1.ConfigMap) (Assignment, error) {
 }
 
 // Run watches the ConfigMap with an informer restricted to it and calls
-// changed on each of its events and on every jittered resync. Calls never
-// overlap. Watch errors are retried by the informer and logged through
-// klog.FromContext(ctx); they do not end Run. Run returns nil when ctx ends,
-// after the informer has stopped. It must not be called again while it
-// runs.
+// changed once the informer has synced (so also when the ConfigMap does
+// not exist), on each of its events and on every jittered resync. Calls
+// never overlap. Watch errors are retried by the informer and logged
+// through klog.FromContext(ctx); they do not end Run. Run returns nil when
+// ctx ends, after the informer has stopped. It must not be called again
+// while it runs.
 func (f *FixedSource) Run(ctx context.Context, changed func()) error {
 	if !f.running.CompareAndSwap(false, true) {
 		return errors.New("source: FixedSource.Run is already running")
@@ -172,12 +173,16 @@ type configMapWatch struct {
 	informer        cache.SharedIndexInformer
 	factory         informers.SharedInformerFactory
 	cancel          context.CancelFunc
+	syncWaited      chan struct{} // closed when the wait for the first sync ends
 }
 
 // watchConfigMap starts an informer on namespace/name that calls notify on
-// each event of that object. The list and watch carry a field selector on
-// the name; the handler checks the name as well, because not every server
-// (nor the client-go fake) applies the selector.
+// each event of that object, and once when its first list is in the cache:
+// that list brings no event when the object does not exist, nor when it
+// was deleted after the caller last read it, yet the caller's view may be
+// stale. The list and watch carry a field selector on the name; the
+// handler checks the name as well, because not every server (nor the
+// client-go fake) applies the selector.
 func watchConfigMap(ctx context.Context, client kubernetes.Interface, namespace, name string, notify func()) (*configMapWatch, error) {
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
@@ -207,14 +212,24 @@ func watchConfigMap(ctx context.Context, client kubernetes.Interface, namespace,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	factory.StartWithContext(ctx)
+	syncWaited := make(chan struct{})
+	go func() {
+		defer close(syncWaited)
+		select {
+		case <-inf.HasSyncedChecker().Done():
+			notify()
+		case <-ctx.Done():
+		}
+	}()
 	klog.FromContext(ctx).V(2).Info("Watching ConfigMap", "namespace", namespace, "name", name)
-	return &configMapWatch{namespace: namespace, name: name, informer: inf, factory: factory, cancel: cancel}, nil
+	return &configMapWatch{namespace: namespace, name: name, informer: inf, factory: factory, cancel: cancel, syncWaited: syncWaited}, nil
 }
 
 // stop stops the informer and waits until its goroutines have ended.
 func (w *configMapWatch) stop() {
 	w.cancel()
 	w.factory.Shutdown()
+	<-w.syncWaited
 }
 
 // lookup returns the cached namespace/name when w watches it, has synced,

@@ -200,13 +200,14 @@ func decodeAssignment(data []byte) (*corev1.NodeConfigSource, error) {
 // Run watches this Node and the ConfigMap its assignment names, each with
 // an informer restricted to that one object, and calls changed when the
 // assignment (annotation or spec.configSource) changes, on every event of
-// the watched ConfigMap, and on every jittered resync. When the assignment
-// names another ConfigMap the ConfigMap watch moves to it; when it names
-// none, the watch stops. Calls never overlap. Watch errors and API server
-// restarts are retried by the informers and logged through
-// klog.FromContext(ctx); they do not end Run. Run returns nil when ctx
-// ends, after every informer it started has stopped. It must not be called
-// again while it runs.
+// the watched ConfigMap, once each informer has synced (a ConfigMap that
+// does not exist, or was deleted while its watch started, brings no
+// event), and on every jittered resync. When the assignment names another
+// ConfigMap the ConfigMap watch moves to it; when it names none, the watch
+// stops. Calls never overlap. Watch errors and API server restarts are
+// retried by the informers and logged through klog.FromContext(ctx); they
+// do not end Run. Run returns nil when ctx ends, after every informer it
+// started has stopped. It must not be called again while it runs.
 func (s *NodeSource) Run(ctx context.Context, changed func()) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("source: NodeSource.Run is already running")

@@ -1,0 +1,253 @@
+package source_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/source/sourcetest"
+)
+
+// The conformance test of every Remote in this package; the Fake's is in
+// package sourcetest.
+
+const conformanceKey = "kubelet"
+
+func TestDirConformance(t *testing.T) {
+	sourcetest.RunRemoteConformance(t, sourcetest.Harness{PayloadKey: conformanceKey, New: newDirBackend})
+}
+
+func TestNodeConformance(t *testing.T) {
+	sourcetest.RunRemoteConformance(t, sourcetest.Harness{PayloadKey: conformanceKey, New: newNodeBackend})
+}
+
+func TestFixedConformance(t *testing.T) {
+	fixed := k8stypes.NamespacedName{Namespace: "kube-system", Name: "kube-proxy"}
+	sourcetest.RunRemoteConformance(t, sourcetest.Harness{
+		PayloadKey: conformanceKey,
+		Fixed:      &fixed,
+		New: func(t *testing.T) sourcetest.Backend {
+			b := newAPIBackend(t)
+			r, err := source.NewFixed(source.FixedOptions{Client: b.client, Namespace: fixed.Namespace, Name: fixed.Name,
+				PayloadKey: conformanceKey, Clock: testingclock.NewFakeClock(time.Now())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.remote = r
+			return b
+		},
+	})
+}
+
+// dirBackend writes the files a Dir source reads, in a new folder, each
+// replaced atomically as the Dir documentation asks.
+type dirBackend struct {
+	dir    string
+	remote *source.Dir
+}
+
+func newDirBackend(t *testing.T) sourcetest.Backend {
+	dir := t.TempDir()
+	// An existing configmaps/ folder is the world without ConfigMaps; a
+	// missing one is an error, not an absent ConfigMap.
+	if err := os.Mkdir(filepath.Join(dir, source.ConfigMapsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := source.NewDir(source.DirOptions{Path: dir, PayloadKey: conformanceKey, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dirBackend{dir: dir, remote: d}
+}
+
+func (b *dirBackend) Remote() source.Remote { return b.remote }
+
+// PutConfigMap writes configmaps/<name>.yaml without a resourceVersion: the
+// Dir source derives one from the content. (The tests never use one name
+// in two namespaces.)
+func (b *dirBackend) PutConfigMap(t *testing.T, cm *corev1.ConfigMap) {
+	t.Helper()
+	data, err := yaml.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": cm.Namespace, "name": cm.Name, "uid": cm.UID},
+		"data":     cm.Data,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.replace(t, filepath.Join(b.dir, source.ConfigMapsDir, cm.Name+".yaml"), data)
+}
+
+func (b *dirBackend) DeleteConfigMap(t *testing.T, _, name string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(b.dir, source.ConfigMapsDir, name+".yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *dirBackend) Assign(t *testing.T, src *corev1.NodeConfigSource) {
+	t.Helper()
+	var data []byte // empty: the empty assignment
+	if src != nil {
+		var err error
+		if data, err = yaml.Marshal(src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.replace(t, filepath.Join(b.dir, source.AssignmentFile), data)
+}
+
+// replace writes a temporary dot-file beside path and renames it.
+func (b *dirBackend) replace(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const conformanceNode = "node-conformance"
+
+// apiBackend keeps ConfigMaps and the Node in a client-go fake clientset.
+// The fake stores what it is given, so the backend gives every write a
+// new resourceVersion, as an API server does. The sources get a fake
+// clock: no resync calls back, only watch events do.
+type apiBackend struct {
+	client  *fake.Clientset
+	remote  source.Remote
+	version atomic.Int64
+}
+
+func newAPIBackend(t *testing.T) *apiBackend {
+	t.Helper()
+	b := &apiBackend{client: fake.NewClientset()}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("requests to the fake API server, in order:\n%s", b.requests())
+		}
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: conformanceNode, UID: "node-uid", ResourceVersion: b.nextVersion()}}
+	if _, err := b.client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newNodeBackend(t *testing.T) sourcetest.Backend {
+	b := newAPIBackend(t)
+	r, err := source.NewNode(source.NodeOptions{Client: b.client, NodeName: conformanceNode, PayloadKey: conformanceKey,
+		Clock: testingclock.NewFakeClock(time.Now())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.remote = r
+	return b
+}
+
+// requests lists the requests the fake clientset has seen, one a line.
+func (b *apiBackend) requests() string {
+	var out strings.Builder
+	for _, a := range b.client.Actions() {
+		fmt.Fprintf(&out, "%s %s %s", a.GetVerb(), a.GetResource().Resource, a.GetNamespace())
+		switch a := a.(type) {
+		case k8stesting.GetAction:
+			fmt.Fprintf(&out, " %s", a.GetName())
+		case k8stesting.DeleteAction:
+			fmt.Fprintf(&out, " %s", a.GetName())
+		case k8stesting.UpdateAction:
+			fmt.Fprintf(&out, " %s", objectName(a.GetObject()))
+		case k8stesting.CreateAction:
+			fmt.Fprintf(&out, " %s", objectName(a.GetObject()))
+		case k8stesting.ListAction:
+			fmt.Fprintf(&out, " fieldSelector=%s", a.GetListRestrictions().Fields)
+		case k8stesting.WatchAction:
+			fmt.Fprintf(&out, " fieldSelector=%s", a.GetWatchRestrictions().Fields)
+		}
+		out.WriteString("\n")
+	}
+	return out.String()
+}
+
+func objectName(obj k8sruntime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "?"
+	}
+	return m.GetName()
+}
+
+func (b *apiBackend) nextVersion() string { return strconv.FormatInt(b.version.Add(1), 10) }
+
+func (b *apiBackend) Remote() source.Remote { return b.remote }
+
+func (b *apiBackend) PutConfigMap(t *testing.T, cm *corev1.ConfigMap) {
+	t.Helper()
+	ctx := context.Background()
+	cms := b.client.CoreV1().ConfigMaps(cm.Namespace)
+	cm = cm.DeepCopy()
+	cm.ResourceVersion = b.nextVersion()
+	_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *apiBackend) DeleteConfigMap(t *testing.T, namespace, name string) {
+	t.Helper()
+	if err := b.client.CoreV1().ConfigMaps(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Assign writes the annotation; nil removes it (no spec.configSource is
+// set, so that is the empty assignment).
+func (b *apiBackend) Assign(t *testing.T, src *corev1.NodeConfigSource) {
+	t.Helper()
+	ctx := context.Background()
+	nodes := b.client.CoreV1().Nodes()
+	n, err := nodes.Get(ctx, conformanceNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src == nil {
+		delete(n.Annotations, source.AnnotationKey)
+	} else {
+		data, err := json.Marshal(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[source.AnnotationKey] = string(data)
+	}
+	n.ResourceVersion = b.nextVersion()
+	if _, err := nodes.Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
