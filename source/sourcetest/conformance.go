@@ -385,7 +385,7 @@ type want struct {
 	ok   func(result) bool
 }
 
-func anyCall() want { return want{"any call", func(result) bool { return true }} }
+func anyCall() want { return want{"anything (any result will do)", func(result) bool { return true }} }
 
 func (c *conformance) wantConfigMap(n k8stypes.NamespacedName, uid, value string) want {
 	return want{fmt.Sprintf("%s uid=%s %s=%s", n, uid, c.h.PayloadKey, value), func(r result) bool {
