@@ -18,15 +18,18 @@
 // down during Bootstrap; 100 successive assignments without goroutine or
 // checkpoint leaks; the ConfigChanged and ConfigRolledBack Events.
 // TestKubeletLikeAgainstAPIServer runs the real examples/kubelet-like binary
-// under a restart loop against the API server: a crash loop rolled back after
-// exactly threshold+1 starts, then a dead end.
+// under a restart loop against the API server: a crash-looping config runs at
+// its adopting start and exactly threshold crash restarts, and the next start
+// rolls back; then a dead end.
 //
 // TestScale is a benchmark run only when DYNCONFIG_SCALE=N is set: N
 // Controllers in one process, one reassignment of all their Nodes, with
-// latency percentiles, API requests per node and memory per Controller.
+// latency percentiles, API requests per node (asserted against a budget of
+// 4 per change) and memory per Controller.
 //
 // What these tests do not prove: they use the real clock for trials (short
 // ones) and deadlines, so they show that things happen, never how fast
-// (that is TestScale's job, and it measures rather than asserts); the API server runs without controllers, so nothing else writes the Nodes.
+// (TestScale measures latency and asserts only the request budget); the API
+// server runs without controllers, so nothing else writes the Nodes.
 // They are not run by the root module's `go test ./...`.
 package integration
