@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
@@ -134,15 +137,42 @@ const conformanceNode = "node-conformance"
 // The fake stores what it is given, so the backend gives every write a
 // new resourceVersion, as an API server does. The sources get a fake
 // clock: no resync calls back, only watch events do.
+//
+// The fake's watch from a List's resourceVersion replays the objects
+// written since, but not the deletions: an object deleted between an
+// informer's List and its Watch stayed in the informer's cache, and no
+// event ever said it was gone (seen as a rare failure of "assigned
+// ConfigMap deleted" under load). A real API server sends that DELETED
+// event; so does this backend (replayDeletions).
 type apiBackend struct {
 	client  *fake.Clientset
 	remote  source.Remote
 	version atomic.Int64
+
+	mu      sync.Mutex // orders deletions and the start of watches
+	deleted []deletion
 }
+
+// deletion is a ConfigMap the backend deleted, and the fake tracker's
+// resourceVersion right after: a watch from an earlier one must be told.
+type deletion struct {
+	cm    *corev1.ConfigMap
+	after int64
+}
+
+var (
+	configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+	configMapsGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+)
+
+// tickNamespace holds the objects written only to advance the fake
+// tracker's resourceVersion; no source under test watches it.
+const tickNamespace = "conformance-ticks"
 
 func newAPIBackend(t *testing.T) *apiBackend {
 	t.Helper()
 	b := &apiBackend{client: fake.NewClientset()}
+	b.client.PrependWatchReactor("configmaps", b.replayDeletions)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("requests to the fake API server, in order:\n%s", b.requests())
@@ -219,9 +249,79 @@ func (b *apiBackend) PutConfigMap(t *testing.T, cm *corev1.ConfigMap) {
 
 func (b *apiBackend) DeleteConfigMap(t *testing.T, namespace, name string) {
 	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tracker := b.client.Tracker()
+	obj, err := tracker.Get(configMapsGVR, namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := b.client.CoreV1().ConfigMaps(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The tracker does not count deletions: a write elsewhere makes every
+	// later List return a newer resourceVersion than every earlier one.
+	tick := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tickNamespace, Name: "tick-" + b.nextVersion()}}
+	if err := tracker.Create(configMapsGVR, tick, tickNamespace); err != nil {
+		t.Fatal(err)
+	}
+	after, err := b.trackerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.deleted = append(b.deleted, deletion{cm: obj.(*corev1.ConfigMap).DeepCopy(), after: after})
+}
+
+// trackerVersion is the resourceVersion a List returns now.
+func (b *apiBackend) trackerVersion() (int64, error) {
+	list, err := b.client.Tracker().List(configMapsGVR, configMapsGVK, tickNamespace)
+	if err != nil {
+		return 0, err
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(lm.GetResourceVersion(), 10, 64)
+}
+
+// replayDeletions is the ConfigMap watch reactor: the fake's own watch,
+// plus a DELETED event for each ConfigMap the watch selects that was
+// deleted after the List the watch resumes from, unless it exists again
+// (then the fake's replayed ADDED event tells the informer).
+func (b *apiBackend) replayDeletions(action k8stesting.Action) (bool, watch.Interface, error) {
+	wa, ok := action.(k8stesting.WatchActionImpl)
+	if !ok {
+		return false, nil, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tracker := b.client.Tracker()
+	ns := wa.GetNamespace()
+	w, err := tracker.Watch(configMapsGVR, ns, wa.ListOptions)
+	if err != nil {
+		return true, nil, err
+	}
+	from, err := strconv.ParseInt(wa.ListOptions.ResourceVersion, 10, 64)
+	if err != nil { // no resourceVersion: the watch starts now
+		return true, w, nil
+	}
+	fw, ok := w.(*watch.RaceFreeFakeWatcher)
+	if !ok {
+		return true, nil, fmt.Errorf("the fake tracker's watch is a %T, want *watch.RaceFreeFakeWatcher", w)
+	}
+	sel := wa.GetWatchRestrictions().Fields
+	for _, d := range b.deleted {
+		if d.after <= from || (ns != "" && d.cm.Namespace != ns) ||
+			(sel != nil && !sel.Matches(fields.Set{"metadata.name": d.cm.Name, "metadata.namespace": d.cm.Namespace})) {
+			continue
+		}
+		if _, err := tracker.Get(configMapsGVR, d.cm.Namespace, d.cm.Name); err == nil {
+			continue
+		}
+		fw.Delete(d.cm.DeepCopy())
+	}
+	return true, w, nil
 }
 
 // Assign writes the annotation; nil removes it (no spec.configSource is
