@@ -23,6 +23,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/internal/damage"
 	"github.com/dynconfig/dynconfig/lkg"
 )
 
@@ -157,134 +158,6 @@ func (f *damageFixture) write(t *testing.T) string {
 }
 
 // damage is one way to break a state file or directory.
-type damage struct {
-	name  string
-	apply func(path string) error
-}
-
-// fileDamages are the ways a state file is broken: truncated at a sample
-// of offsets, bit flips at a sample of offsets (one with short), garbage,
-// empty, missing, an empty and a non-empty directory, a FIFO, a symlink to
-// a valid copy outside the state dir, a dangling symlink, a 100 MB file,
-// and mode 000.
-func fileDamages(t *testing.T, valid []byte, short bool) []damage {
-	outside := filepath.Join(t.TempDir(), "outside")
-	if err := os.WriteFile(outside, valid, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ds := []damage{
-		{"garbage", func(p string) error { return os.WriteFile(p, []byte("\x00\xffnot json{"), 0o600) }},
-		{"empty", func(p string) error { return os.WriteFile(p, nil, 0o600) }},
-		{"missing", os.Remove},
-		{"directory", func(p string) error { _ = os.Remove(p); return os.Mkdir(p, 0o700) }},
-		{"non-empty directory", func(p string) error {
-			_ = os.Remove(p)
-			if err := os.Mkdir(p, 0o700); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(p, "x"), valid, 0o600)
-		}},
-		{"fifo", func(p string) error { _ = os.Remove(p); return syscall.Mkfifo(p, 0o600) }},
-		{"symlink outside", func(p string) error { _ = os.Remove(p); return os.Symlink(outside, p) }},
-		{"dangling symlink", func(p string) error { _ = os.Remove(p); return os.Symlink(outside+"-gone", p) }},
-		{"100 MB", func(p string) error { return os.Truncate(p, 100<<20) }}, // sparse: instant
-		{"mode 000", func(p string) error { return os.Chmod(p, 0) }},
-	}
-	for _, off := range sampleOffsets(len(valid), short) {
-		if off > 0 {
-			ds = append(ds, damage{fmt.Sprintf("truncated at %d", off), func(p string) error { return os.WriteFile(p, valid[:off], 0o600) }})
-		}
-	}
-	for _, off := range sampleOffsets(len(valid), short) {
-		ds = append(ds, damage{fmt.Sprintf("bit flip at %d", off), func(p string) error {
-			b := append([]byte(nil), valid...)
-			b[off] ^= 0x04
-			return os.WriteFile(p, b, 0o600)
-		}})
-	}
-	return ds
-}
-
-// sampleOffsets returns offsets in [0, n): with short, the middle one;
-// else the second and the last byte, and evenly spread ones.
-func sampleOffsets(n int, short bool) []int {
-	if short {
-		return []int{n / 2}
-	}
-	const parts = 16
-	seen := map[int]bool{}
-	var out []int
-	for _, i := range []int{1, n - 1} {
-		if i >= 0 && i < n && !seen[i] {
-			seen[i] = true
-			out = append(out, i)
-		}
-	}
-	for k := 1; k < parts; k++ {
-		if i := n * k / parts; !seen[i] {
-			seen[i] = true
-			out = append(out, i)
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
-// dirDamages are the ways a directory of the state dir is broken: the
-// damages of a file, as they apply to a directory.
-func dirDamages(t *testing.T) []damage {
-	outside := t.TempDir()
-	replace := func(make func(p string) error) func(string) error {
-		return func(p string) error {
-			if err := os.RemoveAll(p); err != nil {
-				return err
-			}
-			return make(p)
-		}
-	}
-	return []damage{
-		{"missing", os.RemoveAll},
-		{"emptied", func(p string) error {
-			entries, err := os.ReadDir(p)
-			if err != nil {
-				return err
-			}
-			for _, e := range entries {
-				if err := os.RemoveAll(filepath.Join(p, e.Name())); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{"foreign entry", func(p string) error { return os.WriteFile(filepath.Join(p, "foreign"), []byte("x"), 0o600) }},
-		{"garbage file", replace(func(p string) error { return os.WriteFile(p, []byte("\x00\xffnot a dir"), 0o600) })},
-		{"empty file", replace(func(p string) error { return os.WriteFile(p, nil, 0o600) })},
-		{"fifo", replace(func(p string) error { return syscall.Mkfifo(p, 0o600) })},
-		{"symlink outside", func(p string) error {
-			// A valid copy of the directory, outside the state dir.
-			parent, err := os.MkdirTemp(outside, "")
-			if err != nil {
-				return err
-			}
-			copyTo := filepath.Join(parent, filepath.Base(p))
-			if err := os.CopyFS(copyTo, os.DirFS(p)); err != nil {
-				return err
-			}
-			if err := os.RemoveAll(p); err != nil {
-				return err
-			}
-			return os.Symlink(copyTo, p)
-		}},
-		{"dangling symlink", replace(func(p string) error { return os.Symlink(filepath.Join(outside, "gone"), p) })},
-		{"100 MB file", replace(func(p string) error {
-			if err := os.WriteFile(p, nil, 0o600); err != nil {
-				return err
-			}
-			return os.Truncate(p, 100<<20)
-		})},
-		{"mode 000", func(p string) error { return os.Chmod(p, 0) }},
-	}
-}
 
 // entryState is what treeState records of an entry: anything inspect
 // could change about it (ctime moves with every change, chmod and rename
@@ -464,14 +337,14 @@ func damageFacts() map[string]damageFact {
 type damageCase struct {
 	target string // its name in damageFixture.targets
 	rel    string // its path in the state dir
-	damage damage
+	damage damage.Damage
 }
 
 // harmless damages change nothing inspect reads: mode 000 as root (which
 // reads anyway), a foreign entry in a directory that inspect does not
 // list or that the layout does not forbid.
 func (c damageCase) harmless() bool {
-	switch c.damage.name {
+	switch c.damage.Name {
 	case "mode 000":
 		return os.Geteuid() == 0
 	case "foreign entry":
@@ -485,7 +358,7 @@ func (c damageCase) harmless() bool {
 // hidesFacts reports whether the damage may hide what its target holds (a
 // foreign entry beside it does not).
 func (c damageCase) hidesFacts() bool {
-	return !c.harmless() && c.damage.name != "foreign entry"
+	return !c.harmless() && c.damage.Name != "foreign entry"
 }
 
 // mustName reports whether inspect's output must name the damaged path.
@@ -500,7 +373,7 @@ func (c damageCase) mustName() bool {
 	if c.harmless() {
 		return false
 	}
-	switch c.damage.name {
+	switch c.damage.Name {
 	case "missing":
 		switch c.target {
 		case "current", "last-known-good", "checkpoints/", "meta/", "tracking/":
@@ -519,12 +392,12 @@ func (c damageCase) checkpointMissing() []string {
 	if c.harmless() {
 		return nil
 	}
-	gone := c.damage.name == "missing" || c.damage.name == "emptied"
+	gone := c.damage.Name == "missing" || c.damage.Name == "emptied"
 	switch {
-	case c.target == "checkpoint of good" && c.damage.name == "missing",
+	case c.target == "checkpoint of good" && c.damage.Name == "missing",
 		c.target == "checkpoints/uid-good/" && gone:
 		return []string{refLastKnownGood}
-	case c.target == "checkpoint of current" && c.damage.name == "missing":
+	case c.target == "checkpoint of current" && c.damage.Name == "missing":
 		return []string{refCurrent}
 	case c.target == "checkpoints/" && gone:
 		return []string{refCurrent, refLastKnownGood}
@@ -578,18 +451,18 @@ func TestInspectDamageMatrix(t *testing.T) {
 	for _, name := range names {
 		rel := f.targets[name]
 		if strings.HasSuffix(rel, "/") {
-			for _, d := range dirDamages(t) {
+			for _, d := range damage.Dir(t) {
 				cases = append(cases, damageCase{target: name, rel: rel, damage: d})
 			}
 			continue
 		}
-		for _, d := range fileDamages(t, f.files[rel], testing.Short()) {
+		for _, d := range damage.File(t, f.files[rel], sampleOffsets(len(f.files[rel]), testing.Short())) {
 			cases = append(cases, damageCase{target: name, rel: rel, damage: d})
 		}
 	}
 	t.Logf("%d damages, each inspected with and without the lock", len(cases))
 	for _, c := range cases {
-		t.Run(c.target+"/"+c.damage.name, func(t *testing.T) {
+		t.Run(c.target+"/"+c.damage.Name, func(t *testing.T) {
 			inspectDamaged(t, f, facts, c)
 		})
 	}
@@ -601,7 +474,7 @@ func inspectDamaged(t *testing.T, f *damageFixture, facts map[string]damageFact,
 
 	// The running component: it opened the state dir, then the damage came.
 	s := openStore(t, dir, damageVersion, f.clock)
-	if err := c.damage.apply(path); err != nil {
+	if err := c.damage.Apply(path); err != nil {
 		s.Close()
 		t.Fatalf("damage: %v", err)
 	}
@@ -674,4 +547,13 @@ func inspectDamaged(t *testing.T, f *damageFixture, facts map[string]damageFact,
 	if diff := cmp.Diff(before, treeState(t, dir)); diff != "" {
 		t.Errorf("inspect changed the state dir (-before +after):\n%s", diff)
 	}
+}
+
+// sampleOffsets returns the offsets to truncate and flip at: with short,
+// the middle one; else a spread of 16.
+func sampleOffsets(n int, short bool) []int {
+	if short {
+		return []int{n / 2}
+	}
+	return damage.SampleOffsets(n, 16)
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/examples/internal/demo"
+	"github.com/dynconfig/dynconfig/internal/damage"
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -242,139 +242,13 @@ func checkpointName(uid types.UID) string {
 }
 
 // damage is one way to break a state file or directory.
-type damage struct {
-	name  string
-	apply func(path string) error
-}
-
-// fileDamages are the ways a state file is broken: truncated at a sample
-// of offsets, bit flips at a sample of offsets, garbage, empty, missing, an
-// empty and a non-empty directory, a FIFO, a symlink to a valid copy
-// outside the state dir, a dangling symlink, a 100 MB file, and mode 000.
-func fileDamages(t *testing.T, valid []byte) []damage {
-	outside := filepath.Join(t.TempDir(), "outside")
-	if err := os.WriteFile(outside, valid, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ds := []damage{
-		{"garbage", func(p string) error { return os.WriteFile(p, []byte("\x00\xffnot json{"), 0o600) }},
-		{"empty", func(p string) error { return os.WriteFile(p, nil, 0o600) }},
-		{"missing", os.Remove},
-		{"directory", func(p string) error { _ = os.Remove(p); return os.Mkdir(p, 0o700) }},
-		{"non-empty directory", func(p string) error {
-			_ = os.Remove(p)
-			if err := os.Mkdir(p, 0o700); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(p, "x"), valid, 0o600)
-		}},
-		{"fifo", func(p string) error { _ = os.Remove(p); return syscall.Mkfifo(p, 0o600) }},
-		{"symlink outside", func(p string) error { _ = os.Remove(p); return os.Symlink(outside, p) }},
-		{"dangling symlink", func(p string) error { _ = os.Remove(p); return os.Symlink(outside+"-gone", p) }},
-		{"100 MB", func(p string) error { return os.Truncate(p, 100<<20) }}, // sparse: instant
-		{"mode 000", func(p string) error { return os.Chmod(p, 0) }},
-	}
-	for _, off := range sampleOffsets(len(valid)) {
-		if off == 0 {
-			continue // "empty"
-		}
-		ds = append(ds, damage{fmt.Sprintf("truncated at %d", off), func(p string) error { return os.WriteFile(p, valid[:off], 0o600) }})
-	}
-	for _, off := range sampleOffsets(len(valid)) {
-		ds = append(ds, damage{fmt.Sprintf("bit flip at %d", off), func(p string) error {
-			b := append([]byte(nil), valid...)
-			b[off] ^= 0x04
-			return os.WriteFile(p, b, 0o600)
-		}})
-	}
-	return ds
-}
-
-// sampleOffsets returns offsets in [0, n): the second and the last byte,
-// and evenly spread ones. (The checkpoint package's own tests cover every
-// offset of every file, and the root package's corruption matrix many
-// more through Bootstrap; each offset here costs a process start.)
-func sampleOffsets(n int) []int {
-	const parts = 6
-	seen := map[int]bool{}
-	var out []int
-	add := func(i int) {
-		if i >= 0 && i < n && !seen[i] {
-			seen[i] = true
-			out = append(out, i)
-		}
-	}
-	add(1)
-	for k := 1; k < parts; k++ {
-		add(n * k / parts)
-	}
-	add(n - 1)
-	sort.Ints(out)
-	return out
-}
-
-// dirDamages are the ways a sub-directory of the state dir is broken: the
-// damages of a file, as they apply to a directory.
-func dirDamages(t *testing.T) []damage {
-	outside := t.TempDir()
-	replace := func(make func(p string) error) func(string) error {
-		return func(p string) error {
-			if err := os.RemoveAll(p); err != nil {
-				return err
-			}
-			return make(p)
-		}
-	}
-	return []damage{
-		{"missing", os.RemoveAll},
-		{"emptied", func(p string) error {
-			entries, err := os.ReadDir(p)
-			if err != nil {
-				return err
-			}
-			for _, e := range entries {
-				if err := os.RemoveAll(filepath.Join(p, e.Name())); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{"foreign entry", func(p string) error { return os.WriteFile(filepath.Join(p, "foreign"), []byte("x"), 0o600) }},
-		{"garbage file", replace(func(p string) error { return os.WriteFile(p, []byte("\x00\xffnot a dir"), 0o600) })},
-		{"empty file", replace(func(p string) error { return os.WriteFile(p, nil, 0o600) })},
-		{"fifo", replace(func(p string) error { return syscall.Mkfifo(p, 0o600) })},
-		{"symlink outside", func(p string) error {
-			// A valid copy of the directory, outside the state dir.
-			parent, err := os.MkdirTemp(outside, "")
-			if err != nil {
-				return err
-			}
-			copyTo := filepath.Join(parent, filepath.Base(p))
-			if err := os.CopyFS(copyTo, os.DirFS(p)); err != nil {
-				return err
-			}
-			if err := os.RemoveAll(p); err != nil {
-				return err
-			}
-			return os.Symlink(copyTo, p)
-		}},
-		{"dangling symlink", replace(func(p string) error { return os.Symlink(filepath.Join(outside, "gone"), p) })},
-		{"100 MB file", replace(func(p string) error {
-			if err := os.WriteFile(p, nil, 0o600); err != nil {
-				return err
-			}
-			return os.Truncate(p, 100<<20)
-		})},
-		{"mode 000", func(p string) error { return os.Chmod(p, 0) }},
-	}
-}
 
 // damageCase is one damage to one state file or directory.
 type damageCase struct {
 	target string // the file's or directory's name in the fixture
 	rel    string // its path in the state dir
 	dir    bool
-	damage damage
+	damage damage.Damage
 }
 
 // damageOutcome is what a start on a damaged state dir must do.
@@ -394,7 +268,7 @@ type damageOutcome struct {
 // harmless damages leave a file the process reads as it was (mode 000 as
 // root), or change nothing it reads.
 func harmless(c damageCase) bool {
-	switch c.damage.name {
+	switch c.damage.Name {
 	case "mode 000":
 		return os.Geteuid() == 0
 	case "foreign entry":
@@ -451,14 +325,14 @@ func wantAfterDamage(c damageCase, reachable bool) damageOutcome {
 	}
 	if !c.dir {
 		switch {
-		case c.damage.name == "missing":
+		case c.damage.Name == "missing":
 			o.reported = read && (c.target == "current" || c.target == "last-known-good")
 		default:
 			o.quarantined, o.reported = read, read
 		}
 		return o
 	}
-	switch c.damage.name {
+	switch c.damage.Name {
 	case "missing":
 	case "emptied":
 		// The pointers are gone: each is a missing pointer.
@@ -478,7 +352,7 @@ func wantAfterDamage(c damageCase, reachable bool) damageOutcome {
 
 // TestDamageMatrix starts the real binary once on each damaged state dir:
 // each state file and each sub-directory of the state dir a real run of
-// the binary left, broken in each way of fileDamages and dirDamages, with
+// the binary left, broken in each way of damage.File and damage.Dir, with
 // the directory source reachable (the assignment of the current config
 // intact) and unreachable (--source-dir names a directory that does not
 // exist, as a down API server: Assigned fails with a plain error). Each
@@ -499,7 +373,7 @@ func TestDamageMatrix(t *testing.T) {
 	sort.Strings(names)
 	for _, name := range names {
 		valid := f.tree.files[f.files[name]]
-		for _, d := range fileDamages(t, valid) {
+		for _, d := range damage.File(t, valid, damage.SampleOffsets(len(valid), 6)) {
 			cases = append(cases, damageCase{target: name, rel: f.files[name], damage: d})
 		}
 	}
@@ -509,7 +383,7 @@ func TestDamageMatrix(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		for _, d := range dirDamages(t) {
+		for _, d := range damage.Dir(t) {
 			cases = append(cases, damageCase{target: name, rel: f.dirs[name], dir: true, damage: d})
 		}
 	}
@@ -517,7 +391,7 @@ func TestDamageMatrix(t *testing.T) {
 
 	for _, c := range cases {
 		for _, reachable := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/%s/reachable=%v", c.target, c.damage.name, reachable), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/reachable=%v", c.target, c.damage.Name, reachable), func(t *testing.T) {
 				t.Parallel()
 				runDamageCase(t, bin, f, c, reachable)
 			})
@@ -526,14 +400,14 @@ func TestDamageMatrix(t *testing.T) {
 }
 
 func runDamageCase(t *testing.T, bin string, f *damageFixture, c damageCase, reachable bool) {
-	if c.damage.name == "mode 000" && os.Geteuid() != 0 {
+	if c.damage.Name == "mode 000" && os.Geteuid() != 0 {
 		t.Skip("mode 000: expectations are for root, which still reads the file")
 	}
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	f.tree.write(t, state)
 	path := filepath.Join(state, c.rel)
-	if err := c.damage.apply(path); err != nil {
+	if err := c.damage.Apply(path); err != nil {
 		t.Fatalf("damage: %v", err)
 	}
 	// Let TempDir's cleanup remove what mode 000 keeps it from.
