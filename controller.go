@@ -692,14 +692,14 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 	if err != nil {
 		c.opts.Metrics.IncError(lkg.ProblemSyncFailed.String())
 		logger.Error(err, "Sync failed; config unchanged")
-		c.publish(ctx, syncFailedReport(s.report, err))
+		c.publish(ctx, syncFailedReport(s, err))
 		return nil
 	}
 	v := c.readState(ctx)
 	changed, err := c.adopt(ctx, v, a)
 	if err != nil {
 		logger.Error(err, "Adopting the new assignment; config unchanged")
-		c.publish(ctx, syncFailedReport(s.report, err))
+		c.publish(ctx, syncFailedReport(s, err))
 		return nil
 	}
 	c.opts.Metrics.SetAssigned(a.Source)

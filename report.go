@@ -76,7 +76,13 @@ func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, 
 
 // syncFailedReport is the condition while a live sync fails: Unknown, the
 // cause in the reason, and the running config's message unchanged, since
-// nothing changes.
-func syncFailedReport(running status.Report, cause error) status.Report {
-	return status.Report{Status: corev1.ConditionUnknown, Reason: status.SyncFailedReason(cause), Message: running.Message}
+// nothing changes. When the running decision could not use the remote
+// last-known-good, the reason keeps saying so: the node still runs its local
+// config for that reason.
+func syncFailedReport(s state, cause error) status.Report {
+	reason := status.SyncFailedReason(cause)
+	if u := s.decision.LastKnownGoodUnusable; u != nil {
+		reason = status.WithUnusableLastKnownGood(reason, uidOf(s.lastKnownGood), u)
+	}
+	return status.Report{Status: corev1.ConditionUnknown, Reason: reason, Message: s.report.Message}
 }

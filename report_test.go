@@ -75,3 +75,25 @@ func TestReportFor(t *testing.T) {
 		})
 	}
 }
+
+// A live sync failure changes only the condition's status and reason; when
+// the running decision could not use the remote last-known-good, the reason
+// keeps saying so, in the startup's words.
+func TestSyncFailedReport(t *testing.T) {
+	lkgSrc := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{UID: "lkg-UID", ResourceVersion: "1", KubeletConfigKey: "kubelet"}}
+	running := status.Report{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed, Message: "using current (UID: cur-UID)"}
+	cause := errors.New("connection refused")
+	if got, want := syncFailedReport(state{report: running}, cause), (status.Report{
+		Status: corev1.ConditionUnknown, Reason: status.SyncFailedReason(cause), Message: running.Message,
+	}); got != want {
+		t.Errorf("plain: %+v, want %+v", got, want)
+	}
+	unusable := errors.New("failed to load: checksum mismatch")
+	onLocal := status.Report{Status: corev1.ConditionUnknown, Message: "using last-known-good (init)"}
+	got := syncFailedReport(state{report: onLocal, lastKnownGood: lkgSrc, decision: lkg.Decision{LastKnownGoodUnusable: unusable}}, cause)
+	want := status.Report{Status: corev1.ConditionUnknown, Message: onLocal.Message,
+		Reason: status.WithUnusableLastKnownGood(status.SyncFailedReason(cause), "lkg-UID", unusable)}
+	if got != want {
+		t.Errorf("with an unusable last-known-good: %+v, want %+v", got, want)
+	}
+}
