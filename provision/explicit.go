@@ -7,13 +7,12 @@ import (
 	"errors"
 	"reflect"
 	"sort"
-	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynconfig/dynconfig/internal/jsonfields"
 	"github.com/dynconfig/dynconfig/merge"
 )
 
@@ -71,7 +70,7 @@ func walkNulls(v any, t reflect.Type, path *field.Path, out *[]merge.Problem) {
 		if !ok {
 			return
 		}
-		fields := jsonFields(t)
+		fields := jsonfields.Of(t)
 		for _, k := range sortedKeys(obj) {
 			f, ok := fields[k]
 			if !ok || obj[k] == nil {
@@ -120,51 +119,6 @@ func childPath(path *field.Path, name string) *field.Path {
 func customJSON(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
 	return pt.Implements(reflect.TypeFor[json.Unmarshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
-}
-
-// jsonFields maps the JSON names of a struct's fields to their types, with
-// the fields of embedded structs without a name (TypeMeta) inlined, as
-// encoding/json does.
-var jsonFieldsCache sync.Map // reflect.Type -> map[string]reflect.Type
-
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	if m, ok := jsonFieldsCache.Load(t); ok {
-		return m.(map[string]reflect.Type)
-	}
-	m := map[string]reflect.Type{}
-	addJSONFields(t, m)
-	jsonFieldsCache.Store(t, m)
-	return m
-}
-
-func addJSONFields(t reflect.Type, m map[string]reflect.Type) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				addJSONFields(ft, m)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if _, dup := m[name]; !dup {
-			m[name] = f.Type
-		}
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -232,7 +186,7 @@ func valueNulls(f Field) []merge.Problem {
 		}
 		switch {
 		case t.Kind() == reflect.Struct && !customJSON(t):
-			ft, ok := jsonFields(t)[seg]
+			ft, ok := jsonfields.Of(t)[seg]
 			if !ok {
 				return nil
 			}

@@ -14,6 +14,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/internal/jsonfields"
 )
 
 // Target is kubeadm's patch target for the kubelet's configuration file.
@@ -233,7 +235,7 @@ func dropNulls(v any, t reflect.Type, path *field.Path, errs *[]error) bool {
 		if !ok || len(obj) == 0 {
 			return false // an explicitly empty object stays
 		}
-		fields := jsonFields(t)
+		fields := jsonfields.Of(t)
 		for _, k := range sortedKeys(obj) {
 			if obj[k] == nil {
 				delete(obj, k)
@@ -335,44 +337,6 @@ func customJSON(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
 	return pt.Implements(reflect.TypeFor[json.Unmarshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) ||
 		pt.Implements(reflect.TypeFor[json.Marshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextMarshaler]())
-}
-
-// jsonFields maps the JSON names of a struct's fields to their types, with
-// embedded structs without a name (TypeMeta) inlined, as encoding/json does.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	m := map[string]reflect.Type{}
-	addJSONFields(t, m)
-	return m
-}
-
-func addJSONFields(t reflect.Type, m map[string]reflect.Type) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				addJSONFields(ft, m)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if _, dup := m[name]; !dup {
-			m[name] = f.Type
-		}
-	}
 }
 
 func childPath(path *field.Path, name string) *field.Path {
