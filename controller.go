@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -339,7 +338,7 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		}),
 	}
 	if _, mark, ok := v.marks.Lookup(cur); ok {
-		in.CurrentBad = &lkg.Entry{Time: mark.Time, Reason: mark.Reason, CrashLoop: isCrashLoopMark(mark)}
+		in.CurrentBad = &lkg.Entry{Time: mark.Time, Reason: mark.Reason, CrashLoop: mark.IsCrashLoop()}
 		in.LastKnownGoodCrashLooping = crashloop.CrashLooping(crashloop.Input{
 			Startups: v.startups, Since: mark.Time, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
 		})
@@ -400,15 +399,6 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 	default:
 		return d, lkgCfg, nil
 	}
-}
-
-// isCrashLoopMark tells a crash-loop mark from the certain ones; marks of
-// older versions carry no problem and are told by their reason.
-func isCrashLoopMark(m checkpoint.BadMark) bool {
-	if m.Problem != "" {
-		return m.Problem == lkg.ProblemCrashLoop.String()
-	}
-	return strings.HasPrefix(m.Reason, "crash loop detected")
 }
 
 // apply carries out a decision's side effects on the state dir. A failed

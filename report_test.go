@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/lkg"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -95,5 +96,12 @@ func TestSyncFailedReport(t *testing.T) {
 		Reason: status.WithUnusableLastKnownGood(status.SyncFailedReason(cause), "lkg-UID", unusable)}
 	if got != want {
 		t.Errorf("with an unusable last-known-good: %+v, want %+v", got, want)
+	}
+}
+
+// The bad marks checkpoint writes name their problem with lkg's names.
+func TestCrashLoopProblemName(t *testing.T) {
+	if got := lkg.ProblemCrashLoop.String(); got != checkpoint.CrashLoopProblem {
+		t.Fatalf("lkg.ProblemCrashLoop is %q, checkpoint.CrashLoopProblem %q", got, checkpoint.CrashLoopProblem)
 	}
 }

@@ -45,6 +45,21 @@ type BadMark struct {
 	Problem string `json:"problem,omitempty"`
 }
 
+// CrashLoopProblem is the Problem of a crash-loop mark (the name of
+// lkg.ProblemCrashLoop).
+const CrashLoopProblem = "CrashLoop"
+
+// IsCrashLoop tells a crash-loop mark (the imperfect signal, which a repair
+// of the node and forget-bad can fix) from the certain ones: by its
+// Problem, or, for marks of older versions that carry none, by the reason
+// they reported ("crash loop detected with current ...").
+func (m BadMark) IsCrashLoop() bool {
+	if m.Problem != "" {
+		return m.Problem == CrashLoopProblem
+	}
+	return strings.HasPrefix(m.Reason, "crash loop detected")
+}
+
 // BadMarks maps a config's mark key (MarkKey) to its mark.
 type BadMarks map[string]BadMark
 

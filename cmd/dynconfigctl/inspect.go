@@ -18,7 +18,6 @@ import (
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/crashloop"
-	"github.com/dynconfig/dynconfig/lkg"
 )
 
 // inspectOptions are the arguments of inspect.
@@ -404,7 +403,7 @@ func trackingFor(snap *checkpoint.Snapshot, t checkpoint.TrackingState, trial co
 		de := &deadEndReport{
 			MarkKey: key, Reason: mark.Reason, Problem: mark.Problem, MarkedAt: mark.Time.UTC(),
 			CrashRestartsSinceMark: crashloop.CrashRestarts(t.Startups, mark.Time),
-			ForgetBadRepairs:       isCrashLoopMark(mark),
+			ForgetBadRepairs:       mark.IsCrashLoop(),
 		}
 		if de.ForgetBadRepairs {
 			de.Repair = fmt.Sprintf("dynconfigctl forget-bad %s %s --component-version %s", snap.Dir, key, t.ComponentVersion)
@@ -412,16 +411,6 @@ func trackingFor(snap *checkpoint.Snapshot, t checkpoint.TrackingState, trial co
 		r.DeadEnd = de
 	}
 	return r
-}
-
-// isCrashLoopMark tells a crash-loop mark from the certain ones, as the
-// component does: by its problem, or, for marks of older versions that
-// carry none, by its reason.
-func isCrashLoopMark(m checkpoint.BadMark) bool {
-	if m.Problem != "" {
-		return m.Problem == lkg.ProblemCrashLoop.String()
-	}
-	return strings.HasPrefix(m.Reason, "crash loop detected")
 }
 
 func hasTrialAnnotation(cm *corev1.ConfigMap) bool {
