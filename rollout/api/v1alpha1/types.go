@@ -1,0 +1,330 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// ConfigRollout rolls one ConfigMap out to a component on a set of nodes,
+// step by step: it assigns the ConfigMap to a few nodes at a time, waits for
+// each node's component to report it promoted, halts when too many nodes
+// fail, and puts the nodes it changed back on their previous source when
+// told to.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cro,categories=dynconfig
+// +kubebuilder:printcolumn:name="ConfigMap",type=string,JSONPath=`.spec.configMapName`
+// +kubebuilder:printcolumn:name="Component",type=string,JSONPath=`.spec.component`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Step",type=integer,JSONPath=`.status.currentStep`
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selected`
+// +kubebuilder:printcolumn:name="Promoted",type=integer,JSONPath=`.status.promoted`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ConfigRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what to roll out, where and how fast.
+	Spec ConfigRolloutSpec `json:"spec"`
+	// Status is what the rollout controller observed and did.
+	// +optional
+	Status ConfigRolloutStatus `json:"status,omitempty"`
+}
+
+// ConfigRolloutList is a list of ConfigRollouts.
+//
+// +kubebuilder:object:root=true
+type ConfigRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the rollouts.
+	Items []ConfigRollout `json:"items"`
+}
+
+// ConfigRolloutSpec says what to roll out, to which nodes and how fast.
+// What it rolls out (component, configMapName, payloadKey, nodeSelector,
+// steps) cannot change once created; a new rollout is a new object.
+//
+// +kubebuilder:validation:XValidation:rule="self.component == oldSelf.component && self.configMapName == oldSelf.configMapName",message="component and configMapName are immutable: create a new ConfigRollout"
+// +kubebuilder:validation:XValidation:rule="has(self.payloadKey) == has(oldSelf.payloadKey) && (!has(self.payloadKey) || self.payloadKey == oldSelf.payloadKey)",message="payloadKey is immutable: create a new ConfigRollout"
+// +kubebuilder:validation:XValidation:rule="self.steps == oldSelf.steps",message="steps are immutable: create a new ConfigRollout"
+// +kubebuilder:validation:XValidation:rule="has(self.nodeSelector) == has(oldSelf.nodeSelector) && (!has(self.nodeSelector) || self.nodeSelector == oldSelf.nodeSelector)",message="nodeSelector is immutable: create a new ConfigRollout"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.abort) || !oldSelf.abort || (has(self.abort) && self.abort)",message="abort cannot be undone"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.undo) || !oldSelf.undo || (has(self.undo) && self.undo)",message="undo cannot be undone"
+type ConfigRolloutSpec struct {
+	// Component is the name of the component whose config this rolls out
+	// ("kubelet", "kube-proxy", ...): it selects the Node annotations the
+	// rollout writes (the assignment) and reads (the component's status).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=49
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:default=kubelet
+	// +optional
+	Component string `json:"component,omitempty"`
+	// ConfigMapName is the ConfigMap, in the rollout's namespace, to roll
+	// out. It must not be edited while the rollout is active: an edit
+	// halts the rollout.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMapName string `json:"configMapName"`
+	// PayloadKey is the ConfigMap data key that holds the config. Default:
+	// the component's key ("kubelet" for the kubelet, "config.conf" for
+	// kube-proxy, the component's name otherwise).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PayloadKey string `json:"payloadKey,omitempty"`
+	// NodeSelector selects the nodes to roll out to. Empty or absent
+	// selects every node.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// Steps are the stages of the rollout, in order. A step either sets
+	// the cumulative number (or percentage, rounded up) of the selected
+	// nodes that must run the config before the next step, or pauses. A
+	// rollout whose last node step is below 100% ends there; the rest of
+	// the nodes are not touched.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Steps []RolloutStep `json:"steps"`
+	// MaxUnavailable is how many nodes (a number, or a percentage of the
+	// selected nodes, rounded down but at least 1) may be in trial at
+	// once. Default: 1.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^[0-9]+%$') && int(self.replace('%', '')) > 0 && int(self.replace('%', '')) <= 100 : self >= 1",message="must be a positive number or a percentage in (0%, 100%]"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// MaxFailures is how many nodes may fail before the rollout halts: it
+	// halts when the failure count reaches MaxFailures+1. Default 0: the
+	// first failure halts it.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxFailures int32 `json:"maxFailures,omitempty"`
+	// ProgressDeadlineSeconds is how long a node may take, after it is
+	// assigned the config (or after the trial it reports ends, whichever
+	// is later), to report it promoted before it counts as failed.
+	// Default: 600.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// Paused stops new assignments while true; nodes already assigned are
+	// still followed, and a failure can still halt the rollout.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// ResumedStep releases the pause steps that have no duration: the
+	// rollout waits at such a step (index i) until ResumedStep >= i.
+	// `dynconfigctl rollout resume` sets it to the current step.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ResumedStep *int32 `json:"resumedStep,omitempty"`
+	// RevertOnHalt puts every node this rollout changed back on its
+	// previous source when the rollout halts. Default: true.
+	// +optional
+	RevertOnHalt *bool `json:"revertOnHalt,omitempty"`
+	// Abort stops the rollout for good and keeps what is done: no node is
+	// assigned or reverted. It cannot be set back to false.
+	// +optional
+	Abort bool `json:"abort,omitempty"`
+	// Undo puts every node this rollout changed back on its previous
+	// source (at any phase; an active rollout stops first). It cannot be
+	// set back to false.
+	// +optional
+	Undo bool `json:"undo,omitempty"`
+}
+
+// RolloutStep is one stage of a rollout: exactly one of Nodes and Pause.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.nodes) != has(self.pause)",message="a step sets exactly one of nodes and pause"
+type RolloutStep struct {
+	// Nodes is the cumulative number, or percentage (rounded up), of the
+	// selected nodes that run the config once this step is done.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^[0-9]+%$') && int(self.replace('%', '')) > 0 && int(self.replace('%', '')) <= 100 : self >= 1",message="must be a positive number or a percentage in (0%, 100%]"
+	// +optional
+	Nodes *intstr.IntOrString `json:"nodes,omitempty"`
+	// Pause waits before the next step: for Duration when it is set, else
+	// until the step is resumed (spec.resumedStep).
+	// +optional
+	Pause *RolloutPause `json:"pause,omitempty"`
+}
+
+// RolloutPause is a pause step.
+type RolloutPause struct {
+	// Duration is how long to wait; absent means until resumed.
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+}
+
+// RolloutPhase is where a rollout stands.
+//
+// +kubebuilder:validation:Enum=Pending;Progressing;Paused;Halted;Completed;Reverted;Aborted
+type RolloutPhase string
+
+// The phases of a rollout. Pending, Progressing and Paused are active (the
+// rollout holds its nodes); the others are final, except that Undo still
+// acts on Completed, Halted and Aborted.
+const (
+	// PhasePending: not started yet (its ConfigMap is missing or another
+	// rollout holds some of its nodes; see the conditions).
+	PhasePending RolloutPhase = "Pending"
+	// PhaseProgressing: assigning nodes and waiting for them.
+	PhaseProgressing RolloutPhase = "Progressing"
+	// PhasePaused: spec.paused, or waiting at a pause step.
+	PhasePaused RolloutPhase = "Paused"
+	// PhaseHalted: too many nodes failed, or the ConfigMap was edited.
+	PhaseHalted RolloutPhase = "Halted"
+	// PhaseCompleted: every step is done.
+	PhaseCompleted RolloutPhase = "Completed"
+	// PhaseReverted: undone; every node it changed is back on its
+	// previous source (or being put back, see the node records).
+	PhaseReverted RolloutPhase = "Reverted"
+	// PhaseAborted: stopped by spec.abort; what was done stays.
+	PhaseAborted RolloutPhase = "Aborted"
+)
+
+// Active reports whether a rollout in phase p holds its nodes: one active
+// rollout per node set.
+func (p RolloutPhase) Active() bool {
+	return p == "" || p == PhasePending || p == PhaseProgressing || p == PhasePaused
+}
+
+// NodeState is where one node stands in a rollout.
+//
+// +kubebuilder:validation:Enum=Assigning;Trial;Promoted;Failed;Reverting;Reverted;Gone
+type NodeState string
+
+// The states of a node record.
+const (
+	// NodeAssigning: recorded (with its previous source) before the
+	// assignment is written; becomes Trial once the Node carries it.
+	NodeAssigning NodeState = "Assigning"
+	// NodeTrial: the Node carries the assignment; not yet promoted.
+	NodeTrial NodeState = "Trial"
+	// NodePromoted: the component reports the config promoted.
+	NodePromoted NodeState = "Promoted"
+	// NodeFailed: the component reports the config bad, or made no
+	// progress within the deadline (see Reason).
+	NodeFailed NodeState = "Failed"
+	// NodeReverting: the previous source is to be put back.
+	NodeReverting NodeState = "Reverting"
+	// NodeReverted: the Node carries its previous source again.
+	NodeReverted NodeState = "Reverted"
+	// NodeGone: the Node was deleted.
+	NodeGone NodeState = "Gone"
+)
+
+// ConfigMapRef pins the ConfigMap a rollout started with.
+type ConfigMapRef struct {
+	// UID of the ConfigMap.
+	UID types.UID `json:"uid"`
+	// ResourceVersion of the ConfigMap when the rollout started.
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+// NodeRecord is what a rollout knows about a node it changed: written
+// before the node is changed, so that a revert always knows what to put
+// back.
+type NodeRecord struct {
+	// Name of the Node.
+	Name string `json:"name"`
+	// Previous is the assignment the node had before (what a revert
+	// restores); absent: none (the node ran its local config).
+	// +optional
+	Previous *corev1.NodeConfigSource `json:"previous,omitempty"`
+	// State is where the node stands.
+	State NodeState `json:"state"`
+	// Step is the index of the step that assigned the node.
+	Step int32 `json:"step"`
+	// AssignedAt is when the node was assigned.
+	AssignedAt metav1.Time `json:"assignedAt"`
+	// Reason says why the node failed (its component's error), or why it
+	// was reverted.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// FailedBeforeRevert is true for a Reverting or Reverted node that had
+	// failed, so that the failure count survives the revert.
+	// +optional
+	FailedBeforeRevert bool `json:"failedBeforeRevert,omitempty"`
+}
+
+// HistoryEntry is one thing that happened to a rollout.
+type HistoryEntry struct {
+	// Time it happened.
+	Time metav1.Time `json:"time"`
+	// Reason is a CamelCase word (the Event's reason).
+	Reason string `json:"reason"`
+	// Message says what happened.
+	Message string `json:"message"`
+}
+
+// MaxHistory is how many HistoryEntries a status keeps (the newest).
+const MaxHistory = 32
+
+// The condition types of a rollout.
+const (
+	// ConditionProgressing is True while the rollout assigns nodes or
+	// waits for them.
+	ConditionProgressing = "Progressing"
+	// ConditionHalted is True once the rollout halted.
+	ConditionHalted = "Halted"
+	// ConditionConflict is True while another active rollout holds some
+	// of this one's nodes; the rollout does not start until it ends.
+	ConditionConflict = "Conflict"
+)
+
+// ConfigRolloutStatus is what the rollout controller observed and did.
+type ConfigRolloutStatus struct {
+	// ObservedGeneration is the spec generation this status is for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase is where the rollout stands.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+	// Message says why it stands there.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// CurrentStep is the index of the step in progress (len(steps) once
+	// completed).
+	// +optional
+	CurrentStep int32 `json:"currentStep"`
+	// StepStartedAt is when the current step started (pauses count from
+	// it).
+	// +optional
+	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
+	// ConfigMap is the ConfigMap's identity when the rollout started.
+	// +optional
+	ConfigMap *ConfigMapRef `json:"configMap,omitempty"`
+	// Selected is how many nodes the selector matches.
+	// +optional
+	Selected int32 `json:"selected"`
+	// Assigned is how many nodes the rollout assigned (in any state but
+	// Reverted and Gone).
+	// +optional
+	Assigned int32 `json:"assigned"`
+	// InTrial is how many assigned nodes have not yet promoted or failed.
+	// +optional
+	InTrial int32 `json:"inTrial"`
+	// Promoted is how many nodes report the config promoted.
+	// +optional
+	Promoted int32 `json:"promoted"`
+	// Failed is how many nodes failed (reverted ones included).
+	// +optional
+	Failed int32 `json:"failed"`
+	// Nodes are the records of every node the rollout changed, by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Nodes []NodeRecord `json:"nodes,omitempty"`
+	// Conditions are Progressing, Halted and Conflict.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// History is what happened, oldest first, at most MaxHistory entries.
+	// +optional
+	// +listType=atomic
+	History []HistoryEntry `json:"history,omitempty"`
+}
