@@ -15,7 +15,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
-	"github.com/dynconfig/dynconfig/examples/internal/demo"
+	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -70,7 +70,7 @@ func (n node) assignShared(t *testing.T) {
 // own /configz key.
 type configzResponse struct {
 	KubeProxyConfig *kubeproxyv1alpha1.KubeProxyConfiguration `json:"kubeproxy.config.k8s.io"`
-	ConfigOK        *demo.Condition                           `json:"configOK"`
+	ConfigOK        *app.Condition                           `json:"configOK"`
 }
 
 // getConfigz fetches /configz from addr.
@@ -96,7 +96,7 @@ type proxyView struct {
 	HostnameOverride string
 	BindAddress      string
 	FeatureGates     map[string]bool
-	ConfigOK         demo.Condition
+	ConfigOK         app.Condition
 }
 
 func viewOf(z configzResponse) proxyView {
@@ -126,7 +126,7 @@ func TestReloadsInProcess(t *testing.T) {
 	n.assignShared(t)
 	l := proctest.StartLoop(t, bin, n.Args("--instance-config="+n.File("instance.yaml"), "--feature-gates=Local=true"), nil)
 
-	using := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+	using := app.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}
 	var addr string
 	var pid int
@@ -188,7 +188,7 @@ func TestReloadsInProcess(t *testing.T) {
 	n.put(t, proxyDoc("clusterCIDR: 10.200.0.0/16", "mode: bogus"))
 	expect("version 3 (invalid), rolled back to version 2", proxyView{ClusterCIDR: "10.96.0.0/12", HostnameOverride: "node-a",
 		BindAddress: "10.1.2.3", FeatureGates: map[string]bool{"Local": true, "Shared": true},
-		ConfigOK: demo.Condition{Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(sharedUID),
+		ConfigOK: app.Condition{Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(sharedUID),
 			Message: status.LastKnownGoodMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}})
 
 	n.put(t, proxyDoc("clusterCIDR: 10.100.0.0/16"))
@@ -206,9 +206,9 @@ func TestReloadsInProcess(t *testing.T) {
 // shared config) < drop-ins < instance file < flags.
 func TestLayersAndFlags(t *testing.T) {
 	bin := testBinary.Build(t)
-	sharedOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+	sharedOK := app.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalInit)}
-	localOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
+	localOK := app.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
 		Message: status.CurrentMessage(status.Ref{}, status.LocalInit)}
 	for _, tc := range []struct {
 		name   string
