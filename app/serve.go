@@ -51,7 +51,7 @@ func (o *jsonObject) DeepCopyObject() runtime.Object {
 	return &c
 }
 func (o *jsonObject) SetGroupVersionKind(gvk schema.GroupVersionKind) { o.gvk = gvk }
-func (o *jsonObject) GroupVersionKind() schema.GroupVersionKind      { return o.gvk }
+func (o *jsonObject) GroupVersionKind() schema.GroupVersionKind       { return o.gvk }
 
 // MarshalJSON encodes the value.
 func (o *jsonObject) MarshalJSON() ([]byte, error) { return json.Marshal(o.value) }

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 
+	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
-	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -70,7 +70,7 @@ func (n node) assignShared(t *testing.T) {
 // own /configz key.
 type configzResponse struct {
 	KubeProxyConfig *kubeproxyv1alpha1.KubeProxyConfiguration `json:"kubeproxy.config.k8s.io"`
-	ConfigOK        *app.Condition                           `json:"configOK"`
+	ConfigOK        *app.Condition                            `json:"configOK"`
 }
 
 // getConfigz fetches /configz from addr.
