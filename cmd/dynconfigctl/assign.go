@@ -14,74 +14,125 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
 )
 
 // configSourceAnnotation is the Node annotation that assigns a config: a JSON
 // NodeConfigSource, as the Node source reads it.
 const configSourceAnnotation = source.AnnotationKey
 
-// defaultPayloadKey is the kubelet profile's payload key, the default of
-// --key.
-const defaultPayloadKey = "kubelet"
-
 // assignOptions are the arguments of assign.
 type assignOptions struct {
-	node       string
-	configMap  string // NS/NAME
-	key        string
-	kubeconfig string
-	clear      bool
-	timeout    time.Duration
+	node string
+	// configMap is NAMESPACE/NAME, or NAME in the namespace of the client
+	// flags (resolveConfigMap).
+	configMap string
+	key       string
+	// component names the assignment annotation (source.AnnotationKeyFor);
+	// "" is the kubelet.
+	component string
+	clear     bool
+	timeout   time.Duration
 }
 
+// annotation is the Node annotation that assigns the component's config.
+func (o assignOptions) annotation() string { return source.AnnotationKeyFor(o.component) }
+
 func newAssignCommand(stdout io.Writer, d deps) *cobra.Command {
-	o := assignOptions{key: defaultPayloadKey}
+	o := assignOptions{component: status.KubeletComponent}
+	var clientFlags *genericclioptions.ConfigFlags
 	cmd := &cobra.Command{
-		Use:   "assign --node N (--configmap NS/NAME [--key K] | --clear)",
+		Use:   "assign --node N (--configmap [NAMESPACE/]NAME [--key K] | --clear) [--component C]",
 		Short: "Assign a ConfigMap to a node, or clear its assignment",
-		Long: `assign looks up the ConfigMap NS/NAME, checks that it holds the payload key,
-and sets the node's ` + configSourceAnnotation + ` annotation to the
-NodeConfigSource that names it by namespace, name and UID. The component on the
-node checkpoints it, restarts on it, and reports the outcome in its ConfigOK
-condition.
+		Long: `assign looks up the ConfigMap, checks that it holds the payload key and that
+the component would accept the assignment, and sets the node's assignment
+annotation for the component (` + configSourceAnnotation + ` for the kubelet,
+` + configSourceAnnotation + `.<component> for any other) to the
+NodeConfigSource that names it by namespace, name and UID. The component on
+the node checkpoints it, restarts on it, and reports the outcome in its
+condition (ConfigOK for the kubelet; see 'dynconfigctl status').
+
+A --configmap without a namespace is looked up in the namespace of the client
+flags (--namespace, else the kubeconfig context's). --key defaults to the
+component's payload key ("kubelet" for the kubelet, "config.conf" for
+kube-proxy); any other component needs --key.
 
 Roll out a change as a new ConfigMap and assign it; do not edit an assigned
-ConfigMap in place. --clear removes the annotation (and a legacy
-spec.configSource, which the node would otherwise fall back to): the node goes back to its
-local config.`,
+ConfigMap in place. --clear removes the annotation (and, for the kubelet, a
+legacy spec.configSource, which the node would otherwise fall back to): the
+node goes back to its local config.
+
+Exit status: 0 when the node is assigned (or already was), 1 on an error
+(node or ConfigMap not found, missing key, API error), 2 on a usage error.`,
+		Example: `  # Assign the kubelet of node-1 the ConfigMap kube-system/kubelet-v2.
+  dynconfigctl assign --node node-1 --configmap kube-system/kubelet-v2
+
+  # Assign kube-proxy on node-1, in the namespace of the current context.
+  dynconfigctl assign --node node-1 --component kube-proxy --configmap kube-proxy-v2
+
+  # Go back to the local config, with another kubeconfig context.
+  dynconfigctl assign --node node-1 --clear --context prod`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.complete(cmd.Flags().Changed("key")); err != nil {
+				return err
+			}
 			if err := o.validate(cmd.Flags().Changed("key")); err != nil {
 				return err
 			}
-			client, err := d.newClient(o.kubeconfig)
+			c, err := d.newClient(clientFlags)
 			if err != nil {
 				return err
 			}
+			if !o.clear {
+				o.configMap = resolveConfigMap(o.configMap, c.namespace)
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			return runAssign(ctx, stdout, client, o)
+			return runAssign(ctx, stdout, c.client, o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.node, "node", "", "the node to assign to (required)")
-	f.StringVar(&o.configMap, "configmap", "", "the ConfigMap to assign, as NAMESPACE/NAME")
-	f.StringVar(&o.key, "key", o.key, "the ConfigMap data key that holds the config")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringVar(&o.configMap, "configmap", "", "the ConfigMap to assign, as NAMESPACE/NAME, or NAME in the namespace of --namespace")
+	f.StringVar(&o.key, "key", "", "the ConfigMap data key that holds the config (default: the component's payload key)")
+	f.StringVar(&o.component, "component", o.component, "the component whose assignment to set (kubelet, kube-proxy, or a third-party component's name)")
 	f.BoolVar(&o.clear, "clear", false, "remove the node's assignment (the node runs its local config)")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the API server")
+	clientFlags = addClientFlags(cmd)
 	return cmd
+}
+
+// complete fills in the default of --key from --component; keyChanged is
+// whether --key was given.
+func (o *assignOptions) complete(keyChanged bool) error {
+	if keyChanged || o.clear {
+		return nil
+	}
+	if p, ok := lookupProfile(o.component); ok {
+		o.key = p.payloadKey
+		return nil
+	}
+	if err := status.ValidateComponentName(o.component); err != nil {
+		return &usageError{err: fmt.Errorf("--component: %w", err)}
+	}
+	return usagef("--key is required for component %q: dynconfigctl knows the payload key of %s only", o.component, knownComponents())
 }
 
 // validate checks the flags; keyChanged is whether --key was given.
 func (o assignOptions) validate(keyChanged bool) error {
 	if o.node == "" {
 		return usagef("--node is required")
+	}
+	if o.component != "" {
+		if err := status.ValidateComponentName(o.component); err != nil {
+			return &usageError{err: fmt.Errorf("--component: %w", err)}
+		}
 	}
 	switch {
 	case o.clear && o.configMap != "":
@@ -92,7 +143,7 @@ func (o assignOptions) validate(keyChanged bool) error {
 		return usagef("one of --configmap or --clear is required")
 	}
 	if !o.clear {
-		if _, _, err := parseNamespacedName(o.configMap); err != nil {
+		if err := validateConfigMapFlag(o.configMap); err != nil {
 			return err
 		}
 		if o.key == "" {
@@ -109,30 +160,42 @@ func (o assignOptions) validate(keyChanged bool) error {
 func parseNamespacedName(s string) (namespace, name string, err error) {
 	namespace, name, ok := strings.Cut(s, "/")
 	if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
-		return "", "", usagef("--configmap %q: want NAMESPACE/NAME", s)
+		return "", "", usagef("--configmap %q: want NAMESPACE/NAME or NAME", s)
 	}
 	return namespace, name, nil
 }
 
-// newClientFromKubeconfig builds a clientset with clientcmd's loading rules:
-// an explicit path if given, else $KUBECONFIG, ~/.kube/config, or the
-// in-cluster config.
-func newClientFromKubeconfig(kubeconfig string) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		if kubeconfig != "" {
-			return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+// validateConfigMapFlag checks --configmap: NAME or NAMESPACE/NAME, the
+// namespace a DNS label and the name a DNS subdomain, as the API server
+// requires.
+func validateConfigMapFlag(s string) error {
+	namespace, name := "", s
+	if strings.Contains(s, "/") {
+		var err error
+		if namespace, name, err = parseNamespacedName(s); err != nil {
+			return err
 		}
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	cfg = rest.AddUserAgent(cfg, "dynconfigctl")
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create API client: %w", err)
+	if name == "" {
+		return usagef("--configmap must not be empty")
 	}
-	return client, nil
+	if namespace != "" {
+		if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+			return usagef("--configmap %q: namespace %q: %s", s, namespace, strings.Join(msgs, "; "))
+		}
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return usagef("--configmap %q: name %q: %s", s, name, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// resolveConfigMap qualifies a --configmap NAME with the client's namespace.
+func resolveConfigMap(s, namespace string) string {
+	if strings.Contains(s, "/") {
+		return s
+	}
+	return namespace + "/" + s
 }
 
 // assignmentJSON is the annotation value for src.
@@ -146,10 +209,10 @@ func assignmentJSON(src *corev1.NodeConfigSource) (string, error) {
 
 // annotationPatch is a JSON merge patch that sets the annotation to value,
 // or removes it when value is nil.
-func annotationPatch(value *string) ([]byte, error) {
+func annotationPatch(key string, value *string) ([]byte, error) {
 	return json.Marshal(map[string]any{
 		"metadata": map[string]any{
-			"annotations": map[string]*string{configSourceAnnotation: value},
+			"annotations": map[string]*string{key: value},
 		},
 	})
 }
@@ -164,7 +227,8 @@ func runAssign(ctx context.Context, w io.Writer, client kubernetes.Interface, o 
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", o.node, err)
 	}
-	previous, had := node.Annotations[configSourceAnnotation]
+	annotation := o.annotation()
+	previous, had := node.Annotations[annotation]
 	was := "not set"
 	if had {
 		was = previous
@@ -174,17 +238,21 @@ func runAssign(ctx context.Context, w io.Writer, client kubernetes.Interface, o 
 		// A node that still carries the legacy spec.configSource (clusters
 		// before 1.24) would fall back to it once the annotation is gone:
 		// clearing means both.
-		legacy := node.Spec.ConfigSource
+		// spec.configSource was the kubelet's alone.
+		var legacy *corev1.NodeConfigSource
+		if annotation == configSourceAnnotation {
+			legacy = node.Spec.ConfigSource
+		}
 		if !had && legacy == nil {
-			_, err := fmt.Fprintf(w, "node %s: annotation %s is not set; nothing to clear\n", o.node, configSourceAnnotation)
+			_, err := fmt.Fprintf(w, "node %s: annotation %s is not set; nothing to clear\n", o.node, annotation)
 			return err
 		}
-		if err := patchClear(ctx, client, o.node, had, legacy != nil); err != nil {
+		if err := patchClear(ctx, client, o.node, annotation, had, legacy != nil); err != nil {
 			return err
 		}
 		var removed []string
 		if had {
-			removed = append(removed, fmt.Sprintf("annotation %s (was %s)", configSourceAnnotation, was))
+			removed = append(removed, fmt.Sprintf("annotation %s (was %s)", annotation, was))
 		}
 		if legacy != nil {
 			removed = append(removed, fmt.Sprintf("the legacy spec.configSource (was %s)", describeLegacy(legacy)))
@@ -220,33 +288,33 @@ func runAssign(ctx context.Context, w io.Writer, client kubernetes.Interface, o 
 		return err
 	}
 	if had && previous == value {
-		_, err := fmt.Fprintf(w, "node %s: annotation %s is already %s; nothing to change\n", o.node, configSourceAnnotation, value)
+		_, err := fmt.Fprintf(w, "node %s: annotation %s is already %s; nothing to change\n", o.node, annotation, value)
 		return err
 	}
-	if err := patchAnnotation(ctx, client, o.node, &value); err != nil {
+	if err := patchAnnotation(ctx, client, o.node, annotation, &value); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "node %s: set annotation %s=%s (was %s)\n", o.node, configSourceAnnotation, value, was)
+	_, err = fmt.Fprintf(w, "node %s: set annotation %s=%s (was %s)\n", o.node, annotation, value, was)
 	return err
 }
 
-func patchAnnotation(ctx context.Context, client kubernetes.Interface, node string, value *string) error {
-	patch, err := annotationPatch(value)
+func patchAnnotation(ctx context.Context, client kubernetes.Interface, node, key string, value *string) error {
+	patch, err := annotationPatch(key, value)
 	if err != nil {
 		return fmt.Errorf("build patch: %w", err)
 	}
 	if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch annotation %s of node %s: %w", configSourceAnnotation, node, err)
+		return fmt.Errorf("patch annotation %s of node %s: %w", key, node, err)
 	}
 	return nil
 }
 
 // patchClear removes the annotation and, when set, spec.configSource, in one
 // JSON merge patch.
-func patchClear(ctx context.Context, client kubernetes.Interface, node string, annotation, legacy bool) error {
+func patchClear(ctx context.Context, client kubernetes.Interface, node, key string, annotation, legacy bool) error {
 	p := map[string]any{}
 	if annotation {
-		p["metadata"] = map[string]any{"annotations": map[string]*string{configSourceAnnotation: nil}}
+		p["metadata"] = map[string]any{"annotations": map[string]*string{key: nil}}
 	}
 	if legacy {
 		p["spec"] = map[string]any{"configSource": nil}

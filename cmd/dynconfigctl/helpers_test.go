@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/klog/v2/ktesting"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -40,8 +40,8 @@ func testDeps(t testing.TB, clk *testclock.FakePassiveClock) deps {
 	return deps{
 		clock:  clk,
 		logger: ktesting.NewLogger(t, ktesting.NewConfig()),
-		newClient: func(string) (kubernetes.Interface, error) {
-			return nil, errors.New("this test has no API server")
+		newClient: func(*genericclioptions.ConfigFlags) (apiClient, error) {
+			return apiClient{}, errors.New("this test has no API server")
 		},
 	}
 }

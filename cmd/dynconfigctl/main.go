@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -33,15 +33,15 @@ func main() {
 // deps is what the commands take from the outside world, so that tests can
 // replace it: the clock stamps pointers written by reset, the logger receives
 // what package checkpoint reports, and newClient builds the API client of
-// assign from a kubeconfig path ("" for the default loading rules).
+// the commands that talk to the API server from the kubectl client flags.
 type deps struct {
 	clock     clock.PassiveClock
 	logger    klog.Logger
-	newClient func(kubeconfig string) (kubernetes.Interface, error)
+	newClient func(*genericclioptions.ConfigFlags) (apiClient, error)
 }
 
 func defaultDeps() deps {
-	return deps{clock: clock.RealClock{}, logger: klog.Background(), newClient: newClientFromKubeconfig}
+	return deps{clock: clock.RealClock{}, logger: klog.Background(), newClient: newClientFromFlags}
 }
 
 // usageError is a malformed command line: exit code 2.

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
@@ -51,6 +51,22 @@ func TestRun(t *testing.T) {
 		{name: "assign clear", args: []string{"assign", "--node", "n1", "--clear"}, wantCode: exitOK, wantStdout: "nothing to clear"},
 		{name: "assign without node", args: []string{"assign", "--clear"}, wantCode: exitUsage, wantStderr: "--node is required"},
 		{name: "assign argument", args: []string{"assign", "n1"}, wantCode: exitUsage, wantStderr: `assign takes no arguments, got ["n1"]`},
+		{name: "assign in --namespace", args: []string{"assign", "--node", "n1", "--configmap", "kubelet-b", "-n", "kube-system"}, wantCode: exitOK, wantStdout: `"namespace":"kube-system","name":"kubelet-b"`},
+		{name: "assign in the default namespace", args: []string{"assign", "--node", "n1", "--configmap", "kubelet-b"}, wantCode: exitError, wantStderr: "dynconfigctl: ConfigMap default/kubelet-b not found\n"},
+		{
+			name: "assign kube-proxy's payload key", args: []string{"assign", "--node", "n1", "--configmap", "kube-system/kubelet-b", "--component", "kube-proxy"}, wantCode: exitError,
+			wantStderr: `dynconfigctl: ConfigMap kube-system/kubelet-b has no data key "config.conf" (keys present: kubelet, notes); choose one with --key` + "\n",
+		},
+		{
+			name: "assign kube-proxy", args: []string{"assign", "--node", "n1", "--configmap", "kube-system/kubelet-b", "--component", "kube-proxy", "--key", "kubelet"}, wantCode: exitOK,
+			wantStdout: "node n1: set annotation dynconfig.io/config-source.kube-proxy=",
+		},
+		{
+			name: "assign a third-party component without --key", args: []string{"assign", "--node", "n1", "--configmap", "kube-system/kubelet-b", "--component", "node-agent"}, wantCode: exitUsage,
+			wantStderr: `dynconfigctl: --key is required for component "node-agent": dynconfigctl knows the payload key of kubelet and kube-proxy only` + "\n",
+		},
+		{name: "assign bad component", args: []string{"assign", "--node", "n1", "--clear", "--component", "-x"}, wantCode: exitUsage, wantStderr: `dynconfigctl: --component: component name "-x": a lowercase RFC 1123 label must consist of`},
+		{name: "client flags only where a client is used", args: []string{"inspect", "--kubeconfig", "k", "$STATE"}, wantCode: exitUsage, wantStderr: "dynconfigctl: unknown flag: --kubeconfig\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +79,9 @@ func TestRun(t *testing.T) {
 				&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
 				f.currentCM,
 			)
-			d.newClient = func(string) (kubernetes.Interface, error) { return client, nil }
+			d.newClient = func(f *genericclioptions.ConfigFlags) (apiClient, error) {
+				return apiClient{client: client, namespace: namespaceOf(f)}, nil
+			}
 			var args []string
 			for _, a := range tt.args {
 				args = append(args, strings.ReplaceAll(a, "$STATE", f.dir))
@@ -163,4 +181,13 @@ func FuzzParseNamespacedName(f *testing.F) {
 			t.Errorf("parseNamespacedName(%q) = %q, %q", s, ns, name)
 		}
 	})
+}
+
+// namespaceOf is the namespace a fake client gets from the client flags:
+// --namespace, else "default" (the tests have no kubeconfig).
+func namespaceOf(f *genericclioptions.ConfigFlags) string {
+	if f.Namespace != nil && *f.Namespace != "" {
+		return *f.Namespace
+	}
+	return "default"
 }
