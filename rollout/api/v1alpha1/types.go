@@ -193,7 +193,7 @@ func (p RolloutPhase) Active() bool {
 
 // NodeState is where one node stands in a rollout.
 //
-// +kubebuilder:validation:Enum=Assigning;Trial;Promoted;Failed;Reverting;Reverted;Gone
+// +kubebuilder:validation:Enum=Assigning;Trial;Promoted;Failed;Skipped;Reverting;Reverted;Gone
 type NodeState string
 
 // The states of a node record.
@@ -208,6 +208,9 @@ const (
 	// NodeFailed: the component reports the config bad, or made no
 	// progress within the deadline (see Reason).
 	NodeFailed NodeState = "Failed"
+	// NodeSkipped: never touched, because its assignment annotation does
+	// not decode (so a revert could not restore it); counts as a failure.
+	NodeSkipped NodeState = "Skipped"
 	// NodeReverting: the previous source is to be put back.
 	NodeReverting NodeState = "Reverting"
 	// NodeReverted: the Node carries its previous source again.
@@ -310,7 +313,8 @@ type ConfigRolloutStatus struct {
 	// Promoted is how many nodes report the config promoted.
 	// +optional
 	Promoted int32 `json:"promoted"`
-	// Failed is how many nodes failed (reverted ones included).
+	// Failed is how many nodes failed or were skipped (reverted ones
+	// included).
 	// +optional
 	Failed int32 `json:"failed"`
 	// Nodes are the records of every node the rollout changed, by name.

@@ -1,0 +1,241 @@
+package plan
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+var (
+	modelSeed      = flag.Uint64("model.seed", 0, "run the rollout model with this seed only")
+	modelSequences = flag.Int("model.sequences", 200, "random sequences of the rollout model")
+)
+
+// TestModel drives Plan with random sequences of what a cluster and its
+// operators do, and checks the invariants after every plan:
+//   - never more nodes Assigning or in Trial than maxUnavailable;
+//   - one record per node; a node is assigned (patched with the new
+//     config) at most once unless the write was lost;
+//   - every node whose assignment differs from its start has a record, with
+//     the start assignment as Previous;
+//   - a rollout that is not Progressing or Paused asks no assignment;
+//   - more than maxFailures failures means the rollout is not active.
+//
+// A failure prints its seed: go test -run TestModel -model.seed=N ./rollout/plan
+func TestModel(t *testing.T) {
+	n := *modelSequences
+	if testing.Short() {
+		n = 50
+	}
+	seeds := make([]uint64, 0, n)
+	if *modelSeed != 0 {
+		seeds = append(seeds, *modelSeed)
+	} else {
+		for i := range n {
+			seeds = append(seeds, uint64(i+1))
+		}
+	}
+	for _, seed := range seeds {
+		if !runModel(t, seed) {
+			t.Fatalf("seed %d failed: go test -run TestModel -model.seed=%d ./rollout/plan", seed, seed)
+		}
+	}
+}
+
+func runModel(t *testing.T, seed uint64) (ok bool) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	nodes := 3 + rng.IntN(20)
+	steps := []v1alpha1.RolloutStep{countStep(1)}
+	for range rng.IntN(4) {
+		switch rng.IntN(3) {
+		case 0:
+			steps = append(steps, pauseStep(time.Duration(rng.IntN(3))*time.Minute))
+		case 1:
+			steps = append(steps, countStep(1+rng.IntN(nodes)))
+		default:
+			steps = append(steps, percentStep(fmt.Sprintf("%d%%", 1+rng.IntN(100))))
+		}
+	}
+	steps = append(steps, percentStep("100%"))
+	w := newWorld(t, nodes, steps...)
+	maxU := 1 + rng.IntN(4)
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(int32(maxU)))
+	w.r.Spec.MaxFailures = int32(rng.IntN(3))
+	w.r.Spec.ProgressDeadlineSeconds = ptr.To(int32(60 + rng.IntN(600)))
+	if rng.IntN(3) == 0 {
+		w.r.Spec.RevertOnHalt = ptr.To(false)
+	}
+	start := map[string]*string{}
+	for _, n := range w.nodes {
+		start[n.Name] = n.Assignment
+	}
+	applied := map[string]int{} // assignments that reached the node
+	var log []string
+	defer func() {
+		if !ok {
+			for _, l := range log {
+				t.Log(l)
+			}
+		}
+	}()
+	fail := func(format string, args ...any) bool {
+		t.Errorf("seed %d: "+format, append([]any{seed}, args...)...)
+		return false
+	}
+
+	for range 200 {
+		action := rng.IntN(14)
+		dropWrites := false
+		switch action {
+		case 0, 1, 2: // components promote
+			for _, n := range w.nodes {
+				if w.carriesNew(n) && rng.IntN(2) == 0 {
+					w.promote(n.Name)
+					log = append(log, "promote "+n.Name)
+				}
+			}
+		case 3: // a component fails
+			for _, n := range w.nodes {
+				if w.carriesNew(n) && rng.IntN(4) == 0 {
+					w.fail(n.Name)
+					log = append(log, "fail "+n.Name)
+					break
+				}
+			}
+		case 4:
+			w.now = w.now.Add(time.Duration(rng.IntN(700)) * time.Second)
+			log = append(log, "time "+w.now.Sub(t0).String())
+		case 5:
+			w.r.Spec.Paused = !w.r.Spec.Paused
+			log = append(log, fmt.Sprintf("paused=%v", w.r.Spec.Paused))
+		case 6:
+			if rng.IntN(6) == 0 {
+				w.r.Spec.Abort = true
+				log = append(log, "abort")
+			}
+		case 7:
+			if rng.IntN(6) == 0 {
+				w.r.Spec.Undo = true
+				log = append(log, "undo")
+			}
+		case 8:
+			if rng.IntN(8) == 0 {
+				w.cm = &ConfigMap{UID: cmUID, ResourceVersion: "99", HasKey: true}
+				log = append(log, "edit ConfigMap")
+			}
+		case 9:
+			if len(w.nodes) > 1 && rng.IntN(3) == 0 {
+				i := rng.IntN(len(w.nodes))
+				log = append(log, "delete "+w.nodes[i].Name)
+				w.nodes = append(w.nodes[:i:i], w.nodes[i+1:]...)
+			}
+		case 10:
+			if rng.IntN(3) == 0 {
+				name := fmt.Sprintf("late-%03d", rng.IntN(1000))
+				if _, dup := start[name]; !dup {
+					w.nodes = append(w.nodes, &Node{Name: name, Selected: true, Status: &status.ConfigStatus{Phase: status.PhaseLocal}})
+					start[name] = nil
+					log = append(log, "add "+name)
+				}
+			}
+		case 11:
+			w.r.Spec.ResumedStep = ptr.To(w.r.Status.CurrentStep)
+			log = append(log, "resume")
+		case 12:
+			dropWrites = true
+		}
+		before := map[string]*string{}
+		for _, n := range w.nodes {
+			before[n.Name] = n.Assignment
+		}
+		in := w.input()
+		res := Plan(in)
+		w.r.Status = res.Status
+		w.last = res
+		log = append(log, fmt.Sprintf("plan: phase %s step %d patches %v", res.Status.Phase, res.Status.CurrentStep, res.Patches))
+		st := res.Status
+		if int(st.InTrial) > maxU {
+			return fail("%d in trial, maxUnavailable %d", st.InTrial, maxU)
+		}
+		seen := map[string]bool{}
+		for _, r := range st.Nodes {
+			if seen[r.Name] {
+				return fail("node %s has two records", r.Name)
+			}
+			seen[r.Name] = true
+		}
+		active := st.Phase == v1alpha1.PhaseProgressing || st.Phase == v1alpha1.PhasePaused
+		if st.Failed > w.r.Spec.MaxFailures && active {
+			return fail("%d failures > maxFailures %d, phase %s", st.Failed, w.r.Spec.MaxFailures, st.Phase)
+		}
+		for _, p := range res.Patches {
+			if !p.Revert && !active {
+				return fail("phase %s asks to assign %s", st.Phase, p.Node)
+			}
+			if !p.Revert && !seen[p.Node] {
+				return fail("assignment of %s without a record", p.Node)
+			}
+			if dropWrites {
+				continue
+			}
+			n := w.node(p.Node)
+			n.Assignment = p.Value
+			if !p.Revert && !sameAssignment(before[p.Node], p.Value) {
+				applied[p.Node]++
+				if applied[p.Node] > 1 {
+					return fail("node %s assigned %d times", p.Node, applied[p.Node])
+				}
+			}
+		}
+		if dropWrites {
+			log = append(log, "(writes lost)")
+		}
+		for _, n := range w.nodes {
+			if sameAssignment(n.Assignment, start[n.Name]) {
+				continue
+			}
+			var rec *v1alpha1.NodeRecord
+			for i := range st.Nodes {
+				if st.Nodes[i].Name == n.Name {
+					rec = &st.Nodes[i]
+				}
+			}
+			if rec == nil {
+				return fail("node %s changed without a record", n.Name)
+			}
+			prev, _ := parseAssignment(start[n.Name])
+			if !sameSource(prev, rec.Previous) {
+				return fail("node %s: record's previous %v, started on %v", n.Name, rec.Previous, prev)
+			}
+		}
+		// The components react to reverts.
+		w.settleReverts()
+	}
+	return true
+}
+
+func sameAssignment(a, b *string) bool {
+	sa, oka := parseAssignment(a)
+	sb, okb := parseAssignment(b)
+	if !oka || !okb {
+		return a != nil && b != nil && *a == *b
+	}
+	return sameSource(sa, sb)
+}
+
+func sameSource(a, b *corev1.NodeConfigSource) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return apiequality.Semantic.DeepEqual(a, b)
+}

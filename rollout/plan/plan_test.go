@@ -1,0 +1,658 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+func cmpDiff(a, b any) string { return cmp.Diff(a, b) }
+
+func TestStepTarget(t *testing.T) {
+	for _, tc := range []struct {
+		step     intstr.IntOrString
+		selected int
+		want     int
+	}{
+		{intstr.FromInt32(1), 100, 1},
+		{intstr.FromInt32(5), 3, 3}, // capped at the selected count
+		{intstr.FromString("10%"), 100, 10},
+		{intstr.FromString("10%"), 15, 2}, // 1.5 rounds up
+		{intstr.FromString("1%"), 15, 1},  // a step always moves
+		{intstr.FromString("50%"), 7, 4},
+		{intstr.FromString("100%"), 7, 7},
+		{intstr.FromString("10%"), 0, 0},
+	} {
+		t.Run(tc.step.String()+"/"+string(rune('0'+tc.selected%10)), func(t *testing.T) {
+			got, err := stepTarget(&tc.step, tc.selected)
+			if err != nil || got != tc.want {
+				t.Errorf("stepTarget(%s, %d) = %d, %v; want %d", tc.step.String(), tc.selected, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMaxUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		v        *intstr.IntOrString
+		selected int
+		want     int
+	}{
+		{"default", nil, 100, 1},
+		{"count", ptr.To(intstr.FromInt32(5)), 100, 5},
+		{"percent rounds down", ptr.To(intstr.FromString("15%")), 10, 1},
+		{"percent", ptr.To(intstr.FromString("25%")), 100, 25},
+		{"at least one", ptr.To(intstr.FromString("1%")), 10, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 0)
+			w.r.Spec.MaxUnavailable = tc.v
+			p := &planner{r: w.r}
+			if got := p.maxUnavailable(tc.selected); got != tc.want {
+				t.Errorf("maxUnavailable = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGoodRollout: steps 1, 10%, 50%, 100% over 40 nodes, maxUnavailable 4:
+// each step waits for the previous one's promotions, never more than 4 in
+// trial, each node assigned once with its previous source recorded.
+func TestGoodRollout(t *testing.T) {
+	w := newWorld(t, 40, countStep(1), percentStep("10%"), percentStep("50%"), percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+	var steps []int32
+	var rounds []int
+	for range 100 {
+		w.plan()
+		if got := int(w.r.Status.InTrial); got > 4 {
+			t.Fatalf("%d nodes in trial, maxUnavailable 4", got)
+		}
+		for _, p := range w.assigning() {
+			rec := w.r.Status.Nodes[len(w.r.Status.Nodes)-1]
+			_ = rec
+			if w.patches[p] > 1 {
+				t.Fatalf("node %s patched %d times", p, w.patches[p])
+			}
+		}
+		rounds = append(rounds, len(w.assigning()))
+		steps = append(steps, w.r.Status.CurrentStep)
+		if w.r.Status.Phase != v1alpha1.PhaseProgressing {
+			break
+		}
+		w.promoteAll()
+		w.now = w.now.Add(time.Second)
+	}
+	w.wantPhase(v1alpha1.PhaseCompleted)
+	// 1; 4 (to 4 = 10% of 40); 4,4,4,4 (to 20); 4 x5 (to 40); then done.
+	wantRounds := []int{1, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 0}
+	if diff := cmp.Diff(wantRounds, rounds); diff != "" {
+		t.Errorf("nodes assigned per round (-want +got):\n%s", diff)
+	}
+	if w.r.Status.Promoted != 40 || w.r.Status.Assigned != 40 || w.r.Status.Failed != 0 || w.r.Status.Selected != 40 {
+		t.Errorf("counts: %+v", w.r.Status)
+	}
+	for _, rec := range w.r.Status.Nodes {
+		if w.patches[rec.Name] != 1 {
+			t.Errorf("node %s: %d patches, want 1", rec.Name, w.patches[rec.Name])
+		}
+		odd := rec.Name[len(rec.Name)-1]%2 == 1
+		if odd && !cmp.Equal(rec.Previous, oldSource()) || !odd && rec.Previous != nil {
+			t.Errorf("node %s: previous %v", rec.Name, rec.Previous)
+		}
+	}
+	if len(w.r.Status.Nodes) > 0 && w.r.Status.Nodes[0].Name != "node-000" {
+		t.Errorf("canary %s, want node-000 (by name)", w.r.Status.Nodes[0].Name)
+	}
+	c := meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionProgressing)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Completed" || c.ObservedGeneration != 1 {
+		t.Errorf("Progressing condition %+v", c)
+	}
+}
+
+// TestStepWaitsForPromotion: a node in trial holds the step.
+func TestStepWaitsForPromotion(t *testing.T) {
+	w := newWorld(t, 10, countStep(1), percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(5))
+	w.plan()
+	if got := w.assigning(); !cmp.Equal(got, []string{"node-000"}) {
+		t.Fatalf("canary round assigned %v", got)
+	}
+	for range 3 {
+		w.now = w.now.Add(time.Minute)
+		w.plan()
+		if len(w.last.Patches) != 0 || w.r.Status.CurrentStep != 0 {
+			t.Fatalf("assigned %v at step %d before the canary promoted", w.last.Patches, w.r.Status.CurrentStep)
+		}
+	}
+	// Trial of the new config does not count.
+	w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhaseTrial, Assigned: newSource(), Active: newSource()}
+	w.plan()
+	if len(w.last.Patches) != 0 {
+		t.Fatalf("assigned %v while the canary is in trial", w.last.Patches)
+	}
+	// A promoted status of the old config does not count either.
+	w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: oldSource(), Active: oldSource()}
+	w.plan()
+	if len(w.last.Patches) != 0 {
+		t.Fatalf("assigned %v on a stale promoted status", w.last.Patches)
+	}
+	w.promoteAll()
+	w.plan()
+	if got := len(w.assigning()); got != 5 || w.r.Status.CurrentStep != 1 || !w.hasEvent("StepCompleted") {
+		t.Fatalf("after the canary promoted: %d assigned at step %d, events %v", got, w.r.Status.CurrentStep, w.last.Events)
+	}
+}
+
+// TestCanaryFailureHaltsAndReverts: the canary fails; only it was touched and
+// it is put back on its previous source.
+func TestCanaryFailureHaltsAndReverts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		canary string
+	}{
+		{"previous none", "node-000"},
+		{"previous ConfigMap", "node-001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 10, countStep(1), percentStep("100%"))
+			if tc.canary == "node-001" {
+				// Make node-001 first by name: drop node-000.
+				w.nodes = w.nodes[1:]
+			}
+			w.plan()
+			w.fail(tc.canary)
+			w.plan()
+			w.wantPhase(v1alpha1.PhaseHalted)
+			if got := w.reverting(); !cmp.Equal(got, []string{tc.canary}) || len(w.assigning()) != 0 {
+				t.Fatalf("patches %+v, want a revert of %s only", w.last.Patches, tc.canary)
+			}
+			n := w.node(tc.canary)
+			if tc.canary == "node-000" && n.Assignment != nil {
+				t.Errorf("revert left %s", *n.Assignment)
+			}
+			if tc.canary == "node-001" && !carries(n, oldSource()) {
+				t.Errorf("revert set %v, want the old source", n.Assignment)
+			}
+			if !strings.Contains(w.r.Status.Message, "failed to validate current") {
+				t.Errorf("message %q does not carry the component's reason", w.r.Status.Message)
+			}
+			c := meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionHalted)
+			if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "TooManyFailures" {
+				t.Errorf("Halted condition %+v", c)
+			}
+			w.plan()
+			if got := w.states(); !cmp.Equal(got, map[v1alpha1.NodeState][]string{v1alpha1.NodeReverted: {tc.canary}}) {
+				t.Errorf("states %v", got)
+			}
+			if len(w.last.Patches) != 0 || w.r.Status.Failed != 1 {
+				t.Errorf("after the revert: patches %v, failed %d", w.last.Patches, w.r.Status.Failed)
+			}
+			for _, n := range w.nodes {
+				if n.Name != tc.canary && w.patches[n.Name] != 0 {
+					t.Errorf("node %s was touched", n.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestMaxFailures: maxFailures 2 halts on the third failure, not before,
+// and reverts every node the rollout changed.
+func TestMaxFailures(t *testing.T) {
+	w := newWorld(t, 20, countStep(1), countStep(10))
+	w.r.Spec.MaxFailures = 2
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(9))
+	w.plan()
+	w.promoteAll()
+	w.plan()
+	if got := len(w.assigning()); got != 9 {
+		t.Fatalf("step 1 assigned %d, want 9", got)
+	}
+	w.fail("node-001")
+	w.fail("node-002")
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseProgressing)
+	if w.r.Status.Failed != 2 || len(w.last.Patches) != 0 {
+		t.Fatalf("2 failures: failed %d, patches %v", w.r.Status.Failed, w.last.Patches)
+	}
+	w.fail("node-003")
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseHalted)
+	if len(w.assigning()) != 0 || len(w.reverting()) != 10 {
+		t.Fatalf("halt: %d assignments, %d reverts, want 0 and 10", len(w.assigning()), len(w.reverting()))
+	}
+	w.plan()
+	if got := len(w.states()[v1alpha1.NodeReverted]); got != 10 || w.r.Status.Failed != 3 || w.r.Status.Assigned != 0 {
+		t.Errorf("after the reverts: %d reverted, failed %d, assigned %d", got, w.r.Status.Failed, w.r.Status.Assigned)
+	}
+	// Nothing more, ever.
+	w.settleReverts()
+	w.now = w.now.Add(time.Hour)
+	w.plan()
+	if len(w.last.Patches) != 0 {
+		t.Errorf("a halted rollout patched %v", w.last.Patches)
+	}
+}
+
+// TestHaltWithoutRevertThenUndo: revertOnHalt false keeps the nodes; undo
+// reverts them later.
+func TestHaltWithoutRevertThenUndo(t *testing.T) {
+	w := newWorld(t, 4, countStep(2), countStep(4))
+	w.r.Spec.RevertOnHalt = ptr.To(false)
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	w.plan()
+	w.fail("node-000")
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseHalted)
+	if len(w.last.Patches) != 0 {
+		t.Fatalf("halt without revert patched %v", w.last.Patches)
+	}
+	w.r.Spec.Undo = true
+	w.r.Generation = 2
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseReverted)
+	if got := w.reverting(); !cmp.Equal(got, []string{"node-000", "node-001"}) {
+		t.Fatalf("undo reverted %v", got)
+	}
+	if !w.hasEvent("Undo") || w.r.Status.ObservedGeneration != 2 {
+		t.Errorf("events %v, observedGeneration %d", w.last.Events, w.r.Status.ObservedGeneration)
+	}
+}
+
+func TestUndoCompleted(t *testing.T) {
+	w := newWorld(t, 6, percentStep("50%"), percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+	w.runToEnd(10)
+	w.wantPhase(v1alpha1.PhaseCompleted)
+	w.r.Spec.Undo = true
+	w.plan()
+	if got := len(w.reverting()); got != 6 {
+		t.Fatalf("undo reverted %d nodes, want 6", got)
+	}
+	w.plan()
+	for _, n := range w.nodes {
+		odd := n.Name[len(n.Name)-1]%2 == 1
+		if odd && !carries(n, oldSource()) || !odd && n.Assignment != nil {
+			t.Errorf("node %s carries %v after undo", n.Name, n.Assignment)
+		}
+	}
+	if got := len(w.states()[v1alpha1.NodeReverted]); got != 6 || w.r.Status.Promoted != 0 {
+		t.Errorf("%d reverted, %d promoted", got, w.r.Status.Promoted)
+	}
+}
+
+func TestPauseSteps(t *testing.T) {
+	t.Run("with duration", func(t *testing.T) {
+		w := newWorld(t, 4, countStep(1), pauseStep(10*time.Minute), percentStep("100%"))
+		w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+		w.plan()
+		w.promoteAll()
+		w.now = w.now.Add(time.Minute)
+		w.plan()
+		w.wantPhase(v1alpha1.PhasePaused)
+		if w.last.RequeueAfter != 10*time.Minute || len(w.last.Patches) != 0 || !w.hasEvent("Paused") {
+			t.Fatalf("paused: requeue %v, patches %v, events %v", w.last.RequeueAfter, w.last.Patches, w.last.Events)
+		}
+		w.now = w.now.Add(9 * time.Minute)
+		w.plan()
+		w.wantPhase(v1alpha1.PhasePaused)
+		if w.last.RequeueAfter != time.Minute || len(w.last.Events) != 0 {
+			t.Fatalf("still paused: requeue %v, events %v", w.last.RequeueAfter, w.last.Events)
+		}
+		w.now = w.now.Add(time.Minute)
+		w.plan()
+		w.wantPhase(v1alpha1.PhaseProgressing)
+		if len(w.assigning()) != 3 || !w.hasEvent("Resumed") {
+			t.Fatalf("after the pause: %v, events %v", w.last.Patches, w.last.Events)
+		}
+	})
+	t.Run("until resumed", func(t *testing.T) {
+		w := newWorld(t, 4, countStep(1), pauseStep(0), percentStep("100%"))
+		w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+		w.plan()
+		w.promoteAll()
+		w.plan()
+		w.now = w.now.Add(24 * time.Hour)
+		w.plan()
+		w.wantPhase(v1alpha1.PhasePaused)
+		if w.last.RequeueAfter != 0 || len(w.last.Patches) != 0 || !strings.Contains(w.r.Status.Message, "resume") {
+			t.Fatalf("paused: requeue %v, patches %v, message %q", w.last.RequeueAfter, w.last.Patches, w.r.Status.Message)
+		}
+		w.r.Spec.ResumedStep = ptr.To(int32(0)) // an older pause does not release this one
+		w.plan()
+		w.wantPhase(v1alpha1.PhasePaused)
+		w.r.Spec.ResumedStep = ptr.To(int32(1))
+		w.plan()
+		w.wantPhase(v1alpha1.PhaseProgressing)
+		if len(w.assigning()) != 3 {
+			t.Fatalf("after resume: %v", w.last.Patches)
+		}
+	})
+}
+
+// TestSpecPaused: no new node while paused, but a failure still halts.
+func TestSpecPaused(t *testing.T) {
+	w := newWorld(t, 6, countStep(2), percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	w.plan()
+	w.r.Spec.Paused = true
+	w.promoteAll()
+	w.plan()
+	w.wantPhase(v1alpha1.PhasePaused)
+	if len(w.last.Patches) != 0 || !w.hasEvent("Paused") {
+		t.Fatalf("paused: patches %v, events %v", w.last.Patches, w.last.Events)
+	}
+	w.r.Spec.Paused = false
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseProgressing)
+	if got := w.assigning(); !cmp.Equal(got, []string{"node-002", "node-003"}) || !w.hasEvent("Resumed") {
+		t.Fatalf("resumed: %v, events %v", got, w.last.Events)
+	}
+	w.r.Spec.Paused = true
+	w.fail("node-002")
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseHalted)
+	if got := w.reverting(); len(got) != 4 {
+		t.Fatalf("a failure while paused reverted %v, want 4 nodes", got)
+	}
+}
+
+func TestAbort(t *testing.T) {
+	w := newWorld(t, 6, countStep(2), percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	w.plan()
+	w.promoteAll()
+	w.r.Spec.Abort = true
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseAborted)
+	if len(w.last.Patches) != 0 || !w.hasEvent("Aborted") {
+		t.Fatalf("abort: patches %v, events %v", w.last.Patches, w.last.Events)
+	}
+	if got := w.states(); !cmp.Equal(got, map[v1alpha1.NodeState][]string{v1alpha1.NodePromoted: {"node-000", "node-001"}}) {
+		t.Errorf("aborted states %v: what was done stays", got)
+	}
+	w.now = w.now.Add(time.Hour)
+	w.plan()
+	if len(w.last.Patches) != 0 || len(w.last.Events) != 0 {
+		t.Errorf("an aborted rollout acted: %v %v", w.last.Patches, w.last.Events)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	t.Run("no status", func(t *testing.T) {
+		w := newWorld(t, 3, percentStep("100%"))
+		w.r.Spec.ProgressDeadlineSeconds = ptr.To(int32(60))
+		w.r.Spec.MaxFailures = 5
+		w.plan()
+		if w.last.RequeueAfter != time.Minute {
+			t.Fatalf("requeue %v, want the deadline", w.last.RequeueAfter)
+		}
+		w.now = w.now.Add(59 * time.Second)
+		w.plan()
+		if w.r.Status.Failed != 0 {
+			t.Fatalf("failed before the deadline")
+		}
+		w.now = w.now.Add(time.Second)
+		w.plan()
+		if w.r.Status.Failed != 1 || !strings.Contains(w.r.Status.Nodes[0].Reason, "no progress within 1m0s") {
+			t.Fatalf("at the deadline: failed %d, %+v", w.r.Status.Failed, w.r.Status.Nodes[0])
+		}
+	})
+	t.Run("trial extends it", func(t *testing.T) {
+		w := newWorld(t, 3, percentStep("100%"))
+		w.r.Spec.ProgressDeadlineSeconds = ptr.To(int32(60))
+		w.plan()
+		ends := metav1.NewTime(t0.Add(10 * time.Minute))
+		w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhaseTrial, Assigned: newSource(), Active: newSource(), TrialEnds: &ends}
+		w.now = t0.Add(10*time.Minute + 59*time.Second)
+		w.plan()
+		w.wantPhase(v1alpha1.PhaseProgressing)
+		if w.last.RequeueAfter != time.Second {
+			t.Fatalf("requeue %v, want 1s", w.last.RequeueAfter)
+		}
+		w.now = w.now.Add(time.Second)
+		w.plan()
+		w.wantPhase(v1alpha1.PhaseHalted)
+		if !strings.Contains(w.r.Status.Message, "phase Trial") {
+			t.Errorf("message %q", w.r.Status.Message)
+		}
+	})
+}
+
+func TestConfigMapChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cm   *ConfigMap
+		want []string
+	}{
+		{"edited", &ConfigMap{UID: cmUID, ResourceVersion: "11", HasKey: true}, []string{"edited", "resourceVersion 10, now 11", "new ConfigMap"}},
+		{"replaced", &ConfigMap{UID: "other", ResourceVersion: "12", HasKey: true}, []string{"replaced", "UID cm-uid-1, now other"}},
+		{"deleted", nil, []string{"deleted"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 3, countStep(1), percentStep("100%"))
+			w.plan()
+			w.cm = tc.cm
+			w.plan()
+			w.wantPhase(v1alpha1.PhaseHalted)
+			for _, s := range tc.want {
+				if !strings.Contains(w.r.Status.Message, s) {
+					t.Errorf("message %q lacks %q", w.r.Status.Message, s)
+				}
+			}
+			c := meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionHalted)
+			if c == nil || c.Reason != "ConfigMapChanged" {
+				t.Errorf("Halted condition %+v", c)
+			}
+			if got := w.reverting(); !cmp.Equal(got, []string{"node-000"}) {
+				t.Errorf("reverts %v", got)
+			}
+		})
+	}
+}
+
+func TestNotStarted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cm   *ConfigMap
+		want string
+	}{
+		{"no ConfigMap", nil, "does not exist"},
+		{"no key", &ConfigMap{UID: cmUID, ResourceVersion: "1"}, `hold key "kubelet"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 3, percentStep("100%"))
+			w.cm = tc.cm
+			w.plan()
+			w.wantPhase(v1alpha1.PhasePending)
+			if len(w.last.Patches) != 0 || !strings.Contains(w.r.Status.Message, tc.want) || w.r.Status.ConfigMap != nil {
+				t.Fatalf("patches %v, message %q", w.last.Patches, w.r.Status.Message)
+			}
+			w.plan()
+			if len(w.last.Events) != 0 {
+				t.Errorf("the same wait recorded again: %v", w.last.Events)
+			}
+		})
+	}
+}
+
+func TestConflict(t *testing.T) {
+	older, newer := t0.Add(-time.Hour), t0.Add(time.Hour)
+	all := map[string]bool{"node-000": true, "node-001": true, "node-002": true}
+	for _, tc := range []struct {
+		name    string
+		other   Other
+		refused bool
+	}{
+		{"started overlapping", Other{Namespace: "x", Name: "a", Created: newer, Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: all}, true},
+		{"older pending overlapping", Other{Namespace: "ns", Name: "a", Created: older, Phase: v1alpha1.PhasePending, Nodes: all}, true},
+		{"same age, name first", Other{Namespace: "ns", Name: "a", Created: t0, Phase: v1alpha1.PhasePending, Nodes: all}, true},
+		{"newer pending", Other{Namespace: "ns", Name: "z", Created: newer, Phase: v1alpha1.PhasePending, Nodes: all}, false},
+		{"disjoint", Other{Namespace: "ns", Name: "a", Created: older, Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: map[string]bool{"node-9": true}}, false},
+		{"other component", Other{Namespace: "ns", Name: "a", Component: "kube-proxy", Created: older, Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: all}, false},
+		{"finished", Other{Namespace: "ns", Name: "a", Created: older, Phase: v1alpha1.PhaseCompleted, Started: true, Nodes: all}, false},
+		{"itself", Other{Namespace: "ns", Name: "ro", Created: t0, Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: all}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 3, percentStep("100%"))
+			w.others = []Other{tc.other}
+			w.plan()
+			c := meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionConflict)
+			if tc.refused {
+				w.wantPhase(v1alpha1.PhasePending)
+				if len(w.last.Patches) != 0 || c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, tc.other.Name) {
+					t.Fatalf("refused: patches %v, condition %+v", w.last.Patches, c)
+				}
+				// Once the other ends, it starts.
+				w.others[0].Phase = v1alpha1.PhaseCompleted
+				w.plan()
+				c = meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionConflict)
+			}
+			w.wantPhase(v1alpha1.PhaseProgressing)
+			if len(w.assigning()) != 1 || c == nil || c.Status != metav1.ConditionFalse {
+				t.Fatalf("not refused: patches %v, condition %+v", w.last.Patches, c)
+			}
+		})
+	}
+}
+
+func TestNodesComeAndGo(t *testing.T) {
+	w := newWorld(t, 4, countStep(2), percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	w.plan()
+	// node-001, in trial, is deleted: it neither blocks nor fails.
+	w.nodes = append(w.nodes[:1], w.nodes[2:]...)
+	w.promoteAll()
+	w.plan()
+	if got := w.states()[v1alpha1.NodeGone]; !cmp.Equal(got, []string{"node-001"}) || w.r.Status.Failed != 0 {
+		t.Fatalf("gone %v, failed %d", got, w.r.Status.Failed)
+	}
+	// A new node joins: the 100% step takes it.
+	w.nodes = append(w.nodes, &Node{Name: "node-new", Selected: true})
+	rounds := w.runToEnd(10)
+	w.wantPhase(v1alpha1.PhaseCompleted)
+	if w.patches["node-new"] != 1 || w.r.Status.Promoted != 4 || w.r.Status.Selected != 4 {
+		t.Errorf("rounds %v, patches %v, status %+v", rounds, w.patches, w.r.Status)
+	}
+	// A node that stops matching the selector is followed, never assigned.
+	w2 := newWorld(t, 3, percentStep("100%"))
+	w2.node("node-000").Selected = false
+	w2.runToEnd(10)
+	if w2.patches["node-000"] != 0 || w2.r.Status.Selected != 2 {
+		t.Errorf("unselected node patched %d times; selected %d", w2.patches["node-000"], w2.r.Status.Selected)
+	}
+}
+
+// TestLostPatch: a patch that did not happen is asked again with the same
+// value; one that happened is not.
+func TestLostPatch(t *testing.T) {
+	w := newWorld(t, 3, percentStep("100%"))
+	w.plan()
+	w.node("node-000").Assignment = nil // the write was lost
+	w.plan()
+	if got := w.assigning(); !cmp.Equal(got, []string{"node-000"}) {
+		t.Fatalf("patches %v, want node-000 again", w.last.Patches)
+	}
+	w.plan()
+	if len(w.last.Patches) != 0 {
+		t.Fatalf("patched again %v once the node carries it", w.last.Patches)
+	}
+}
+
+func TestAnnotationEdgeCases(t *testing.T) {
+	t.Run("undecodable assignment", func(t *testing.T) {
+		w := newWorld(t, 2, percentStep("100%"))
+		bad := "{not json"
+		w.node("node-000").Assignment = &bad
+		w.r.Spec.MaxFailures = 1
+		w.plan()
+		if w.patches["node-000"] != 0 || w.r.Status.Failed != 1 || !strings.Contains(w.r.Status.Nodes[0].Reason, "does not decode") {
+			t.Fatalf("patches %v, status %+v", w.patches, w.r.Status.Nodes)
+		}
+	})
+	t.Run("already assigned", func(t *testing.T) {
+		w := newWorld(t, 2, percentStep("100%"))
+		v := mustJSON(t, Assignment(w.r, cmUID))
+		w.node("node-000").Assignment = &v
+		w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: newSource(), Active: newSource()}
+		w.plan()
+		if w.patches["node-000"] != 0 || w.r.Status.Nodes[0].State != v1alpha1.NodePromoted {
+			t.Fatalf("patches %v, records %+v", w.patches, w.r.Status.Nodes)
+		}
+	})
+	t.Run("changed by someone else", func(t *testing.T) {
+		w := newWorld(t, 2, percentStep("100%"))
+		w.r.Spec.MaxFailures = 1
+		w.plan()
+		w.plan()
+		other := mustJSON(t, oldSource())
+		w.node("node-000").Assignment = &other
+		w.plan()
+		if w.r.Status.Nodes[0].State != v1alpha1.NodeFailed || !strings.Contains(w.r.Status.Nodes[0].Reason, "someone else") {
+			t.Fatalf("records %+v", w.r.Status.Nodes)
+		}
+	})
+}
+
+func TestHistoryBound(t *testing.T) {
+	w := newWorld(t, 3*v1alpha1.MaxHistory, percentStep("100%"))
+	w.r.Spec.MaxFailures = 1000
+	for range 3 * v1alpha1.MaxHistory {
+		w.plan()
+		for _, n := range w.assigning() {
+			w.fail(n)
+		}
+		w.now = w.now.Add(time.Second)
+	}
+	h := w.r.Status.History
+	if len(h) != v1alpha1.MaxHistory {
+		t.Fatalf("history has %d entries, want %d", len(h), v1alpha1.MaxHistory)
+	}
+	if h[len(h)-1].Time.Time != w.now.Add(-time.Second) {
+		t.Errorf("the newest entry is at %v, want %v", h[len(h)-1].Time, w.now.Add(-time.Second))
+	}
+}
+
+func TestPayloadKey(t *testing.T) {
+	for _, tc := range []struct{ component, key, want string }{
+		{"", "", "kubelet"},
+		{"kubelet", "", "kubelet"},
+		{"kube-proxy", "", "config.conf"},
+		{"agent", "", "agent"},
+		{"kubelet", "custom", "custom"},
+	} {
+		if got := PayloadKey(&v1alpha1.ConfigRolloutSpec{Component: tc.component, PayloadKey: tc.key}); got != tc.want {
+			t.Errorf("PayloadKey(%q, %q) = %q, want %q", tc.component, tc.key, got, tc.want)
+		}
+	}
+}
+
+// TestHaltInTheSamePlan: a failure found while picking nodes halts the
+// rollout, and the nodes picked in that plan are not assigned.
+func TestHaltInTheSamePlan(t *testing.T) {
+	w := newWorld(t, 3, percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+	bad := "{not json"
+	w.node("node-001").Assignment = &bad
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseHalted)
+	if len(w.last.Patches) != 0 {
+		t.Fatalf("a halted plan patched %v", w.last.Patches)
+	}
+	if got := w.states(); !cmp.Equal(got, map[v1alpha1.NodeState][]string{
+		v1alpha1.NodeSkipped: {"node-001"}, v1alpha1.NodeReverted: {"node-000", "node-002"},
+	}) {
+		t.Errorf("states %v", got)
+	}
+}

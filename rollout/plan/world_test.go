@@ -1,0 +1,248 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// world is a cluster as Plan sees it: a rollout, its ConfigMap, nodes whose
+// assignment the patches change, and a clock. Tests drive the components
+// by hand (promote, fail).
+type world struct {
+	t      testing.TB
+	r      *v1alpha1.ConfigRollout
+	cm     *ConfigMap
+	nodes  []*Node
+	others []Other
+	now    time.Time
+	// patches counts the patches made per node.
+	patches map[string]int
+	last    Result
+}
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+const cmUID = types.UID("cm-uid-1")
+
+func countStep(n int) v1alpha1.RolloutStep {
+	return v1alpha1.RolloutStep{Nodes: ptr.To(intstr.FromInt32(int32(n)))}
+}
+
+func percentStep(s string) v1alpha1.RolloutStep {
+	return v1alpha1.RolloutStep{Nodes: ptr.To(intstr.FromString(s))}
+}
+
+func pauseStep(d time.Duration) v1alpha1.RolloutStep {
+	if d == 0 {
+		return v1alpha1.RolloutStep{Pause: &v1alpha1.RolloutPause{}}
+	}
+	return v1alpha1.RolloutStep{Pause: &v1alpha1.RolloutPause{Duration: &metav1.Duration{Duration: d}}}
+}
+
+// newWorld has n nodes node-000..., each on previous ConfigMap "old" (odd
+// ones) or on no assignment (even ones), and a rollout of "new".
+func newWorld(t testing.TB, n int, steps ...v1alpha1.RolloutStep) *world {
+	w := &world{
+		t: t,
+		r: &v1alpha1.ConfigRollout{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", Generation: 1, CreationTimestamp: metav1.NewTime(t0)},
+			Spec:       v1alpha1.ConfigRolloutSpec{ConfigMapName: "new", Steps: steps},
+		},
+		cm:      &ConfigMap{UID: cmUID, ResourceVersion: "10", HasKey: true},
+		now:     t0,
+		patches: map[string]int{},
+	}
+	for i := range n {
+		node := &Node{Name: fmt.Sprintf("node-%03d", i), Selected: true}
+		if i%2 == 1 {
+			v := mustJSON(t, oldSource())
+			node.Assignment = &v
+			node.Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: oldSource(), Active: oldSource(), LastKnownGood: oldSource()}
+		} else {
+			node.Status = &status.ConfigStatus{Phase: status.PhaseLocal}
+		}
+		w.nodes = append(w.nodes, node)
+	}
+	return w
+}
+
+func oldSource() *corev1.NodeConfigSource {
+	return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "old", UID: "old-uid", KubeletConfigKey: "kubelet"}}
+}
+
+func newSource() *corev1.NodeConfigSource {
+	return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "new", UID: cmUID, KubeletConfigKey: "kubelet", ResourceVersion: "10"}}
+}
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (w *world) input() Input {
+	nodes := make([]Node, len(w.nodes))
+	for i, n := range w.nodes {
+		nodes[i] = *n
+	}
+	return Input{Rollout: w.r.DeepCopy(), ConfigMap: w.cm, Nodes: nodes, Others: w.others, Now: w.now}
+}
+
+// plan runs Plan, stores the status and makes the patches.
+func (w *world) plan() Result {
+	w.t.Helper()
+	before := w.r.DeepCopy()
+	in := w.input()
+	res := Plan(in)
+	if diff := cmpDiff(before, in.Rollout); diff != "" {
+		w.t.Fatalf("Plan modified its input (-before +after):\n%s", diff)
+	}
+	w.r.Status = res.Status
+	for _, p := range res.Patches {
+		n := w.node(p.Node)
+		if p.Value == nil {
+			n.Assignment = nil
+		} else {
+			v := *p.Value
+			n.Assignment = &v
+		}
+		w.patches[p.Node]++
+	}
+	w.last = res
+	return res
+}
+
+func (w *world) node(name string) *Node {
+	w.t.Helper()
+	for _, n := range w.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	w.t.Fatalf("no node %s", name)
+	return nil
+}
+
+// carriesNew reports whether the node's annotation names the rollout's
+// ConfigMap.
+func (w *world) carriesNew(n *Node) bool {
+	src, ok := parseAssignment(n.Assignment)
+	return ok && src != nil && src.ConfigMap != nil && src.ConfigMap.UID == w.cm.UID
+}
+
+// promoteAll has every node that carries the new assignment report it
+// promoted.
+func (w *world) promoteAll() {
+	for _, n := range w.nodes {
+		if w.carriesNew(n) {
+			n.Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: newSource(), Active: newSource(), LastKnownGood: newSource()}
+		}
+	}
+}
+
+// promote has the node report the new config promoted.
+func (w *world) promote(name string) {
+	n := w.node(name)
+	n.Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: newSource(), Active: newSource(), LastKnownGood: newSource()}
+}
+
+// fail has the node report the new config rolled back.
+func (w *world) fail(name string) {
+	n := w.node(name)
+	n.Status = &status.ConfigStatus{Phase: status.PhaseRolledBack, Assigned: newSource(), Active: oldSource(), LastKnownGood: oldSource(),
+		Error: "failed to validate current (UID: cm-uid-1)"}
+}
+
+// revertedComponents has every node report its assignment's config promoted
+// (after a revert).
+func (w *world) settleReverts() {
+	for _, n := range w.nodes {
+		if !w.carriesNew(n) {
+			src, _ := parseAssignment(n.Assignment)
+			ph := status.PhasePromoted
+			if src == nil {
+				ph = status.PhaseLocal
+			}
+			n.Status = &status.ConfigStatus{Phase: ph, Assigned: src, Active: src}
+		}
+	}
+}
+
+func (w *world) states() map[v1alpha1.NodeState][]string {
+	out := map[v1alpha1.NodeState][]string{}
+	for _, r := range w.r.Status.Nodes {
+		out[r.State] = append(out[r.State], r.Name)
+	}
+	for _, v := range out {
+		slices.Sort(v)
+	}
+	return out
+}
+
+func (w *world) wantPhase(want v1alpha1.RolloutPhase) {
+	w.t.Helper()
+	if got := w.r.Status.Phase; got != want {
+		w.t.Fatalf("phase %s (%s), want %s", got, w.r.Status.Message, want)
+	}
+}
+
+func (w *world) assigning() []string {
+	var out []string
+	for _, p := range w.last.Patches {
+		if !p.Revert {
+			out = append(out, p.Node)
+		}
+	}
+	return out
+}
+
+func (w *world) reverting() []string {
+	var out []string
+	for _, p := range w.last.Patches {
+		if p.Revert {
+			out = append(out, p.Node)
+		}
+	}
+	return out
+}
+
+func (w *world) hasEvent(reason string) bool {
+	for _, e := range w.last.Events {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// runToEnd plans and promotes until the rollout leaves Progressing or
+// limit rounds pass; it returns the number of nodes assigned per round.
+func (w *world) runToEnd(limit int) []int {
+	var rounds []int
+	for range limit {
+		w.plan()
+		rounds = append(rounds, len(w.assigning()))
+		if w.r.Status.Phase != v1alpha1.PhaseProgressing {
+			return rounds
+		}
+		w.promoteAll()
+		w.now = w.now.Add(time.Second)
+	}
+	w.t.Fatalf("still %s after %d rounds", w.r.Status.Phase, limit)
+	return nil
+}
