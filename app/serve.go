@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/configz"
@@ -120,16 +121,24 @@ func (rc ReporterChain) ReportConfigOK(ctx context.Context, r status.Report) err
 	return errors.Join(errs...)
 }
 
-// LogReporter logs every report through the context's logger.
-type LogReporter struct{}
+// LogReporter logs every report through the context's logger, with the
+// condition type as the message ("ConfigOK").
+type LogReporter struct {
+	// ConditionType is the message. Default: status.ConditionType.
+	ConditionType corev1.NodeConditionType
+}
 
 // ReportConfigOK implements dynconfig.Reporter.
-func (LogReporter) ReportConfigOK(ctx context.Context, r status.Report) error {
+func (l LogReporter) ReportConfigOK(ctx context.Context, r status.Report) error {
 	kv := []any{"status", r.Status, "reason", r.Reason, "message", r.Message}
 	if r.Config != nil {
 		kv = append(kv, "phase", r.Config.Phase)
 	}
-	klog.FromContext(ctx).Info("Config condition", kv...)
+	msg := l.ConditionType
+	if msg == "" {
+		msg = status.ConditionType
+	}
+	klog.FromContext(ctx).Info(string(msg), kv...)
 	return nil
 }
 

@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/checkpoint"
-	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/internal/damage"
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
@@ -131,7 +131,7 @@ func prepareDamageFixture(t *testing.T, bin string) *damageFixture {
 	args := n.Args("--config=" + initFile)
 	// start starts the binary and waits until it serves with want in the
 	// status file.
-	start := func(what string, want func(demo.Condition) bool) *proctest.Proc {
+	start := func(what string, want func(app.Condition) bool) *proctest.Proc {
 		t.Helper()
 		p := proctest.Start(t, bin, args, nil)
 		p.WaitServing(t)
@@ -156,11 +156,11 @@ func prepareDamageFixture(t *testing.T, bin string) *damageFixture {
 	}
 
 	n.assign(t, damageInvalid)
-	p := start("the invalid config's validation failure", func(c demo.Condition) bool {
+	p := start("the invalid config's validation failure", func(c app.Condition) bool {
 		return c.Reason == status.ValidateFailedReason(damageInvalid.uid)
 	})
 	restart(p, damageGood)
-	p = start("the good config", func(c demo.Condition) bool {
+	p = start("the good config", func(c app.Condition) bool {
 		return c.Status == corev1.ConditionTrue && c.Message == status.CurrentMessage(status.Ref{UID: damageGood.uid}, status.LocalInit)
 	})
 	proctest.WaitFor(t, "the good config's promotion to last-known-good", func() (bool, string) {
@@ -168,7 +168,7 @@ func prepareDamageFixture(t *testing.T, bin string) *damageFixture {
 		return err == nil && uid == damageGood.uid, fmt.Sprintf("last-known-good %q, err %v", uid, err)
 	}, func() string { return proctest.Tail(p.Stderr(), 10) })
 	restart(p, damageCurrent)
-	p = start("the current config", func(c demo.Condition) bool {
+	p = start("the current config", func(c app.Condition) bool {
 		return c.Status == corev1.ConditionTrue && c.Message == status.CurrentMessage(status.Ref{UID: damageCurrent.uid}, status.LocalInit)
 	})
 	if code := p.Terminate(t); code != 0 {
@@ -455,7 +455,7 @@ func runDamageCase(t *testing.T, bin string, f *damageFixture, c damageCase, rea
 	// running" row: the running config's message, the sync failure as the
 	// reason). Only the startup report says that the last-known-good is
 	// unusable; neither may say so falsely.
-	checkCondition := func(where string, got demo.Condition) {
+	checkCondition := func(where string, got app.Condition) {
 		t.Helper()
 		if got.Status != want.status || got.Message != want.message || !strings.HasPrefix(got.Reason, want.reasonPrefix) ||
 			(strings.Contains(got.Reason, unusableLKGReason) && !want.unusableLKG) {

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
-	"io"
+	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/dynconfig/dynconfig/examples/internal/demo"
+	"github.com/dynconfig/dynconfig/app"
+	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/merge"
 )
 
@@ -15,50 +19,67 @@ import (
 // startups recorded by another version of this program are not trusted.
 const componentVersion = "kubelet-like-v1"
 
-// main runs the command and exits with its code (demo.Execute): 0 when it
-// stopped on a signal or to restart onto a new config, 1 on any error,
-// which is written to stderr as one line.
+// DemoCrashProviderID, as the providerID of the config in use, makes the
+// process exit 1 right after Bootstrap: a demo hook for a config that
+// crashes the component. (A field the kubelet accepts with any value, so
+// only the config's trial can reveal it.)
+const DemoCrashProviderID = "demo://crash-at-startup"
+
+// DemoCrashEnv, set to "1", makes the process exit 1 right after Bootstrap
+// whatever its config: a demo hook for a crash that is not the config's
+// fault.
+const DemoCrashEnv = "DYNCONFIG_DEMO_CRASH"
+
+// errDemoCrash is the deliberate startup failure of the demo hooks.
+var errDemoCrash = errors.New("demo hook: crashing at startup")
+
+// main runs the command and exits with its code (app.Execute): 0 when it
+// stopped on a signal or to restart onto a new config, 1 on any error, 2
+// on a wrong command line.
 func main() {
-	demo.Main(newCommand)
+	app.Main(newCommand())
 }
 
-// options are the command's flags that are not config fields.
-type options struct {
-	demo.Flags
-}
-
-// configFlagBindings maps the flags that set KubeletConfiguration fields to
-// their field paths. Only flags set on the command line apply, on top of
-// every layer.
-func configFlagBindings() map[string]merge.FlagBinding {
+// configFlags registers the flags that set KubeletConfiguration fields and
+// returns their field paths. Only flags set on the command line apply, on
+// top of every layer.
+func configFlags(fs *pflag.FlagSet) map[string]merge.FlagBinding {
+	fs.Int32("max-pods", 0, "Config field maxPods; overrides every config layer when set.")
+	fs.Int32("kube-api-qps", 0, "Config field kubeAPIQPS; overrides every config layer when set.")
 	return map[string]merge.FlagBinding{
-		"max-pods":      {Path: "maxPods"},
-		"kube-api-qps":  {Path: "kubeAPIQPS"},
-		"feature-gates": {Path: "featureGates", Merge: true},
+		"max-pods":     {Path: "maxPods"},
+		"kube-api-qps": {Path: "kubeAPIQPS"},
 	}
+}
+
+// start is the demo hooks: a crash right after Bootstrap, before serving.
+func start(_ context.Context, cfg *kubeletv1beta1.KubeletConfiguration, _ app.Env) error {
+	if cfg.ProviderID == DemoCrashProviderID {
+		return fmt.Errorf("%w: the config in use has providerID %s", errDemoCrash, DemoCrashProviderID)
+	}
+	if os.Getenv(DemoCrashEnv) == "1" {
+		return fmt.Errorf("%w: %s=1 in the environment", errDemoCrash, DemoCrashEnv)
+	}
+	return nil
 }
 
 // newCommand builds the cobra command. Each call has its own flag set, so
 // tests can run it several times in one process.
 func newCommand() *cobra.Command {
-	o := &options{}
-	cmd := demo.NewCommand("kubelet-like",
-		"A kubelet stand-in that takes its KubeletConfiguration from the cluster through dynconfig",
-		"kubelet-like serves /healthz, /configz and /metrics with the KubeletConfiguration chosen by\n"+
-			"dynconfig from its local layers and the config assigned to its node, and exits 0 to be\n"+
+	return app.NewCommand(app.Component[kubeletv1beta1.KubeletConfiguration]{
+		Name:      "kubelet-like",
+		Component: "kubelet",
+		Short:     "A kubelet stand-in that takes its KubeletConfiguration from the cluster through dynconfig",
+		Long: "kubelet-like serves /healthz, /configz and /metrics with the KubeletConfiguration chosen by\n" +
+			"dynconfig from its local layers and the config assigned to its node, and exits 0 to be\n" +
 			"restarted when a new config is assigned.",
-		func(ctx context.Context, fs *pflag.FlagSet, stdout io.Writer) error { return run(ctx, o, fs, stdout) })
-	fs := cmd.Flags()
-	o.AddLocalFlags(fs, "KubeletConfiguration", "An instance-specific KubeletConfiguration applied over the base and drop-ins as a strategic merge patch.")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "A kubeconfig file: read the assignment from the Node and report ConfigOK on it.")
-	fs.StringVar(&o.NodeName, "node-name", "", "The Node this process runs as. Default: the host name, lowercased.")
-	fs.BoolVar(&o.DisableRemote, "disable-remote-config", false, "Ignore any assignment and run the local config (resets current and last-known-good to local).")
-	o.AddServingFlags(fs, 10248)
-	fs.Int32("max-pods", 0, "Config field maxPods; overrides every config layer when set.")
-	fs.Int32("kube-api-qps", 0, "Config field kubeAPIQPS; overrides every config layer when set.")
-	fs.Var(demo.FeatureGates{}, "feature-gates", "Config field featureGates, as A=true,B=false; merged by gate over every config layer when set.")
-	_ = cmd.MarkFlagRequired("dynamic-config-dir")
-	cmd.MarkFlagsMutuallyExclusive("kubeconfig", "source-dir")
-	demo.AddKlogFlags(fs)
-	return cmd
+		ComponentVersion: componentVersion,
+		Profile:          kubelet.Profile{},
+		ConfigzKey:       "kubeletconfig",
+		DefaultPort:      10248,
+		ConfigFlags:      configFlags,
+		FeatureGatesPath: "featureGates",
+		RequireHealthy:   true,
+		Start:            start,
+	})
 }

@@ -1,70 +1,47 @@
 package main
 
 import (
-	"context"
-	"io"
-	"net/http/httptest"
+	"bytes"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2/ktesting"
 
-	"github.com/dynconfig/dynconfig/components/kubelet"
-	"github.com/dynconfig/dynconfig/examples/internal/demo"
-	"github.com/dynconfig/dynconfig/internal/proctest"
-	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/app"
 )
 
 // TestExecuteRejectsBadInvocations runs the command in process on
-// invocations that must fail before anything is opened.
+// invocations that must fail before anything is served: a wrong command
+// line exits 2, a kubeconfig that cannot be read exits 1.
 func TestExecuteRejectsBadInvocations(t *testing.T) {
 	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope")
+	const help = "Run 'kubelet-like --help' for usage.\n"
 	for _, tc := range []struct {
-		name    string
-		args    []string
-		wantErr string
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
 	}{
-		{name: "no state dir", args: nil, wantErr: `required flag(s) "dynamic-config-dir" not set`},
-		{name: "two sources", args: []string{"--dynamic-config-dir=" + dir, "--kubeconfig=k", "--source-dir=s"},
-			wantErr: "[kubeconfig source-dir] were all set"},
-		{name: "an argument", args: []string{"--dynamic-config-dir=" + dir, "extra"}, wantErr: `unknown command "extra"`},
-		{name: "bad config flag", args: []string{"--dynamic-config-dir=" + dir, "--max-pods=many"},
-			wantErr: `invalid argument "many" for "--max-pods" flag`},
-		{name: "missing kubeconfig", args: []string{"--dynamic-config-dir=" + dir, "--node-name=n1",
-			"--kubeconfig=" + filepath.Join(dir, "nope")}, wantErr: "--kubeconfig " + filepath.Join(dir, "nope")},
+		{name: "no state dir", wantCode: app.ExitUsage,
+			wantErr: "kubelet-like: required flag(s) \"dynamic-config-dir\" not set\n" + help},
+		{name: "two sources", args: []string{"--dynamic-config-dir=" + dir, "--kubeconfig=k", "--source-dir=s"}, wantCode: app.ExitUsage,
+			wantErr: "kubelet-like: if any flags in the group [kubeconfig source-dir] are set none of the others can be; [kubeconfig source-dir] were all set\n" + help},
+		{name: "an argument", args: []string{"--dynamic-config-dir=" + dir, "extra"}, wantCode: app.ExitUsage,
+			wantErr: "kubelet-like: kubelet-like takes no arguments, got [\"extra\"]\n" + help},
+		{name: "bad config flag", args: []string{"--dynamic-config-dir=" + dir, "--max-pods=many"}, wantCode: app.ExitUsage,
+			wantErr: "kubelet-like: invalid argument \"many\" for \"--max-pods\" flag: strconv.ParseInt: parsing \"many\": invalid syntax\n" + help},
+		{name: "missing kubeconfig", args: []string{"--dynamic-config-dir=" + dir, "--node-name=n1", "--kubeconfig=" + missing},
+			wantCode: app.ExitError,
+			wantErr:  "kubelet-like: --kubeconfig \"" + missing + "\": stat " + missing + ": no such file or directory\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			proctest.ExpectExecuteError(t, func(stdout, stderr io.Writer) int {
-				return demo.Execute(context.Background(), newCommand(), tc.args, stdout, stderr)
-			}, "kubelet-like: ", tc.wantErr)
+			_, ctx := ktesting.NewTestContext(t)
+			var stdout, stderr bytes.Buffer
+			code := app.Execute(ctx, newCommand(), tc.args, &stdout, &stderr)
+			if code != tc.wantCode || stderr.String() != tc.wantErr || stdout.Len() != 0 {
+				t.Errorf("exit code %d, stdout %q, stderr\n%q\nwant %d, no stdout, stderr\n%q", code, stdout.String(), stderr.String(), tc.wantCode, tc.wantErr)
+			}
 		})
-	}
-}
-
-// TestHandler checks that /configz serves the config in use and the last
-// report under the kubelet's key ("kubeletconfig").
-func TestHandler(t *testing.T) {
-	z := newConfigz()
-	srv := httptest.NewServer(demo.NewHandler(z, prometheus.NewRegistry()))
-	defer srv.Close()
-	cfg, err := kubelet.Decode("test", []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 33\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	z.SetConfig(cfg)
-	report := status.Report{Status: corev1.ConditionTrue, Reason: status.ReasonLocalDefault, Message: "using current (default)"}
-	if err := z.ReportConfigOK(context.Background(), report); err != nil {
-		t.Fatal(err)
-	}
-	got, err := getConfigz(strings.TrimPrefix(srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := configzResponse{KubeletConfig: cfg, ConfigOK: &demo.Condition{Status: report.Status, Reason: report.Reason, Message: report.Message}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("/configz (-want +got):\n%s", diff)
 	}
 }

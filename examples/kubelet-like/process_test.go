@@ -19,10 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
-	"github.com/dynconfig/dynconfig/examples/internal/demo"
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -113,7 +113,7 @@ func (n node) lastKnownGoodUID() (types.UID, error) {
 // configzResponse is the body of /configz.
 type configzResponse struct {
 	KubeletConfig *kubeletv1beta1.KubeletConfiguration `json:"kubeletconfig"`
-	ConfigOK      *demo.Condition                      `json:"configOK"`
+	ConfigOK      *app.Condition                       `json:"configOK"`
 }
 
 // getConfigz fetches /configz from addr.
@@ -123,7 +123,7 @@ func getConfigz(addr string) (configzResponse, error) {
 
 // waitStatus waits until the status file satisfies want and was written by
 // the running process of l that serves; it returns that process.
-func waitStatus(t *testing.T, n node, l *proctest.RestartLoop, what string, want func(demo.Condition) bool) *proctest.Proc {
+func waitStatus(t *testing.T, n node, l *proctest.RestartLoop, what string, want func(app.Condition) bool) *proctest.Proc {
 	t.Helper()
 	var serving *proctest.Proc
 	proctest.WaitFor(t, what, func() (bool, string) {
@@ -194,7 +194,7 @@ func crashLoopTolerance(t *testing.T, bin string, threshold int, atStartup bool)
 				l = proctest.StartLoop(t, bin, n.Args("--config="+initFile), nil)
 			} else {
 				l = proctest.StartLoop(t, bin, n.Args("--config="+initFile), nil)
-				waitStatus(t, n, l, "the local init config", func(c demo.Condition) bool {
+				waitStatus(t, n, l, "the local init config", func(c app.Condition) bool {
 					return c.Status == corev1.ConditionTrue && c.Reason == status.ReasonLocalInit
 				})
 				n.put(t, crash)
@@ -203,7 +203,7 @@ func crashLoopTolerance(t *testing.T, bin string, threshold int, atStartup bool)
 				// its successor to adopt it.
 				want = append(want, "exit 0")
 			}
-			serving := waitStatus(t, n, l, "the crash-loop rollback", func(c demo.Condition) bool {
+			serving := waitStatus(t, n, l, "the crash-loop rollback", func(c app.Condition) bool {
 				return c.Reason == status.CrashLoopReason(crash.uid)
 			})
 
@@ -232,7 +232,7 @@ func crashLoopTolerance(t *testing.T, bin string, threshold int, atStartup bool)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantStatus := demo.Condition{Status: corev1.ConditionFalse, Reason: status.CrashLoopReason(crash.uid),
+			wantStatus := app.Condition{Status: corev1.ConditionFalse, Reason: status.CrashLoopReason(crash.uid),
 				Message: status.LastKnownGoodMessage(status.Ref{}, status.LocalInit), PID: serving.PID()}
 			if diff := cmp.Diff(wantStatus, got); diff != "" {
 				t.Errorf("status file (-want +got):\n%s", diff)
@@ -277,7 +277,7 @@ func TestDeadEnd(t *testing.T) {
 	l := proctest.StartLoop(t, bin, n.Args(), deadEnd)
 
 	// 1. The good config runs and, after its 1s trial, becomes last-known-good.
-	waitStatus(t, n, l, "the good config", func(c demo.Condition) bool {
+	waitStatus(t, n, l, "the good config", func(c app.Condition) bool {
 		return c.Status == corev1.ConditionTrue && c.Message == status.CurrentMessage(status.Ref{UID: good.uid}, status.LocalDefault)
 	})
 	proctest.WaitFor(t, "the good config's promotion to last-known-good", func() (bool, string) {
@@ -288,7 +288,7 @@ func TestDeadEnd(t *testing.T) {
 	// 2. The crash config: the adopting start and threshold crash
 	// restarts run it; the next start rolls back to the good one.
 	n.assign(t, crash)
-	rollback := waitStatus(t, n, l, "the crash-loop rollback", func(c demo.Condition) bool {
+	rollback := waitStatus(t, n, l, "the crash-loop rollback", func(c app.Condition) bool {
 		return c.Reason == status.CrashLoopReason(crash.uid)
 	})
 	procs := l.All()
@@ -333,7 +333,7 @@ func TestDeadEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus := demo.Condition{Status: corev1.ConditionFalse,
+	wantStatus := app.Condition{Status: corev1.ConditionFalse,
 		Reason:  status.DeadEndReason(status.CrashLoopReason(crash.uid), true),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: good.uid}, status.LocalDefault),
 		PID:     procs[len(procs)-1].PID()}
@@ -369,7 +369,7 @@ func TestDeadEnd(t *testing.T) {
 		t.Fatalf("forget-bad: %v, %v", forgotten, err)
 	}
 	l2 := proctest.StartLoop(t, bin, n.Args(), nil)
-	waitStatus(t, n, l2, "the crash-loop rollback after the repair", func(c demo.Condition) bool {
+	waitStatus(t, n, l2, "the crash-loop rollback after the repair", func(c app.Condition) bool {
 		return c.Reason == status.CrashLoopReason(crash.uid)
 	})
 	want = make([]string, threshold+1)
@@ -439,7 +439,7 @@ type served struct {
 	MaxPods      int32
 	KubeAPIQPS   int32
 	FeatureGates map[string]bool
-	ConfigOK     demo.Condition
+	ConfigOK     app.Condition
 }
 
 // TestConfigzServesLayersAndFlags starts the binary on every local layer,
@@ -450,9 +450,9 @@ func TestConfigzServesLayersAndFlags(t *testing.T) {
 	bin := testBinary.Build(t)
 	remote := remoteConfig{name: "kubelet-remote", uid: "d0000000-0000-4000-8000-000000000001", threshold: -1,
 		payload: kubeletDoc("maxPods: 80", "featureGates:", "  KubeletCrashLoopBackOffMax: true")}
-	remoteOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
+	remoteOK := app.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: remote.uid}, status.LocalInit)}
-	localOK := demo.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
+	localOK := app.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonLocalInit,
 		Message: status.CurrentMessage(status.Ref{}, status.LocalInit)}
 	for _, tc := range []struct {
 		name       string
