@@ -53,8 +53,17 @@ type Options struct {
 	StopTimeout time.Duration
 
 	// APIServerFlags are extra kube-apiserver flags, by name without the
-	// leading dashes; they replace envtest's value for the same flag.
+	// leading dashes; they replace envtest's value for the same flag, and
+	// the flags NodeAuthorization sets.
 	APIServerFlags map[string][]string
+
+	// NodeAuthorization authorizes requests as a production cluster does:
+	// --authorization-mode=Node,RBAC (envtest's default is RBAC alone) and
+	// --enable-admission-plugins=NodeRestriction, so a client certificate of
+	// system:node:<name> in group system:nodes (NodeConfig) gets what the
+	// Node authorizer gives a kubelet and may change only its own Node.
+	// ValidatingAdmissionPolicy is on by default; no flag is needed for it.
+	NodeAuthorization bool
 }
 
 // Cluster is a running etcd and kube-apiserver.
@@ -139,6 +148,10 @@ func StartWithOptions(tb testing.TB, o Options) *Cluster {
 		CertDir: certDir,
 		Out:     apiLog,
 		Err:     apiLog,
+	}
+	if o.NodeAuthorization {
+		apiServer.Configure().Set("authorization-mode", "Node,RBAC")
+		apiServer.Configure().Set("enable-admission-plugins", "NodeRestriction")
 	}
 	for name, values := range o.APIServerFlags {
 		apiServer.Configure().Set(name, values...)

@@ -14,6 +14,16 @@
 //     address with the same serving certificate and client CA, so Config and
 //     Client keep working once it is back (RestartAPIServer returns only when
 //     /readyz answers ok).
+//   - With Options.NodeAuthorization the API server authorizes as a
+//     production cluster does (--authorization-mode=Node,RBAC, the
+//     NodeRestriction admission plugin). UserConfig and NodeConfig mint
+//     client certificates signed by the client CA the server trusts
+//     (NodeConfig: CN=system:node:<name>, O=system:nodes, as a kubelet's);
+//     ServiceAccountConfig gets a token from the TokenRequest API;
+//     KubeConfigFor writes any of them as a kubeconfig for a process.
+//   - ApplyManifests server-side applies YAML files as they are (so tests
+//     exercise the checked-in manifests themselves); an error names the
+//     file and the document.
 //   - Everything started is stopped, and its files removed, when the test
 //     ends; the tail of the API server's and etcd's logs is added to the test
 //     log when the test failed.
@@ -23,8 +33,12 @@
 //     objects are stored and served, but nothing acts on them; namespaces
 //     are not garbage-collected, pods are never scheduled.
 //   - The ServiceAccount admission plugin is disabled (envtest's default), and
-//     authorization is RBAC only, so a non-admin user gets only what RBAC
-//     objects the test creates grant it.
+//     authorization is RBAC only unless NodeAuthorization is set, so a
+//     non-admin user gets only what RBAC objects the test creates grant it
+//     (and, with NodeAuthorization, what the Node authorizer gives nodes).
+//   - ApplyManifests does not wait for what it applied to take effect:
+//     RBAC objects and admission policies are enforced once the API
+//     server's informers see them, a moment later.
 //   - It is not meant for parallel use of one Cluster by tests that stop the
 //     API server: stopping it affects every client of that Cluster.
 package cluster
