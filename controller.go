@@ -523,8 +523,11 @@ func (c *Controller[T]) publish(ctx context.Context, r status.Report) {
 	if c.opts.Reporter == nil {
 		return
 	}
+	if r.Config == nil {
+		r.Config = configStatus(c.snapshot(), r)
+	}
 	c.mu.Lock()
-	same := c.published != nil && *c.published == r
+	same := c.published != nil && c.published.Equal(r)
 	c.mu.Unlock()
 	if same {
 		return
@@ -658,6 +661,7 @@ func (c *Controller[T]) promote(ctx context.Context) {
 	c.mu.Unlock()
 	c.opts.Metrics.SetLastKnownGood(cur)
 	logger.Info("Current config promoted to last-known-good", "config", describe(cur))
+	c.report(ctx) // the phase moves from Trial to Promoted
 	c.collectGarbage(ctx)
 }
 

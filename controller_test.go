@@ -77,16 +77,31 @@ func (l testLayers) Build(base *Document) (*testConfig, error) {
 	return c, nil
 }
 
+// recordingReporter keeps every report: the condition part in reports (so
+// tests compare conditions with ==) and the ConfigStatus in configs.
 type recordingReporter struct {
 	mu      sync.Mutex
 	reports []status.Report
+	configs []*status.ConfigStatus
 }
 
 func (r *recordingReporter) ReportConfigOK(_ context.Context, rep status.Report) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.configs = append(r.configs, rep.Config)
+	rep.Config = nil
 	r.reports = append(r.reports, rep)
 	return nil
+}
+
+// lastConfig is the ConfigStatus of the last report.
+func (r *recordingReporter) lastConfig() *status.ConfigStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.configs) == 0 {
+		return nil
+	}
+	return r.configs[len(r.configs)-1]
 }
 
 func (r *recordingReporter) last() status.Report {
@@ -444,7 +459,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	if err == nil {
 		t.Fatal("want error")
 	}
-	for _, name := range []string{"Options.Profile", "Options.Layers", "Options.StateDir", "Options.ComponentVersion", "Options.StartupSyncTimeout"} {
+	for _, name := range []string{"Options.Profile", "Options.StateDir", "Options.ComponentVersion", "Options.StartupSyncTimeout"} {
 		if !contains(err.Error(), name) {
 			t.Errorf("error %q does not name %s", err, name)
 		}
@@ -501,13 +516,21 @@ func TestRunReportsOnlyChanges(t *testing.T) {
 		n.clock.Step(2 * time.Minute)
 	}
 	waitFor(t, n.clock.HasWaiters)
-	if got := count(); got != 1 {
-		t.Fatalf("%d reports after idle resyncs, want only Bootstrap's", got)
+	// Bootstrap's report (in trial) and the promotion's (the phase moved;
+	// the condition did not): one write per transition, none per resync.
+	if got := count(); got != 2 {
+		t.Fatalf("%d reports after idle resyncs, want Bootstrap's and the promotion's", got)
+	}
+	n.reporter.mu.Lock()
+	phases := []status.ConfigPhase{n.reporter.configs[0].Phase, n.reporter.configs[1].Phase}
+	n.reporter.mu.Unlock()
+	if phases[0] != status.PhaseTrial || phases[1] != status.PhasePromoted {
+		t.Fatalf("phases %v, want [Trial Promoted]", phases)
 	}
 	n.write(filepath.Join(n.srcDir, source.AssignmentFile), "{}")
-	waitFor(t, func() bool { return count() == 2 })
+	waitFor(t, func() bool { return count() == 3 })
 	n.assign("a", "uid-a")
-	waitFor(t, func() bool { return count() == 3 && n.reporter.last().Status == corev1.ConditionTrue })
+	waitFor(t, func() bool { return count() == 4 && n.reporter.last().Status == corev1.ConditionTrue })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -536,6 +536,43 @@ func (s *sim) check() {
 			s.fatalf("running the rollback target %s (current %s), condition %+v; want %q, not True", idOrLocal(id), lkg.Key(cur), r, want)
 		}
 	}
+	// The published ConfigStatus says what runs, what is assigned and
+	// where the node stands, in the same report as the condition.
+	cs := s.n.reporter.lastConfig()
+	if cs == nil {
+		s.fatalf("no ConfigStatus published with condition %+v", r)
+	}
+	if !lkg.Same(cs.Active, running) {
+		s.fatalf("ConfigStatus active %s, running %s", lkg.Key(cs.Active), idOrLocal(id))
+	}
+	if (r.Status == corev1.ConditionTrue) != (cs.Error == "") {
+		s.fatalf("ConfigStatus error %q with condition %+v", cs.Error, r)
+	}
+	if !curKnown {
+		return
+	}
+	if !lkg.Same(cs.Assigned, cur) || !lkg.Same(cs.LastKnownGood, lastKnownGood) {
+		s.fatalf("ConfigStatus assigned %s, last-known-good %s; state dir: current %s, last-known-good %s",
+			lkg.Key(cs.Assigned), lkg.Key(cs.LastKnownGood), lkg.Key(cur), lkg.Key(lastKnownGood))
+	}
+	var want status.ConfigPhase
+	switch {
+	case cur == nil:
+		want = status.PhaseLocal
+	case !lkg.Same(running, cur):
+		want = status.PhaseRolledBack
+		if st.decision.DeadEnd {
+			want = status.PhaseDeadEnd
+		}
+	case lkg.Same(cur, lastKnownGood):
+		want = status.PhasePromoted
+	default:
+		want = status.PhaseTrial
+	}
+	if cs.Phase != want {
+		s.fatalf("ConfigStatus phase %s, want %s (running %s, current %s, last-known-good %s)",
+			cs.Phase, want, idOrLocal(id), lkg.Key(cur), lkg.Key(lastKnownGood))
+	}
 }
 
 func (s *sim) invalidConfig(src *corev1.NodeConfigSource) bool {

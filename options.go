@@ -7,8 +7,11 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/dynconfig/dynconfig/components"
@@ -71,14 +74,46 @@ type EventRecorder interface {
 	RecordWarning(ctx context.Context, reason, message string) error
 }
 
+// Cluster ties a component to its Node on the API server. With
+// Options.Cluster set, the Controller builds the parts of the wiring the
+// caller left nil: the Remote, the Reporter and the EventRecorder, each for
+// Options.Component and with the Profile's payload key.
+type Cluster struct {
+	// Client talks to the API server. Required.
+	Client kubernetes.Interface
+	// NodeName is the Node the component runs on. Required.
+	NodeName string
+	// ConfigMap, when set, is the one ConfigMap every node of this
+	// component runs (source.NewFixed), instead of the Node's assignment
+	// annotation (source.NewNode with source.AnnotationKeyFor(Component)).
+	ConfigMap *types.NamespacedName
+}
+
 // Options configures a Controller. The zero value of each optional field
 // is its documented default.
 type Options[T any] struct {
-	// Profile describes the config type. Required.
+	// Component names the component, a DNS label of at most 49
+	// characters. Its assignment annotation (source.AnnotationKeyFor), its
+	// condition type (status.ConditionTypeFor), its ConfigStatus annotation
+	// (status.ConfigStatusAnnotationFor), its Events' source and its
+	// metrics' component label are its own, so that several components on
+	// one Node never read or overwrite each other's. Default: "kubelet",
+	// which keeps the proposal's names (ConfigOK, dynconfig.io/config-source).
+	Component string
+
+	// Profile describes the config type. Required; the one place the
+	// payload key comes from.
 	Profile Profile[T]
 	// Layers builds the config from the local files, flags and a remote
-	// payload. Required.
+	// payload. Default: NewLayers over a merge pipeline of Profile (with
+	// Merge) and Local.
 	Layers Layers[T]
+	// Local names the local files and flags of the default Layers; ignored
+	// when Layers is set.
+	Local LocalConfig
+	// Merge configures the merge pipeline of the default Layers (lenient
+	// decoding, platform policy, logger); ignored when Layers is set.
+	Merge merge.Options
 	// StateDir holds checkpoints, pointers and tracking files (the
 	// --dynamic-config-dir). Required; one process per dir.
 	StateDir string
@@ -87,24 +122,34 @@ type Options[T any] struct {
 	// Required.
 	ComponentVersion string
 
-	// Remote is where the node's assignment comes from. Nil disables remote
-	// config: the component runs its local config.
+	// Cluster, when set, builds the Remote, Reporter and Events left nil
+	// for this component's Node.
+	Cluster *Cluster
+
+	// Remote is where the node's assignment comes from. Nil (and no
+	// Cluster) disables remote config: the component runs its local config.
 	Remote source.Remote
 	// DisableRemoteConfig ignores Remote (the proposal's opt-out flag) and
 	// resets current and last-known-good to local.
 	DisableRemoteConfig bool
 
-	// Reporter publishes the ConfigOK condition. Default: the condition is
-	// only logged.
+	// Reporter publishes the ConfigOK condition and the ConfigStatus.
+	// Default: with Cluster, a status.NodeReporter for Component; else the
+	// condition is only logged. With both, both are called (Reporter
+	// first).
 	Reporter Reporter
 
 	// Events records ConfigChanged and ConfigRolledBack events. Default:
-	// none.
+	// with Cluster, a status.EventReporter for Component; else none.
 	Events EventRecorder
 	// Metrics exports the assigned, active and last-known-good configs,
 	// errors and rollbacks (status.NewMetrics on a caller's Registerer).
-	// Default: none.
+	// Default: built on Registerer when that is set; else none.
 	Metrics *status.Metrics
+	// Registerer, when set and Metrics is nil, receives the Controller's
+	// metrics with the constant label component=<Component>, so that
+	// several components can share one registry.
+	Registerer prometheus.Registerer
 
 	// Restart is called when the component must run another config than
 	// the one it runs (and cannot reload), so the process manager restarts
@@ -157,15 +202,18 @@ func isNil(v any) bool {
 
 func (o *Options[T]) complete() error {
 	var errs []error
+	if o.Component == "" {
+		o.Component = status.KubeletComponent
+	} else if err := status.ValidateComponentName(o.Component); err != nil {
+		errs = append(errs, fmt.Errorf("Options.Component: %w", err))
+	}
 	if o.Profile == nil {
 		errs = append(errs, errors.New("Options.Profile is required"))
 	}
 	if isNil(o.Profile) && o.Profile != nil {
 		errs = append(errs, errors.New("Options.Profile is a typed nil"))
 	}
-	if o.Layers == nil {
-		errs = append(errs, errors.New("Options.Layers is required"))
-	} else if isNil(o.Layers) {
+	if o.Layers != nil && isNil(o.Layers) {
 		errs = append(errs, errors.New("Options.Layers is a typed nil"))
 	}
 	// A nil pointer in an interface is not a nil interface: it would be
@@ -204,8 +252,99 @@ func (o *Options[T]) complete() error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if len(errs) == 0 {
+		errs = append(errs, o.build()...)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("dynconfig: invalid options: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// build makes the parts left nil that Options can build: the default
+// Layers, the Cluster wiring and the metrics. It runs once the fields it
+// reads are valid.
+func (o *Options[T]) build() []error {
+	var errs []error
+	if o.Layers == nil {
+		p, err := merge.New[T](o.Profile, o.Merge)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("Options.Profile: building the merge pipeline: %w", err))
+		} else if o.Layers, err = NewLayers(p, o.Local); err != nil {
+			errs = append(errs, fmt.Errorf("Options.Local: %w", err))
+		}
+	}
+	if c := o.Cluster; c != nil {
+		errs = append(errs, o.buildCluster(c)...)
+	}
+	if o.Metrics == nil && o.Registerer != nil {
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"component": o.Component}, o.Registerer)
+		m, err := status.NewMetrics(reg)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("Options.Registerer: %w", err))
+		}
+		o.Metrics = m
+	}
+	return errs
+}
+
+func (o *Options[T]) buildCluster(c *Cluster) []error {
+	var errs []error
+	if c.Client == nil || isNil(c.Client) {
+		return []error{errors.New("Options.Cluster.Client is required")}
+	}
+	if o.Remote == nil {
+		var err error
+		if c.ConfigMap != nil {
+			o.Remote, err = source.NewFixed(source.FixedOptions{
+				Client: c.Client, Namespace: c.ConfigMap.Namespace, Name: c.ConfigMap.Name,
+				PayloadKey: o.Profile.PayloadKey(), Clock: o.Clock,
+			})
+		} else {
+			o.Remote, err = source.NewNode(source.NodeOptions{
+				Client: c.Client, NodeName: c.NodeName, PayloadKey: o.Profile.PayloadKey(),
+				Annotation: source.AnnotationKeyFor(o.Component), Clock: o.Clock,
+			})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("Options.Cluster: %w", err))
+			o.Remote = nil
+		}
+	}
+	rep, err := status.NewNodeReporter(status.NodeReporterOptions{
+		Client: c.Client, NodeName: c.NodeName, Component: o.Component, Clock: o.Clock,
+	})
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("Options.Cluster: %w", err))
+	case o.Reporter == nil:
+		o.Reporter = rep
+	default:
+		o.Reporter = reporters{o.Reporter, rep}
+	}
+	if o.Events == nil {
+		ev, err := status.NewEventReporter(status.EventReporterOptions{
+			Client: c.Client, NodeName: c.NodeName, Component: o.Component, Clock: o.Clock,
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("Options.Cluster: %w", err))
+		} else {
+			o.Events = ev
+		}
+	}
+	return errs
+}
+
+// reporters calls each Reporter in turn; the first error is returned after
+// all were called.
+type reporters []Reporter
+
+func (rs reporters) ReportConfigOK(ctx context.Context, r status.Report) error {
+	var errs []error
+	for _, x := range rs {
+		if err := x.ReportConfigOK(ctx, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package dynconfig
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dynconfig/dynconfig/lkg"
@@ -85,4 +86,34 @@ func syncFailedReport(s state, cause error) status.Report {
 		reason = status.WithUnusableLastKnownGood(reason, uidOf(s.lastKnownGood), u)
 	}
 	return status.Report{Status: corev1.ConditionUnknown, Reason: reason, Message: s.report.Message}
+}
+
+// configStatus is the ConfigStatus published with r: the sources of the
+// running state and its phase.
+func configStatus(s state, r status.Report) *status.ConfigStatus {
+	cs := &status.ConfigStatus{
+		Assigned:      s.current.Source,
+		Active:        s.running.Source,
+		LastKnownGood: s.lastKnownGood,
+	}
+	if r.Status != corev1.ConditionTrue {
+		cs.Error = r.Reason
+	}
+	switch {
+	case s.decision.DeadEnd:
+		cs.Phase = status.PhaseDeadEnd
+	case s.current.Source == nil:
+		cs.Phase = status.PhaseLocal
+	case !lkg.Same(s.running.Source, s.current.Source):
+		cs.Phase = status.PhaseRolledBack
+	case lkg.Same(s.current.Source, s.lastKnownGood):
+		cs.Phase = status.PhasePromoted
+	default:
+		cs.Phase = status.PhaseTrial
+		if !s.running.Since.IsZero() {
+			end := metav1.NewTime(s.running.Since.Add(s.trial.Duration))
+			cs.TrialEnds = &end
+		}
+	}
+	return cs
 }

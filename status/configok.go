@@ -174,11 +174,21 @@ func WithUnusableLastKnownGood(reason string, lkg types.UID, cause error) string
 	return fmt.Sprintf("%s; last-known-good (UID: %s) is unusable, using local config, cause: %v", reason, lkg, cause)
 }
 
-// Report is the content of a ConfigOK condition.
+// Report is the content of a ConfigOK condition, and the ConfigStatus
+// published with it.
 type Report struct {
 	Status  corev1.ConditionStatus
 	Reason  string
 	Message string
+	// Config, when not nil, is published next to the condition
+	// (NodeReporter writes it in the component's config-status annotation,
+	// in the same request).
+	Config *ConfigStatus
+}
+
+// Equal reports whether r and o publish the same thing.
+func (r Report) Equal(o Report) bool {
+	return r.Status == o.Status && r.Reason == o.Reason && r.Message == o.Message && r.Config.Equal(o.Config)
 }
 
 // ConfigOK returns the condition for r at now, given the condition last

@@ -40,10 +40,15 @@ type NodeReporterOptions struct {
 	// Backoff bounds the attempts of one report (conflicts and transient
 	// API errors are retried). Default (Steps == 0): DefaultReportBackoff.
 	Backoff wait.Backoff
+	// Component names the reporting component; it chooses the default
+	// condition type (ConditionTypeFor) and the annotation of the
+	// ConfigStatus (ConfigStatusAnnotationFor). Default: the kubelet. It
+	// must be a DNS label (ValidateComponentName).
+	Component string
 	// ConditionType is the type of the condition to patch: the component's
-	// own (ConditionTypeFor), so that several components on one Node keep
-	// their conditions apart. Default: ConditionType (ConfigOK, the
-	// kubelet's).
+	// own, so that several components on one Node keep their conditions
+	// apart. Default: ConditionTypeFor(Component) (ConfigOK for the
+	// kubelet).
 	ConditionType corev1.NodeConditionType
 }
 
@@ -55,6 +60,7 @@ type NodeReporter struct {
 	client  kubernetes.Interface
 	node    string
 	typ     corev1.NodeConditionType
+	annot   string // the ConfigStatus annotation
 	clock   clock.PassiveClock
 	backoff wait.Backoff
 
@@ -85,13 +91,19 @@ func NewNodeReporter(opts NodeReporterOptions) (*NodeReporter, error) {
 		return nil, fmt.Errorf("status: NodeReporterOptions.Backoff: steps (%d) and duration (%v) must not be negative",
 			opts.Backoff.Steps, opts.Backoff.Duration)
 	}
+	if opts.Component != "" {
+		if err := ValidateComponentName(opts.Component); err != nil {
+			return nil, fmt.Errorf("status: NodeReporterOptions.Component: %w", err)
+		}
+	}
 	if opts.ConditionType == "" {
-		opts.ConditionType = ConditionType
+		opts.ConditionType = ConditionTypeFor(opts.Component)
 	}
 	if msgs := validation.IsQualifiedName(string(opts.ConditionType)); len(msgs) > 0 {
 		return nil, fmt.Errorf("status: NodeReporterOptions.ConditionType %q: %s", opts.ConditionType, strings.Join(msgs, "; "))
 	}
-	return &NodeReporter{client: opts.Client, node: opts.NodeName, typ: opts.ConditionType, clock: opts.Clock, backoff: opts.Backoff}, nil
+	return &NodeReporter{client: opts.Client, node: opts.NodeName, typ: opts.ConditionType,
+		annot: ConfigStatusAnnotationFor(opts.Component), clock: opts.Clock, backoff: opts.Backoff}, nil
 }
 
 func validateNodeName(name string) error {
@@ -164,7 +176,7 @@ func (n *NodeReporter) patch(ctx context.Context, r Report) error {
 		prev = FindType(node.Status.Conditions, n.typ)
 	}
 	cond := Condition(n.typ, prev, r, metav1.NewTime(n.clock.Now()))
-	body, err := ConditionPatch(cond)
+	body, err := StatusPatch(cond, n.annot, r.Config)
 	if err != nil {
 		return err
 	}
@@ -194,6 +206,35 @@ func ConditionPatch(cond corev1.NodeCondition) ([]byte, error) {
 	}{status{Conditions: []corev1.NodeCondition{cond}}})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the %s condition patch: %w", cond.Type, err)
+	}
+	return body, nil
+}
+
+// StatusPatch returns the strategic merge patch of a Node's status
+// subresource that sets cond and, when cfg is not nil, the annotation
+// annotation to cfg's JSON: one request for both, so the condition and the
+// ConfigStatus never disagree. (The status subresource keeps changes to
+// metadata annotations; it resets only the spec.)
+func StatusPatch(cond corev1.NodeCondition, annotation string, cfg *ConfigStatus) ([]byte, error) {
+	if cfg == nil {
+		return ConditionPatch(cond)
+	}
+	value, err := cfg.MarshalAnnotation()
+	if err != nil {
+		return nil, err
+	}
+	type meta struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	type status struct {
+		Conditions []corev1.NodeCondition `json:"conditions"`
+	}
+	body, err := json.Marshal(struct {
+		Metadata meta   `json:"metadata"`
+		Status   status `json:"status"`
+	}{meta{map[string]string{annotation: value}}, status{Conditions: []corev1.NodeCondition{cond}}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the %s status patch: %w", cond.Type, err)
 	}
 	return body, nil
 }

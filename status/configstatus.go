@@ -1,0 +1,155 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ConfigStatusAnnotation is the Node annotation in which the kubelet
+// publishes its ConfigStatus. Other components publish theirs under
+// ConfigStatusAnnotationFor(component).
+const ConfigStatusAnnotation = "dynconfig.io/config-status"
+
+// ConfigStatusAnnotationFor returns the Node annotation that carries a
+// component's ConfigStatus: ConfigStatusAnnotation for the kubelet (or an
+// empty name), else ConfigStatusAnnotation + "." + component, next to the
+// component's assignment annotation (source.AnnotationKeyFor).
+func ConfigStatusAnnotationFor(component string) string {
+	if component == "" || component == KubeletComponent {
+		return ConfigStatusAnnotation
+	}
+	return ConfigStatusAnnotation + "." + component
+}
+
+// ConfigPhase is where a component stands with its assigned config.
+type ConfigPhase string
+
+// The phases of ConfigStatus.
+const (
+	// PhaseLocal: nothing is assigned (or remote config is disabled); the
+	// component runs its local config.
+	PhaseLocal ConfigPhase = "Local"
+	// PhaseTrial: the component runs the assigned config, which is not yet
+	// last-known-good: it is in its trial period (or waits for health).
+	PhaseTrial ConfigPhase = "Trial"
+	// PhasePromoted: the component runs the assigned config and it is
+	// last-known-good.
+	PhasePromoted ConfigPhase = "Promoted"
+	// PhaseRolledBack: the assigned config is bad or unusable (see Error);
+	// the component runs its last-known-good config, or its local config.
+	PhaseRolledBack ConfigPhase = "RolledBack"
+	// PhaseDeadEnd: the assigned config is bad and the rollback target
+	// crash-loops too; the node needs a repair (see Error).
+	PhaseDeadEnd ConfigPhase = "DeadEnd"
+)
+
+// ConfigStatus is what a component publishes about its config, readable by
+// any process that can read the Node: what the old Node.status.config
+// carried (the assigned, active and last-known-good sources and an error)
+// plus the trial phase. A nil source means the local config.
+//
+// It lives in a Node annotation (ConfigStatusAnnotationFor) rather than in
+// Node.status.config because the API server drops status.config unless it
+// is already set (the field belongs to the removed DynamicKubeletConfig
+// feature) and because several components share one Node: each gets its own
+// annotation. NodeReporter writes it in the same PATCH of the status
+// subresource as the component's condition, so the two never disagree and
+// a transition costs one write.
+type ConfigStatus struct {
+	// Assigned is the config the node is assigned (what the assignment
+	// annotation names, resolved to a UID and resourceVersion).
+	Assigned *corev1.NodeConfigSource `json:"assigned,omitempty"`
+	// Active is the config the component runs.
+	Active *corev1.NodeConfigSource `json:"active,omitempty"`
+	// LastKnownGood is the config the component falls back to.
+	LastKnownGood *corev1.NodeConfigSource `json:"lastKnownGood,omitempty"`
+	// Error is the condition's reason while it is not True: why Active is
+	// not Assigned, or why the assignment could not be read.
+	Error string `json:"error,omitempty"`
+	// Phase is where the component stands with Assigned.
+	Phase ConfigPhase `json:"phase"`
+	// TrialEnds is when Active, in PhaseTrial, completes its trial by
+	// uptime (promotion may still wait for health).
+	TrialEnds *metav1.Time `json:"trialEnds,omitempty"`
+}
+
+// Equal reports whether s and o say the same thing.
+func (s *ConfigStatus) Equal(o *ConfigStatus) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return reflect.DeepEqual(normalize(s), normalize(o))
+}
+
+// normalize drops what JSON does not keep (sub-second times), so that a
+// status read back from the Node equals the one written.
+func normalize(s *ConfigStatus) ConfigStatus {
+	c := *s
+	if c.TrialEnds != nil {
+		t := metav1.NewTime(c.TrialEnds.Rfc3339Copy().Time.UTC())
+		c.TrialEnds = &t
+	}
+	return c
+}
+
+// Validate checks the phase, so that a reader never acts on a status it
+// does not understand.
+func (s *ConfigStatus) Validate() error {
+	switch s.Phase {
+	case PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd:
+		return nil
+	case "":
+		return fmt.Errorf("phase: required (one of %s, %s, %s, %s, %s)", PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd)
+	}
+	return fmt.Errorf("phase: unknown phase %q (want one of %s, %s, %s, %s, %s)",
+		s.Phase, PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd)
+}
+
+// ParseConfigStatus decodes an annotation value strictly: unknown fields,
+// trailing data and an unknown phase are errors.
+func ParseConfigStatus(value string) (*ConfigStatus, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
+	dec.DisallowUnknownFields()
+	var s ConfigStatus
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("decoding the config status: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("decoding the config status: trailing data after the JSON object")
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("config status: %w", err)
+	}
+	return &s, nil
+}
+
+// ReadConfigStatus returns the ConfigStatus a component published on node,
+// or nil and no error when it published none. The error names the node and
+// the annotation.
+func ReadConfigStatus(node *corev1.Node, component string) (*ConfigStatus, error) {
+	key := ConfigStatusAnnotationFor(component)
+	v, ok := node.Annotations[key]
+	if !ok {
+		return nil, nil
+	}
+	s, err := ParseConfigStatus(v)
+	if err != nil {
+		return nil, fmt.Errorf("node %q annotation %s: %w", node.Name, key, err)
+	}
+	return s, nil
+}
+
+// MarshalAnnotation encodes s as an annotation value.
+func (s *ConfigStatus) MarshalAnnotation() (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("encoding the config status: %w", err)
+	}
+	return string(b), nil
+}
