@@ -43,6 +43,7 @@ func testDeps(t testing.TB, clk *testclock.FakePassiveClock) deps {
 		newClient: func(*genericclioptions.ConfigFlags) (apiClient, error) {
 			return apiClient{}, errors.New("this test has no API server")
 		},
+		stdin: strings.NewReader(""),
 	}
 }
 

@@ -38,10 +38,12 @@ type deps struct {
 	clock     clock.PassiveClock
 	logger    klog.Logger
 	newClient func(*genericclioptions.ConfigFlags) (apiClient, error)
+	// stdin is what validate reads for the FILE "-".
+	stdin io.Reader
 }
 
 func defaultDeps() deps {
-	return deps{clock: clock.RealClock{}, logger: klog.Background(), newClient: newClientFromFlags}
+	return deps{clock: clock.RealClock{}, logger: klog.Background(), newClient: newClientFromFlags, stdin: os.Stdin}
 }
 
 // usageError is a malformed command line: exit code 2.
@@ -76,10 +78,25 @@ func newRootCommand(stdout, stderr io.Writer, d deps) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dynconfigctl",
 		Short: "Inspect and repair a node's dynconfig state, and assign configs to nodes",
-		Long: `dynconfigctl inspects and repairs the state dir of a component that uses
-dynconfig (checkpoints, current and last-known-good pointers, bad marks,
-startups), and assigns a ConfigMap to a node through its
-` + configSourceAnnotation + ` annotation.`,
+		Long: `dynconfigctl is the operator's tool for components that use dynconfig.
+
+On a node, offline, on a component's state dir (checkpoints, current and
+last-known-good pointers, bad marks, startups):
+  inspect      show what the state dir holds, and whether it is at a dead end
+  forget-bad   forget a bad mark, so that the config gets a fresh trial
+  reset        point current and last-known-good at the local config
+
+Offline, on config files:
+  validate     check config files as the component would, every error at once
+  render       show the config a node would run, with the layer of each field
+
+Against the API server (the kubectl client flags --kubeconfig, --context,
+--namespace, ... select the cluster):
+  assign       assign a ConfigMap to a node's component, or clear it
+  status       the fleet's configs in one table: assigned, active, LKG, phase
+
+Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
+(unknown command or flag, wrong number of arguments, malformed argument).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// A root command with Args set reports unknown subcommands through
@@ -105,6 +122,7 @@ startups), and assigns a ConfigMap to a node through its
 		newForgetBadCommand(stdout, d),
 		newResetCommand(stdout, d),
 		newAssignCommand(stdout, d),
+		newValidateCommand(d.stdin, stdout, stderr),
 	)
 	return root
 }

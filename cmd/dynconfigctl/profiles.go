@@ -21,10 +21,10 @@ type profile struct {
 	component  string
 	gvk        schema.GroupVersionKind
 	payloadKey string
-	// merge runs the profile's pipeline (strict decoding, defaults,
-	// validation) over layers. dropInDir, when set, is read with the
+	// merge runs the profile's pipeline (decoding, strict unless
+	// opts.Lenient, defaults, validation) over layers. dropInDir, when set, is read with the
 	// kubelet's --config-dir rules into layers.DropIns first.
-	merge func(layers merge.Layers, dropInDir string) (*mergedConfig, error)
+	merge func(layers merge.Layers, dropInDir string, opts merge.Options) (*mergedConfig, error)
 }
 
 // mergedConfig is a merge.Result without its type.
@@ -40,8 +40,8 @@ func newProfile[T any](component string, p dynconfig.Profile[T]) profile {
 		component:  component,
 		gvk:        p.GroupVersionKind(),
 		payloadKey: p.PayloadKey(),
-		merge: func(layers merge.Layers, dropInDir string) (*mergedConfig, error) {
-			pl, err := merge.New[T](p, merge.Options{})
+		merge: func(layers merge.Layers, dropInDir string, opts merge.Options) (*mergedConfig, error) {
+			pl, err := merge.New[T](p, opts)
 			if err != nil {
 				return nil, err
 			}
