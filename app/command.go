@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -88,6 +89,14 @@ type Component[T any] struct {
 	// Features are the component's own feature gates, when
 	// FeatureGatesPath is empty.
 	Features map[featuregate.Feature]featuregate.FeatureSpec
+
+	// NewClient, when set, returns the API client for the value of
+	// --kubeconfig (empty: the in-cluster config), for a program that
+	// builds its clients its own way (a user agent, rate limits, a fake in
+	// tests). Default: client-go's clientset from the kubeconfig file, or
+	// from the in-cluster config when --kubeconfig is empty. Its errors are
+	// prefixed with the flag.
+	NewClient func(kubeconfig string) (kubernetes.Interface, error)
 
 	// RequireHealthy delays the promotion of a config to last-known-good
 	// until the component served it: the command calls MarkHealthy once

@@ -59,7 +59,7 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 		}
 		opts.Remote = dir
 	case o.kubeconfig != "" || o.configMap != "":
-		cluster, err := newCluster(o)
+		cluster, err := newCluster(o, c.NewClient)
 		if err != nil {
 			return err
 		}
@@ -174,7 +174,7 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 // newCluster builds the API-server side from --kubeconfig (or, for
 // --configmap, the in-cluster config when --kubeconfig is empty),
 // --node-name and --configmap.
-func newCluster(o *options) (*dynconfig.Cluster, error) {
+func newCluster(o *options, newClient func(string) (kubernetes.Interface, error)) (*dynconfig.Cluster, error) {
 	name, err := nodeName(o.nodeName)
 	if err != nil {
 		return nil, err
@@ -187,17 +187,26 @@ func newCluster(o *options) (*dynconfig.Cluster, error) {
 		}
 		cluster.ConfigMap = &ref
 	}
-	var restConfig *rest.Config
-	if o.kubeconfig == "" {
-		restConfig, err = rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig not set and not in a cluster: %w", err)
-		}
-	} else if restConfig, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig); err != nil {
-		return nil, fmt.Errorf("--kubeconfig %q: %w", o.kubeconfig, err)
+	if newClient == nil {
+		newClient = defaultClient
 	}
-	if cluster.Client, err = kubernetes.NewForConfig(restConfig); err != nil {
+	if cluster.Client, err = newClient(o.kubeconfig); err != nil {
 		return nil, fmt.Errorf("--kubeconfig %q: %w", o.kubeconfig, err)
 	}
 	return cluster, nil
+}
+
+// defaultClient is client-go's clientset for the kubeconfig file at path,
+// or for the in-cluster config when path is empty.
+func defaultClient(path string) (kubernetes.Interface, error) {
+	var restConfig *rest.Config
+	var err error
+	if path == "" {
+		if restConfig, err = rest.InClusterConfig(); err != nil {
+			return nil, fmt.Errorf("not in a cluster: %w", err)
+		}
+	} else if restConfig, err = clientcmd.BuildConfigFromFlags("", path); err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(restConfig)
 }
