@@ -123,7 +123,7 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 	kubeletCondition := corev1.NodeCondition{Type: status.ConditionType, Status: corev1.ConditionTrue, Reason: "kubelet's own"}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nodeName, ResourceVersion: "1", Annotations: map[string]string{
-			source.AnnotationKey: assignment(t, kubeletCM),
+			source.AnnotationKey:               assignment(t, kubeletCM),
 			source.AnnotationKeyFor(component): assignment(t, first),
 		}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{kubeletCondition}},
