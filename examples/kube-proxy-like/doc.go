@@ -24,9 +24,13 @@
 //     ConfigMap, and create on Events). Every node runs the same config: an
 //     edit of the ConfigMap is a new resourceVersion, tried and promoted on
 //     its own, and a bad edit rolls back to the last-known-good version.
+//   - --kubeconfig alone: the ConfigMap its Node assigns to the component
+//     "kube-proxy", in the annotation dynconfig.io/config-source.kube-proxy
+//     (the kubelet's dynconfig.io/config-source is never read), so that a
+//     rollout can move nodes one at a time.
 //   - --source-dir: a directory source (assignment.yaml and configmaps/, see
 //     package source), for machines without a cluster and for tests.
-//   - neither, or --disable-remote-config: the local config only.
+//   - none of these, or --disable-remote-config: the local config only.
 //
 // # Instance config from the downward API
 //
@@ -65,7 +69,8 @@
 //   - An invalid local config (any layer, flags included) stops it before it
 //     serves anything: exit code 1 and, last on stderr, an error starting
 //     with "kube-proxy-like: " that names the file (or flag) and the field
-//     path.
+//     path. A wrong command line (unknown flag, bad value, missing
+//     --dynamic-config-dir, --configmap not NAMESPACE/NAME) exits 2.
 //   - A new config is applied in process: the same process re-runs the
 //     startup decision (decode, validate, roll back to last-known-good if
 //     the new config is bad) and /configz serves the result; the PID does
@@ -78,11 +83,15 @@
 //
 // # What it does not do
 //
-// With --configmap it reports its own condition on the Node,
-// KubeProxyConfigOK (status.ConditionTypeFor("kube-proxy")), next to the
-// kubelet's ConfigOK, which it never touches; the condition is also in its
-// log, its status file, /configz and /metrics, and config changes and
-// rollbacks are Node Events. It programs no rules, and its HTTP server has no
+// It is a thin user of package app, which gives it its flags (logging
+// through component-base: --v, --vmodule, --logging-format), --version, the
+// exit codes and the endpoints. With an API server it reports its own
+// condition on the Node, KubeProxyConfigOK
+// (status.ConditionTypeFor("kube-proxy")), and its ConfigStatus in the
+// annotation dynconfig.io/config-status.kube-proxy, next to the kubelet's
+// ConfigOK, which it never touches; the condition is also in its log, its
+// status file, /configz and /metrics (label component="kube-proxy"), and
+// config changes and rollbacks are Node Events from "kube-proxy". It programs no rules, and its HTTP server has no
 // authentication, so keep --address on loopback. It needs a unix system
 // (the state dir is locked with flock).
 package main

@@ -34,7 +34,8 @@
 //   - An invalid local config (any layer, flags included) stops it before it
 //     serves anything: exit code 1 and, last on stderr, an error starting
 //     with "kubelet-like: " that names the file (or flag) and the field
-//     path. It is not counted as a startup.
+//     path. It is not counted as a startup. A wrong command line (unknown
+//     flag, bad value, an argument, missing --dynamic-config-dir) exits 2.
 //   - A new assignment is checkpointed and made current, then the process
 //     exits 0 so that its process manager (systemd with Restart=always, or
 //     the tests' restart loop) starts it again on the new config. SIGTERM and
@@ -63,7 +64,12 @@
 //
 // # What it does not do
 //
-// It runs no pods and has no kubelet API beyond the three endpoints; its
+// It is a thin user of package app, which gives it its flags (logging
+// through component-base: --v, --vmodule, --logging-format), --version, the
+// exit codes and the endpoints; its component name is "kubelet", so it
+// keeps ConfigOK, dynconfig.io/config-source and the ConfigStatus in
+// dynconfig.io/config-status. It runs no pods and has no kubelet API beyond
+// the three endpoints; its
 // HTTP server has no authentication, so keep --address on loopback. It
 // needs a unix system (the state dir is locked with flock).
 package main
