@@ -1,0 +1,475 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+
+	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/components/kubeproxy"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/test/cluster"
+)
+
+// What the manifests in deploy/ name; the tests apply those files as they
+// are, so these must match them.
+const (
+	deployDir = "../../deploy"
+	// configNamespace is the config namespace (deploy/config-namespace.yaml).
+	configNamespace = "dynconfig-configs"
+	// proxySANamespace/proxySAName is the kube-proxy-like ServiceAccount
+	// (deploy/component-serviceaccount.yaml).
+	proxySANamespace = "kube-system"
+	proxySAName      = "kube-proxy-like"
+	// operatorGroup is bound to dynconfigctl's role (deploy/dynconfigctl-rbac.yaml).
+	operatorGroup = "dynconfig:operators"
+	// assignmentPolicy names the ValidatingAdmissionPolicy and its binding
+	// (deploy/admission-policy.yaml).
+	assignmentPolicy = "dynconfig-assignment-guard"
+	// proxyComponent is the kube-proxy-like component's name.
+	proxyComponent = "kube-proxy"
+)
+
+// deployManifests are the files of deploy/ the tests apply, in order (the
+// namespace first). deploy/rollout/ is the rollout controller's own.
+var deployManifests = []string{
+	"config-namespace.yaml",
+	"component-serviceaccount.yaml",
+	"dynconfigctl-rbac.yaml",
+	"admission-policy.yaml",
+}
+
+// identity is a least-privilege client of the API server.
+type identity struct {
+	user   string
+	groups []string
+	config *rest.Config
+	client kubernetes.Interface
+}
+
+// lpHarness is a control plane with Node,RBAC authorization, the
+// NodeRestriction admission plugin and the deploy/ manifests applied.
+type lpHarness struct {
+	cl    *cluster.Cluster
+	admin kubernetes.Interface
+	node  string
+	// kubelet is the node's own identity (system:node:<node>), proxy the
+	// kube-proxy-like ServiceAccount, operator a member of the operators
+	// group.
+	kubelet, proxy, operator identity
+}
+
+// newLPHarness starts the control plane, applies deploy/, creates a Node
+// and the three identities, and waits until RBAC grants each of them its
+// permissions and the admission policy is enforced.
+func newLPHarness(ctx context.Context, t *testing.T) *lpHarness {
+	t.Helper()
+	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
+	h := &lpHarness{cl: cl, admin: newClient(t, cl.Config, 200, 400), node: objectName(t, "node")}
+	paths := make([]string, len(deployManifests))
+	for i, f := range deployManifests {
+		paths[i] = filepath.Join(deployDir, f)
+	}
+	if _, err := cl.ApplyManifests(ctx, paths...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Node %s: %v", h.node, err)
+	}
+
+	nodeCfg, err := cl.NodeConfig(h.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.kubelet = identity{user: cluster.NodeUserPrefix + h.node, groups: []string{cluster.NodeGroup}, config: nodeCfg}
+	saCfg, err := cl.ServiceAccountConfig(ctx, proxySANamespace, proxySAName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.proxy = identity{user: "system:serviceaccount:" + proxySANamespace + ":" + proxySAName,
+		groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + proxySANamespace}, config: saCfg}
+	opCfg, err := cl.UserConfig("operator-alice", operatorGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.operator = identity{user: "operator-alice", groups: []string{operatorGroup}, config: opCfg}
+	for _, id := range []*identity{&h.kubelet, &h.proxy, &h.operator} {
+		id.client = newClient(t, id.config, 50, 100)
+	}
+
+	// RBAC objects take effect when the authorizer's informers see them.
+	cm := func(verb string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: configNamespace, Verb: verb, Resource: "configmaps"}
+	}
+	h.waitAllowed(ctx, t, h.kubelet, cm("watch"))
+	h.waitAllowed(ctx, t, h.proxy, cm("watch"))
+	h.waitAllowed(ctx, t, h.proxy, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes", Subresource: "status", Name: h.node})
+	h.waitAllowed(ctx, t, h.proxy, authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceDefault, Verb: "create", Resource: "events"})
+	h.waitAllowed(ctx, t, h.proxy, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "nodes"})
+	h.waitAllowed(ctx, t, h.operator, authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes", Name: h.node})
+	h.waitAllowed(ctx, t, h.operator, cm("get"))
+	h.waitPolicy(ctx, t)
+	return h
+}
+
+// waitAllowed waits until a SubjectAccessReview says id may do ra.
+func (h *lpHarness) waitAllowed(ctx context.Context, t *testing.T, id identity, ra authorizationv1.ResourceAttributes) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		sar, err := h.admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: id.user, Groups: id.groups, ResourceAttributes: &ra},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("allowed %t, reason %q", sar.Status.Allowed, sar.Status.Reason)
+		return sar.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("%s never got %s %s/%s in namespace %q: %v; last: %s", id.user, ra.Verb, ra.Resource, ra.Subresource, ra.Namespace, err, last)
+	}
+}
+
+// assignmentPatch is a JSON merge patch setting annotation key to value
+// (nil removes it).
+func assignmentPatch(key string, value *string) []byte {
+	return []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}}))
+}
+
+// waitPolicy waits until the admission policy rejects a dry-run patch by
+// which the node assigns itself a config.
+func (h *lpHarness) waitPolicy(ctx context.Context, t *testing.T) {
+	t.Helper()
+	v := `{"configMap":{"namespace":"` + configNamespace + `","name":"probe","uid":"probe","kubeletConfigKey":"kubelet"}}`
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, last = h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType,
+			assignmentPatch(source.AnnotationKey, &v), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), assignmentPolicy), nil
+	})
+	if err != nil {
+		t.Fatalf("admission policy %s not enforced within %v: last dry-run patch by the node returned %v", assignmentPolicy, waitTimeout, last)
+	}
+}
+
+// createConfigMap creates a ConfigMap in the config namespace as the admin.
+func (h *lpHarness) createConfigMap(ctx context.Context, t *testing.T, name string, data map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := h.admin.CoreV1().ConfigMaps(configNamespace).Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: configNamespace}, Data: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating ConfigMap %s/%s: %v", configNamespace, name, err)
+	}
+	return cm
+}
+
+// operatorAssign does what `dynconfigctl assign` does, as the operator: it
+// reads the Node and the ConfigMap (for its UID), then patches the Node's
+// assignment annotation for component.
+func (h *lpHarness) operatorAssign(ctx context.Context, t *testing.T, component string, cm *corev1.ConfigMap) {
+	t.Helper()
+	c := h.operator.client
+	if _, err := c.CoreV1().Nodes().Get(ctx, h.node, metav1.GetOptions{}); err != nil {
+		t.Fatalf("operator: get Node %s: %v", h.node, err)
+	}
+	got, err := c.CoreV1().ConfigMaps(cm.Namespace).Get(ctx, cm.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("operator: get ConfigMap %s/%s: %v", cm.Namespace, cm.Name, err)
+	}
+	v := assignmentFor(got)
+	if _, err := c.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(source.AnnotationKeyFor(component), &v), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("operator: assigning %s/%s to component %s on Node %s: %v", cm.Namespace, cm.Name, component, h.node, err)
+	}
+}
+
+// getNode reads the Node as the admin.
+func (h *lpHarness) getNode(ctx context.Context, t *testing.T) *corev1.Node {
+	t.Helper()
+	n, err := h.admin.CoreV1().Nodes().Get(ctx, h.node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting Node %s: %v", h.node, err)
+	}
+	return n
+}
+
+// waitCondition waits until the Node's condition of component is want.
+func (h *lpHarness) waitCondition(ctx context.Context, t *testing.T, component string, want status.Report) {
+	t.Helper()
+	typ := status.ConditionTypeFor(component)
+	var last *corev1.NodeCondition
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		last = status.FindType(h.getNode(ctx, t).Status.Conditions, typ)
+		return last != nil && (status.Report{Status: last.Status, Reason: last.Reason, Message: last.Message}) == want, nil
+	})
+	if err != nil {
+		t.Fatalf("Node %s: condition %s never became %+v: %v; last %+v", h.node, typ, want, err, last)
+	}
+}
+
+// waitConfigStatus waits until the component's ConfigStatus annotation
+// says it runs cm as assigned.
+func (h *lpHarness) waitConfigStatus(ctx context.Context, t *testing.T, component string, cm *corev1.ConfigMap) {
+	t.Helper()
+	var last *status.ConfigStatus
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		last, lastErr = status.ReadConfigStatus(h.getNode(ctx, t), component)
+		return lastErr == nil && last != nil && last.Active != nil && last.Active.ConfigMap != nil &&
+			last.Active.ConfigMap.UID == cm.UID && last.Assigned != nil && last.Assigned.ConfigMap != nil &&
+			last.Assigned.ConfigMap.UID == cm.UID, nil
+	})
+	if err != nil {
+		t.Fatalf("Node %s: %s annotation never said %s runs ConfigMap %s (UID %s): %v; last %+v, error %v",
+			h.node, status.ConfigStatusAnnotationFor(component), component, cm.Name, cm.UID, err, last, lastErr)
+	}
+}
+
+// runComponent builds a Controller through Options.Cluster (the remote
+// source, the Node reporter and the Event recorder of o.Component, all on
+// client), bootstraps it and runs it until the test ends. The component
+// reloads in process.
+func runComponent[T any](ctx context.Context, t *testing.T, client kubernetes.Interface, node string, o dynconfig.Options[T]) {
+	t.Helper()
+	o.Cluster = &dynconfig.Cluster{Client: client, NodeName: node}
+	o.StateDir = filepath.Join(t.TempDir(), "state")
+	o.ComponentVersion = componentVersion
+	o.Reload = func(context.Context, *T) error { return nil }
+	c, err := dynconfig.New(o)
+	if err != nil {
+		t.Fatalf("dynconfig.New for component %q: %v", o.Component, err)
+	}
+	if _, err := c.Bootstrap(ctx); err != nil {
+		_ = c.Close()
+		t.Fatalf("Bootstrap of component %q: %v", o.Component, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run of component %q: %v", o.Component, err)
+			}
+		case <-time.After(waitTimeout):
+			t.Errorf("Run of component %q did not return within %v of its context's end", o.Component, waitTimeout)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("Close of component %q: %v", o.Component, err)
+		}
+	})
+}
+
+// wantDenied checks that err is a Forbidden error whose message contains
+// every one of want.
+func wantDenied(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: allowed; want it forbidden", what)
+		return
+	}
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: %v; want a Forbidden error", what, err)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not contain %q", what, err, w)
+		}
+	}
+}
+
+// TestLeastPrivilege runs the API server with Node,RBAC authorization and
+// the NodeRestriction admission plugin, applies deploy/, and runs a
+// kubelet-like component on the node's own client certificate and a
+// kube-proxy-like one on its ServiceAccount's token, on one Node. Each
+// identity can do its job and nothing the manifests do not grant: the
+// components read only the config namespace, the node cannot assign itself
+// a config (the admission policy, not RBAC, stops it), nobody assigns
+// through nodes/status, and the operator assigns.
+func TestLeastPrivilege(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real API server: skipped with -short")
+	}
+	ctx := testContext(t, 5*time.Minute)
+	h := newLPHarness(ctx, t)
+
+	kcm := h.createConfigMap(ctx, t, "kubelet-a", map[string]string{kubelet.PayloadKey: kubeletPayload(42)})
+	pcm := h.createConfigMap(ctx, t, "kube-proxy-a", map[string]string{kubeproxy.Profile{}.PayloadKey(): kubeProxyPayload("10.1.0.0/16")})
+	h.operatorAssign(ctx, t, status.KubeletComponent, kcm)
+	h.operatorAssign(ctx, t, proxyComponent, pcm)
+
+	// Everything works with least privilege: each component resolves its
+	// assignment from the config namespace, reports its condition and
+	// its ConfigStatus, and records Events.
+	runComponent(ctx, t, h.kubelet.client, h.node, dynconfig.Options[kubeletConfig]{Profile: kubelet.Profile{}})
+	runComponent(ctx, t, h.proxy.client, h.node, dynconfig.Options[kubeproxyv1alpha1.KubeProxyConfiguration]{
+		Component: proxyComponent, Profile: kubeproxy.Profile{}})
+	h.waitCondition(ctx, t, status.KubeletComponent, currentReport(kcm))
+	h.waitCondition(ctx, t, proxyComponent, currentReport(pcm))
+	h.waitConfigStatus(ctx, t, status.KubeletComponent, kcm)
+	h.waitConfigStatus(ctx, t, proxyComponent, pcm)
+
+	t.Run("reads outside the config namespace are forbidden", func(t *testing.T) {
+		other, err := h.admin.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "not-a-config"}, Data: map[string]string{kubelet.PayloadKey: kubeletPayload(7)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []identity{h.kubelet, h.proxy} {
+			_, err := id.client.CoreV1().ConfigMaps(other.Namespace).Get(ctx, other.Name, metav1.GetOptions{})
+			wantDenied(t, id.user+" get ConfigMap default/not-a-config", err, `configmaps "not-a-config" is forbidden`)
+			_, err = id.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+			wantDenied(t, id.user+" list ConfigMaps in kube-system", err, "cannot list resource")
+			_, err = id.client.CoreV1().ConfigMaps(configNamespace).Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: "written-by-a-component"}}, metav1.CreateOptions{})
+			wantDenied(t, id.user+" create a ConfigMap in the config namespace", err, "cannot create resource")
+		}
+		// The node reads its own Node only (Node authorizer).
+		_, err = h.kubelet.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		wantDenied(t, "the node lists all Nodes", err, "only its own Node object")
+	})
+
+	t.Run("a node cannot change its own assignment", func(t *testing.T) {
+		before := h.getNode(ctx, t).Annotations
+		bogus := `{"configMap":{"namespace":"` + configNamespace + `","name":"kube-proxy-a","uid":"` + string(pcm.UID) + `","kubeletConfigKey":"kubelet"}}`
+		for _, tc := range []struct {
+			name  string
+			patch []byte
+		}{
+			{"set the kubelet's", assignmentPatch(source.AnnotationKey, &bogus)},
+			{"remove the kubelet's", assignmentPatch(source.AnnotationKey, nil)},
+			{"set kube-proxy's", assignmentPatch(source.AnnotationKeyFor(proxyComponent), &bogus)},
+			{"add a new component's", assignmentPatch(source.AnnotationKeyFor("new-agent"), &bogus)},
+		} {
+			_, err := h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, tc.patch, metav1.PatchOptions{})
+			wantDenied(t, "node patches its Node to "+tc.name+" assignment", err,
+				"ValidatingAdmissionPolicy '"+assignmentPolicy+"'", "may not change its config assignment")
+		}
+		if got := h.getNode(ctx, t).Annotations; got[source.AnnotationKey] != before[source.AnnotationKey] ||
+			got[source.AnnotationKeyFor(proxyComponent)] != before[source.AnnotationKeyFor(proxyComponent)] {
+			t.Errorf("assignments changed by denied patches: before %v, after %v", before, got)
+		}
+		// The node may still change its other annotations: the policy
+		// looks at assignments only.
+		other := "yes"
+		if _, err := h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType,
+			assignmentPatch("example.com/unrelated", &other), metav1.PatchOptions{}); err != nil {
+			t.Errorf("node patches an unrelated annotation of its Node: %v", err)
+		}
+		// And NodeRestriction keeps it off other Nodes.
+		if _, err := h.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node + "-other"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.node+"-other", types.MergePatchType, assignmentPatch("example.com/unrelated", &other), metav1.PatchOptions{})
+		wantDenied(t, "node patches another Node", err, "is not allowed to modify node")
+	})
+
+	t.Run("nobody changes an assignment through nodes/status", func(t *testing.T) {
+		// A value no annotation has: every patch below is a change.
+		bogus := `{"configMap":{"namespace":"` + configNamespace + `","name":"elsewhere","uid":"0000","kubeletConfigKey":"kubelet"}}`
+		for _, id := range []identity{h.kubelet, h.proxy, {user: "admin", client: h.admin}} {
+			// The node's own write is stopped by the node rule, which
+			// comes first; the others by the status rule.
+			why := "nodes/status subresource may not change a config assignment"
+			if id.user == h.kubelet.user {
+				why = "may not change its config assignment"
+			}
+			for _, key := range []string{source.AnnotationKey, source.AnnotationKeyFor(proxyComponent)} {
+				for _, value := range []*string{&bogus, nil} {
+					what := fmt.Sprintf("%s patches nodes/status to set %s to %v", id.user, key, value != nil)
+					_, err := id.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(key, value), metav1.PatchOptions{}, "status")
+					wantDenied(t, what, err, "ValidatingAdmissionPolicy '"+assignmentPolicy+"'", why)
+				}
+			}
+		}
+		// The ServiceAccount has no grant to patch the Node itself.
+		_, err := h.proxy.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(source.AnnotationKeyFor(proxyComponent), &bogus), metav1.PatchOptions{})
+		wantDenied(t, "the ServiceAccount patches the Node", err, "cannot patch resource")
+	})
+
+	t.Run("components still write their condition and ConfigStatus", func(t *testing.T) {
+		for _, tc := range []struct {
+			id        identity
+			component string
+		}{{h.kubelet, status.KubeletComponent}, {h.proxy, proxyComponent}} {
+			cs := &status.ConfigStatus{Phase: status.PhaseLocal, Error: "written by the test"}
+			v, err := cs.MarshalAnnotation()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cond := corev1.NodeCondition{Type: status.ConditionTypeFor(tc.component), Status: corev1.ConditionUnknown,
+				Reason: "written by the test", Message: "test", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}
+			patch := mustJSON(map[string]any{
+				"metadata": map[string]any{"annotations": map[string]string{status.ConfigStatusAnnotationFor(tc.component): v}},
+				"status":   map[string]any{"conditions": []corev1.NodeCondition{cond}},
+			})
+			if _, err := tc.id.client.CoreV1().Nodes().Patch(ctx, h.node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+				t.Errorf("%s writes condition %s and annotation %s through nodes/status: %v",
+					tc.id.user, cond.Type, status.ConfigStatusAnnotationFor(tc.component), err)
+				continue
+			}
+			got, err := status.ReadConfigStatus(h.getNode(ctx, t), tc.component)
+			if err != nil || got == nil || got.Error != cs.Error {
+				t.Errorf("%s: ConfigStatus read back %+v, %v; want the one written", tc.component, got, err)
+			}
+		}
+	})
+
+	t.Run("the operator assigns", func(t *testing.T) {
+		kcm2 := h.createConfigMap(ctx, t, "kubelet-b", map[string]string{kubelet.PayloadKey: kubeletPayload(43)})
+		h.operatorAssign(ctx, t, status.KubeletComponent, kcm2)
+		h.waitCondition(ctx, t, status.KubeletComponent, currentReport(kcm2))
+		h.waitConfigStatus(ctx, t, status.KubeletComponent, kcm2)
+		pcm2 := h.createConfigMap(ctx, t, "kube-proxy-b", map[string]string{kubeproxy.Profile{}.PayloadKey(): kubeProxyPayload("10.2.0.0/16")})
+		h.operatorAssign(ctx, t, proxyComponent, pcm2)
+		h.waitCondition(ctx, t, proxyComponent, currentReport(pcm2))
+		h.waitConfigStatus(ctx, t, proxyComponent, pcm2)
+		// The operator's grant is not a component's: it cannot write
+		// Node status.
+		_, err := h.operator.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"example.com/x":"y"}}}`), metav1.PatchOptions{}, "status")
+		wantDenied(t, "operator patches nodes/status", err, "cannot patch resource")
+	})
+
+	// Events from both identities reached the API server: each recorded
+	// its change to the operator's second assignment.
+	for _, reason := range []string{status.EventReasonConfigChanged} {
+		evs, err := listEvents(ctx, &harness{client: h.admin}, h.node, reason)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources := map[string]bool{}
+		for _, ev := range evs {
+			sources[ev.Source.Component] = true
+		}
+		if len(sources) < 2 {
+			t.Errorf("%s Events of Node %s come from %v; want both components'", reason, h.node, sources)
+		}
+	}
+}
+
+// kubeProxyPayload is a valid KubeProxyConfiguration whose clusterCIDR
+// tells the configs apart.
+func kubeProxyPayload(clusterCIDR string) string {
+	return "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nclusterCIDR: " + clusterCIDR + "\n"
+}
