@@ -19,7 +19,8 @@
 //     NodeRestriction admission plugin). UserConfig and NodeConfig mint
 //     client certificates signed by the client CA the server trusts
 //     (NodeConfig: CN=system:node:<name>, O=system:nodes, as a kubelet's);
-//     ServiceAccountConfig gets a token from the TokenRequest API;
+//     ServiceAccountConfig gets a token from the TokenRequest API, and
+//     PodTokenConfig one bound to a Pod, as its projected volume holds;
 //     KubeConfigFor writes any of them as a kubeconfig for a process.
 //   - ApplyManifests server-side applies YAML files as they are (so tests
 //     exercise the checked-in manifests themselves); an error names the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -60,13 +61,35 @@ func (c *Cluster) NodeConfig(node string) (*rest.Config, error) {
 }
 
 // ServiceAccountConfig returns a client config that authenticates with a
-// token of the ServiceAccount namespace/name from the TokenRequest API (the
-// token a Pod's projected volume holds), valid for two hours. The
-// ServiceAccount must exist.
+// token of the ServiceAccount namespace/name from the TokenRequest API,
+// valid for two hours and bound to no object. The ServiceAccount must
+// exist.
 func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	return c.serviceAccountToken(ctx, namespace, name, nil)
+}
+
+// PodTokenConfig returns a client config with the token a Pod's projected
+// service account volume holds: one of the Pod's ServiceAccount, bound to
+// the Pod (so its user info carries the Pod's name and, once the Pod is on
+// a Node, authentication.kubernetes.io/node-name), valid for two hours.
+// pod must exist; its ServiceAccount too ("default" when unset).
+func (c *Cluster) PodTokenConfig(ctx context.Context, pod *corev1.Pod) (*rest.Config, error) {
+	if pod.UID == "" {
+		return nil, fmt.Errorf("cluster: PodTokenConfig: Pod %s/%s has no UID: pass the object the API server returned", pod.Namespace, pod.Name)
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return c.serviceAccountToken(ctx, pod.Namespace, sa, &authenticationv1.BoundObjectReference{
+		Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID,
+	})
+}
+
+func (c *Cluster) serviceAccountToken(ctx context.Context, namespace, name string, bound *authenticationv1.BoundObjectReference) (*rest.Config, error) {
 	seconds := int64(serviceAccountTokenSeconds)
 	tr, err := c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds, BoundObjectRef: bound},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: token for ServiceAccount %s/%s: %w", namespace, name, err)

@@ -41,6 +41,9 @@ const (
 	// assignmentPolicy names the ValidatingAdmissionPolicy and its binding
 	// (deploy/admission-policy.yaml).
 	assignmentPolicy = "dynconfig-assignment-guard"
+	// ownNodePolicy names the policy that holds a ServiceAccount
+	// component to its Pod's Node (deploy/component-serviceaccount.yaml).
+	ownNodePolicy = "dynconfig-component-own-node"
 	// proxyComponent is the kube-proxy-like component's name.
 	proxyComponent = "kube-proxy"
 )
@@ -67,7 +70,8 @@ type identity struct {
 type lpHarness struct {
 	cl    *cluster.Cluster
 	admin kubernetes.Interface
-	node  string
+	// node is where the components run; other is a second Node.
+	node, other string
 	// kubelet is the node's own identity (system:node:<node>), proxy the
 	// kube-proxy-like ServiceAccount, operator a member of the operators
 	// group.
@@ -81,6 +85,7 @@ func newLPHarness(ctx context.Context, t *testing.T) *lpHarness {
 	t.Helper()
 	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
 	h := &lpHarness{cl: cl, admin: newClient(t, cl.Config, 200, 400), node: objectName(t, "node")}
+	h.other = h.node + "-other"
 	paths := make([]string, len(deployManifests))
 	for i, f := range deployManifests {
 		paths[i] = filepath.Join(deployDir, f)
@@ -88,8 +93,10 @@ func newLPHarness(ctx context.Context, t *testing.T) *lpHarness {
 	if _, err := cl.ApplyManifests(ctx, paths...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Node %s: %v", h.node, err)
+	for _, n := range []string{h.node, h.other} {
+		if _, err := h.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating Node %s: %v", n, err)
+		}
 	}
 
 	nodeCfg, err := cl.NodeConfig(h.node)
@@ -97,7 +104,9 @@ func newLPHarness(ctx context.Context, t *testing.T) *lpHarness {
 		t.Fatal(err)
 	}
 	h.kubelet = identity{user: cluster.NodeUserPrefix + h.node, groups: []string{cluster.NodeGroup}, config: nodeCfg}
-	saCfg, err := cl.ServiceAccountConfig(ctx, proxySANamespace, proxySAName)
+	// The kube-proxy-like DaemonSet's Pod on the node, and the token its
+	// projected volume would hold.
+	saCfg, err := cl.PodTokenConfig(ctx, h.createProxyPod(ctx, t, h.node))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +136,22 @@ func newLPHarness(ctx context.Context, t *testing.T) *lpHarness {
 	return h
 }
 
+// createProxyPod creates, as the admin, a kube-proxy-like Pod bound to
+// node (no scheduler or kubelet runs: the Pod object is all a bound token
+// needs).
+func (h *lpHarness) createProxyPod(ctx context.Context, t *testing.T, node string) *corev1.Pod {
+	t.Helper()
+	pod, err := h.admin.CoreV1().Pods(proxySANamespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: proxySAName + "-" + node, Namespace: proxySANamespace},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: proxySAName,
+			Containers: []corev1.Container{{Name: "kube-proxy-like", Image: "kube-proxy-like"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the kube-proxy-like Pod on Node %s: %v", node, err)
+	}
+	return pod
+}
+
 // waitAllowed waits until a SubjectAccessReview says id may do ra.
 func (h *lpHarness) waitAllowed(ctx context.Context, t *testing.T, id identity, ra authorizationv1.ResourceAttributes) {
 	t.Helper()
@@ -153,8 +178,9 @@ func assignmentPatch(key string, value *string) []byte {
 	return []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}}))
 }
 
-// waitPolicy waits until the admission policy rejects a dry-run patch by
-// which the node assigns itself a config.
+// waitPolicy waits until the admission policies are enforced: a dry-run
+// patch by which the node assigns itself a config, and a dry-run status
+// patch of another Node by the ServiceAccount, are rejected.
 func (h *lpHarness) waitPolicy(ctx context.Context, t *testing.T) {
 	t.Helper()
 	v := `{"configMap":{"namespace":"` + configNamespace + `","name":"probe","uid":"probe","kubeletConfigKey":"kubelet"}}`
@@ -166,6 +192,14 @@ func (h *lpHarness) waitPolicy(ctx context.Context, t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("admission policy %s not enforced within %v: last dry-run patch by the node returned %v", assignmentPolicy, waitTimeout, last)
+	}
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, last = h.proxy.client.CoreV1().Nodes().Patch(ctx, h.other, types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"example.com/probe":"x"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "status")
+		return last != nil && strings.Contains(last.Error(), ownNodePolicy), nil
+	})
+	if err != nil {
+		t.Fatalf("admission policy %s not enforced within %v: last dry-run status patch of another Node by the ServiceAccount returned %v", ownNodePolicy, waitTimeout, last)
 	}
 }
 
@@ -300,11 +334,12 @@ func wantDenied(t *testing.T, what string, err error, want ...string) {
 // TestLeastPrivilege runs the API server with Node,RBAC authorization and
 // the NodeRestriction admission plugin, applies deploy/, and runs a
 // kubelet-like component on the node's own client certificate and a
-// kube-proxy-like one on its ServiceAccount's token, on one Node. Each
-// identity can do its job and nothing the manifests do not grant: the
-// components read only the config namespace, the node cannot assign itself
-// a config (the admission policy, not RBAC, stops it), nobody assigns
-// through nodes/status, and the operator assigns.
+// kube-proxy-like one on its ServiceAccount's token (bound to a Pod on the
+// Node), on one Node. Each identity can do its job and nothing the
+// manifests do not grant: the components read only the config namespace,
+// the node cannot assign itself a config (the admission policy, not RBAC,
+// stops it), nobody assigns through nodes/status, the ServiceAccount
+// writes the status of its Pod's Node only, and the operator assigns.
 func TestLeastPrivilege(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real API server: skipped with -short")
@@ -377,10 +412,7 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("node patches an unrelated annotation of its Node: %v", err)
 		}
 		// And NodeRestriction keeps it off other Nodes.
-		if _, err := h.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node + "-other"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		_, err := h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.node+"-other", types.MergePatchType, assignmentPatch("example.com/unrelated", &other), metav1.PatchOptions{})
+		_, err := h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.other, types.MergePatchType, assignmentPatch("example.com/unrelated", &other), metav1.PatchOptions{})
 		wantDenied(t, "node patches another Node", err, "is not allowed to modify node")
 	})
 
@@ -433,6 +465,33 @@ func TestLeastPrivilege(t *testing.T) {
 				t.Errorf("%s: ConfigStatus read back %+v, %v; want the one written", tc.component, got, err)
 			}
 		}
+	})
+
+	t.Run("a ServiceAccount component writes its own Node's status only", func(t *testing.T) {
+		patch := []byte(`{"metadata":{"annotations":{"` + status.ConfigStatusAnnotationFor(proxyComponent) + `":"{\"phase\":\"Local\"}"}}}`)
+		// The token of the Pod on this Node, writing another Node.
+		_, err := h.proxy.client.CoreV1().Nodes().Patch(ctx, h.other, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		wantDenied(t, "the Pod on "+h.node+" patches the status of "+h.other, err,
+			"ValidatingAdmissionPolicy '"+ownNodePolicy+"'", "its token is bound to a Pod on "+h.node+")")
+		// A token bound to no Pod.
+		unbound, err := h.cl.ServiceAccountConfig(ctx, proxySANamespace, proxySAName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = newClient(t, unbound, 5, 10).CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		wantDenied(t, "an unbound token of the ServiceAccount patches Node status", err,
+			"ValidatingAdmissionPolicy '"+ownNodePolicy+"'", "its token is bound to no Pod on a Node")
+		// The Pod on the other Node writes that Node, not this one.
+		otherCfg, err := h.cl.PodTokenConfig(ctx, h.createProxyPod(ctx, t, h.other))
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherClient := newClient(t, otherCfg, 5, 10)
+		if _, err := otherClient.CoreV1().Nodes().Patch(ctx, h.other, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+			t.Errorf("the Pod on %s patches its own Node's status: %v", h.other, err)
+		}
+		_, err = otherClient.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		wantDenied(t, "the Pod on "+h.other+" patches the status of "+h.node, err, "ValidatingAdmissionPolicy '"+ownNodePolicy+"'")
 	})
 
 	t.Run("the operator assigns", func(t *testing.T) {
