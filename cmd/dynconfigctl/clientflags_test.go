@@ -103,7 +103,7 @@ func TestClientFlags(t *testing.T) {
 // kubectl's names; the offline ones do not take them.
 func TestClientFlagsHelp(t *testing.T) {
 	root := newRootCommand(nil, nil, testDeps(t, nil))
-	for _, name := range []string{"assign"} {
+	for _, name := range []string{"assign", "status"} {
 		cmd, _, err := root.Find([]string{name})
 		if err != nil {
 			t.Fatal(err)

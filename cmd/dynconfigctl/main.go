@@ -123,6 +123,7 @@ Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
 		newResetCommand(stdout, d),
 		newAssignCommand(stdout, d),
 		newValidateCommand(d.stdin, stdout, stderr),
+		newStatusCommand(stdout, stderr, d),
 	)
 	return root
 }
