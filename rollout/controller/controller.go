@@ -1,0 +1,622 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/rollout/plan"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// ErrLostLease is what Run returns when the controller lost its Lease while
+// its context was still live: the process should exit and start over.
+var ErrLostLease = errors.New("lost the rollout controller's Lease")
+
+// Options configures a Controller.
+type Options struct {
+	// Client talks to the API server for Nodes, ConfigMaps, Events and the
+	// Lease. Required.
+	Client kubernetes.Interface
+	// Dynamic talks to the API server for ConfigRollouts. Required.
+	Dynamic dynamic.Interface
+	// Namespace limits the ConfigRollouts (and their ConfigMaps) watched;
+	// "" watches every namespace.
+	Namespace string
+	// NodeLabelSelector limits the Nodes watched at all (a label selector
+	// string); "" watches every Node. A rollout's own nodeSelector is
+	// applied on top.
+	NodeLabelSelector string
+	// LeaderElection, when set, runs the controller only while it holds
+	// the Lease it names.
+	LeaderElection *LeaderElection
+	// Registerer receives the metrics; nil: not registered.
+	Registerer prometheus.Registerer
+	// Workers is how many rollouts are planned at once. Default 1.
+	Workers int
+	// Resync plans every rollout at least this often. Default 5 minutes.
+	Resync time.Duration
+	// Clock is the time source. Default: the real clock.
+	Clock clock.Clock
+	// EventSink receives the Events; default: the API server's Events of
+	// Client.
+	EventSink record.EventSink
+}
+
+// LeaderElection names the Lease and its timings.
+type LeaderElection struct {
+	// Namespace and Name of the Lease. Required.
+	Namespace, Name string
+	// Identity of this replica (the Lease holder). Required.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod as in client-go's
+	// leaderelection; defaults 15s, 10s, 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Controller runs ConfigRollouts.
+type Controller struct {
+	opts    Options
+	metrics *metrics
+	scheme  *runtime.Scheme
+	// requests counts the requests each rollout's plans made, for tests.
+	requests atomic.Int64
+}
+
+// New checks opts and returns a Controller; Run starts it.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil {
+		return nil, errors.New("Options.Client: required")
+	}
+	if opts.Dynamic == nil {
+		return nil, errors.New("Options.Dynamic: required")
+	}
+	if _, err := labels.Parse(opts.NodeLabelSelector); err != nil {
+		return nil, fmt.Errorf("Options.NodeLabelSelector: %w", err)
+	}
+	if le := opts.LeaderElection; le != nil {
+		if le.Namespace == "" || le.Name == "" {
+			return nil, errors.New("Options.LeaderElection: Namespace and Name are required")
+		}
+		if le.Identity == "" {
+			return nil, errors.New("Options.LeaderElection.Identity: required")
+		}
+		if le.LeaseDuration == 0 {
+			le.LeaseDuration = 15 * time.Second
+		}
+		if le.RenewDeadline == 0 {
+			le.RenewDeadline = 10 * time.Second
+		}
+		if le.RetryPeriod == 0 {
+			le.RetryPeriod = 2 * time.Second
+		}
+		if le.LeaseDuration <= le.RenewDeadline || le.RenewDeadline <= le.RetryPeriod {
+			return nil, fmt.Errorf("Options.LeaderElection: want LeaseDuration (%v) > RenewDeadline (%v) > RetryPeriod (%v)",
+				le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+		}
+	}
+	if opts.Workers < 0 {
+		return nil, fmt.Errorf("Options.Workers: must not be negative, got %d", opts.Workers)
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 1
+	}
+	if opts.Resync < 0 {
+		return nil, fmt.Errorf("Options.Resync: must not be negative, got %v", opts.Resync)
+	}
+	if opts.Resync == 0 {
+		opts.Resync = 5 * time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.EventSink == nil {
+		opts.EventSink = &typedcorev1.EventSinkImpl{Interface: opts.Client.CoreV1().Events("")}
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return &Controller{opts: opts, metrics: m, scheme: scheme}, nil
+}
+
+// Run runs the controller until ctx ends (then it returns nil) or, with
+// leader election, until the Lease is lost (ErrLostLease). Without leader
+// election it runs at once.
+func (c *Controller) Run(ctx context.Context) error {
+	le := c.opts.LeaderElection
+	if le == nil {
+		return c.run(ctx)
+	}
+	logger := klog.FromContext(ctx)
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     c.opts.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}
+	// The elector's context ends only once the workers stopped, so the
+	// Lease is released after the last write of this replica.
+	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer leCancel()
+	var leading atomic.Bool
+	runDone := make(chan struct{})
+	var runErr error
+	stop := context.AfterFunc(ctx, func() {
+		if leading.Load() {
+			<-runDone
+		}
+		leCancel()
+	})
+	defer stop()
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: le.Name, ReleaseOnCancel: true,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				leading.Store(true)
+				defer close(runDone)
+				logger.Info("Holding the Lease; starting", "lease", klog.KRef(le.Namespace, le.Name), "identity", le.Identity)
+				runCtx, cancel := context.WithCancel(lctx)
+				defer cancel()
+				stopRun := context.AfterFunc(ctx, cancel)
+				defer stopRun()
+				runErr = c.run(runCtx)
+			},
+			OnStoppedLeading: func() {
+				logger.Info("No longer holding the Lease", "lease", klog.KRef(le.Namespace, le.Name), "identity", le.Identity)
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(leCtx)
+	if leading.Load() {
+		<-runDone
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return ErrLostLease
+}
+
+// worker state of one run (one leadership term).
+type runner struct {
+	c          *Controller
+	queue      workqueue.TypedRateLimitingInterface[string]
+	nodes      cache.SharedIndexInformer
+	nodeCache  cache.MutationCache
+	rollouts   cache.SharedIndexInformer
+	roCache    cache.MutationCache
+	configMaps cache.SharedIndexInformer
+	recorder   record.EventRecorder
+}
+
+func (c *Controller) run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	o := c.opts
+	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.NodeLabelSelector }))
+	nodes := factory.Core().V1().Nodes().Informer()
+	cmFactory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync, informers.WithNamespace(o.Namespace))
+	configMaps := cmFactory.Core().V1().ConfigMaps().Informer()
+	// Only the keys matter: drop the data from the cache.
+	if err := configMaps.SetTransform(stripConfigMapData); err != nil {
+		return fmt.Errorf("ConfigMap informer: %w", err)
+	}
+	dynFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(o.Dynamic, o.Resync, o.Namespace, nil)
+	rollouts := dynFactory.ForResource(v1alpha1.GroupVersionResource()).Informer()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(o.EventSink)
+	defer broadcaster.Shutdown()
+
+	r := &runner{
+		c: c,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "configrollouts"}),
+		nodes:      nodes,
+		rollouts:   rollouts,
+		configMaps: configMaps,
+		recorder:   broadcaster.NewRecorder(c.scheme, corev1.EventSource{Component: "dynconfig-rollout"}),
+	}
+	r.nodeCache = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, nodes.GetStore(),
+		cache.MutationCacheOptions{TTL: 10 * time.Minute, MaxCacheSize: 100000})
+	r.roCache = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, rollouts.GetStore(),
+		cache.MutationCacheOptions{TTL: 10 * time.Minute, MaxCacheSize: 10000})
+	defer r.queue.ShutDown()
+
+	if _, err := rollouts.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { r.roCache.OnAddOrUpdate(obj.(runtime.Object)); r.enqueue(obj) },
+		UpdateFunc: func(_, obj any) {
+			r.roCache.OnAddOrUpdate(obj.(runtime.Object))
+			r.enqueue(obj)
+		},
+		DeleteFunc: func(obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				r.roCache.OnDelete(u)
+				c.metrics.forget(u.GetNamespace(), u.GetName())
+			}
+			r.enqueueAll() // a deleted rollout may have blocked another
+		},
+	}); err != nil {
+		return err
+	}
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { r.nodeCache.OnAddOrUpdate(obj.(runtime.Object)); r.enqueueAll() },
+		UpdateFunc: func(old, obj any) {
+			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
+			on, nn := old.(*corev1.Node), obj.(*corev1.Node)
+			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
+				r.enqueueAll()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if n, ok := obj.(*corev1.Node); ok {
+				r.nodeCache.OnDelete(n)
+			}
+			r.enqueueAll()
+		},
+	}); err != nil {
+		return err
+	}
+	cmHandler := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			r.enqueueFor(cm.Namespace, cm.Name)
+		}
+	}
+	if _, err := configMaps.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: cmHandler, UpdateFunc: func(_, obj any) { cmHandler(obj) }, DeleteFunc: cmHandler,
+	}); err != nil {
+		return err
+	}
+
+	factory.Start(ctx.Done())
+	cmFactory.Start(ctx.Done())
+	dynFactory.Start(ctx.Done())
+	defer factory.Shutdown()
+	defer cmFactory.Shutdown()
+	defer dynFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, configMaps.HasSynced, rollouts.HasSynced) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("informers did not sync")
+	}
+	logger.Info("Rollout controller running", "workers", o.Workers, "namespace", o.Namespace)
+	var wg sync.WaitGroup
+	for range o.Workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, r.work, time.Second) })
+	}
+	<-ctx.Done()
+	r.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// stripConfigMapData keeps a ConfigMap's keys, not its values.
+func stripConfigMapData(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID, ResourceVersion: cm.ResourceVersion,
+	}}
+	if len(cm.Data) > 0 {
+		out.Data = make(map[string]string, len(cm.Data))
+		for k := range cm.Data {
+			out.Data[k] = ""
+		}
+	}
+	return out, nil
+}
+
+func (r *runner) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	r.queue.Add(key)
+}
+
+func (r *runner) enqueueAll() {
+	for _, key := range r.rollouts.GetStore().ListKeys() {
+		r.queue.Add(key)
+	}
+}
+
+func (r *runner) enqueueFor(namespace, configMap string) {
+	for _, obj := range r.rollouts.GetStore().List() {
+		u := obj.(*unstructured.Unstructured)
+		if u.GetNamespace() != namespace {
+			continue
+		}
+		if name, _, _ := unstructured.NestedString(u.Object, "spec", "configMapName"); name == configMap {
+			r.enqueue(u)
+		}
+	}
+}
+
+func (r *runner) work(ctx context.Context) {
+	for {
+		key, quit := r.queue.Get()
+		if quit {
+			return
+		}
+		after, err := r.reconcile(ctx, key)
+		switch {
+		case err != nil:
+			klog.FromContext(ctx).Error(err, "Planning the rollout failed; retrying", "rollout", key)
+			r.queue.AddRateLimited(key)
+		default:
+			r.queue.Forget(key)
+			if after > 0 {
+				r.queue.AddAfter(key, after)
+			}
+		}
+		r.queue.Done(key)
+	}
+}
+
+func toRollout(obj any) (*v1alpha1.ConfigRollout, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object %T in the ConfigRollout cache", obj)
+	}
+	var ro v1alpha1.ConfigRollout
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ro); err != nil {
+		return nil, fmt.Errorf("ConfigRollout %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return &ro, nil
+}
+
+func selectorOf(ro *v1alpha1.ConfigRollout) (labels.Selector, error) {
+	if ro.Spec.NodeSelector == nil {
+		return labels.Everything(), nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(ro.Spec.NodeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigRollout %s/%s spec.nodeSelector: %w", ro.Namespace, ro.Name, err)
+	}
+	return s, nil
+}
+
+// node returns the freshest copy of a Node: the informer's, or the one a
+// patch of this controller returned if that is newer.
+func (r *runner) node(name string) *corev1.Node {
+	obj, ok, err := r.nodeCache.GetByKey(name)
+	if err != nil || !ok {
+		return nil
+	}
+	return obj.(*corev1.Node)
+}
+
+// reconcile plans one rollout and writes the result.
+func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, error) {
+	start := time.Now()
+	defer func() { r.c.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "rollout", key)
+	obj, exists, err := r.roCache.GetByKey(key)
+	if err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, nil
+	}
+	ro, err := toRollout(obj)
+	if err != nil {
+		return 0, err
+	}
+	sel, err := selectorOf(ro)
+	if err != nil {
+		r.recorder.Eventf(ro, corev1.EventTypeWarning, "InvalidSelector", "%v", err)
+		return 0, nil
+	}
+	component := ro.Spec.Component
+	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now()}
+	in.Nodes = r.observeNodes(ro, sel, component)
+	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
+		cm := cmObj.(*corev1.ConfigMap)
+		_, has := cm.Data[plan.PayloadKey(&ro.Spec)]
+		in.ConfigMap = &plan.ConfigMap{UID: cm.UID, ResourceVersion: cm.ResourceVersion, HasKey: has}
+	}
+	if ro.Status.Phase.Active() && ro.Status.ConfigMap == nil {
+		in.Others = r.others(ro)
+	}
+
+	res := plan.Plan(in)
+
+	if !apiequality.Semantic.DeepEqual(ro.Status, res.Status) {
+		if err := r.writeStatus(ctx, obj.(*unstructured.Unstructured), res.Status); err != nil {
+			return 0, err
+		}
+	}
+	ro.Status = res.Status
+	r.c.metrics.observe(ro)
+	var errs []error
+	for _, p := range res.Patches {
+		if err := r.patchNode(ctx, ro, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, e := range res.Events {
+		t := corev1.EventTypeNormal
+		if e.Warning {
+			t = corev1.EventTypeWarning
+		}
+		if e.Reason == "Halted" {
+			r.c.metrics.halts.Inc()
+		}
+		r.recorder.Event(ro, t, e.Reason, e.Message)
+		logger.V(2).Info("Rollout event", "reason", e.Reason, "message", e.Message)
+	}
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...)
+	}
+	return res.RequeueAfter, nil
+}
+
+// observeNodes lists the selected nodes and the recorded ones.
+func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, component string) []plan.Node {
+	recorded := make(map[string]bool, len(ro.Status.Nodes))
+	for _, rec := range ro.Status.Nodes {
+		recorded[rec.Name] = true
+	}
+	key := source.AnnotationKeyFor(component)
+	var out []plan.Node
+	for _, name := range r.nodes.GetStore().ListKeys() {
+		n := r.node(name)
+		if n == nil {
+			continue
+		}
+		selected := sel.Matches(labels.Set(n.Labels))
+		if !selected && !recorded[name] {
+			continue
+		}
+		pn := plan.Node{Name: name, Selected: selected}
+		if v, ok := n.Annotations[key]; ok {
+			pn.Assignment = &v
+		}
+		s, err := status.ReadConfigStatus(n, component)
+		if err != nil {
+			pn.StatusError = err.Error()
+		}
+		pn.Status = s
+		out = append(out, pn)
+	}
+	return out
+}
+
+// others describes the other rollouts for the overlap check.
+func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
+	var out []plan.Other
+	var nodes []*corev1.Node
+	for _, obj := range r.rollouts.GetStore().List() {
+		ro, err := toRollout(obj)
+		if err != nil || (ro.Namespace == self.Namespace && ro.Name == self.Name) || !ro.Status.Phase.Active() {
+			continue
+		}
+		sel, err := selectorOf(ro)
+		if err != nil {
+			continue
+		}
+		if nodes == nil {
+			for _, o := range r.nodes.GetStore().List() {
+				nodes = append(nodes, o.(*corev1.Node))
+			}
+		}
+		o := plan.Other{
+			Namespace: ro.Namespace, Name: ro.Name, Component: ro.Spec.Component, Created: ro.CreationTimestamp.Time,
+			Phase: ro.Status.Phase, Started: ro.Status.ConfigMap != nil, Nodes: map[string]bool{},
+		}
+		for _, n := range nodes {
+			if sel.Matches(labels.Set(n.Labels)) {
+				o.Nodes[n.Name] = true
+			}
+		}
+		for _, rec := range ro.Status.Nodes {
+			o.Nodes[rec.Name] = true
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// writeStatus updates the rollout's status with the resourceVersion it was
+// planned on.
+func (r *runner) writeStatus(ctx context.Context, u *unstructured.Unstructured, st v1alpha1.ConfigRolloutStatus) error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return fmt.Errorf("encode the status of ConfigRollout %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	next := u.DeepCopy()
+	next.Object["status"] = raw
+	r.c.requests.Add(1)
+	got, err := r.c.opts.Dynamic.Resource(v1alpha1.GroupVersionResource()).Namespace(u.GetNamespace()).
+		UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: "dynconfig-rollout"})
+	switch {
+	case apierrors.IsConflict(err):
+		r.c.metrics.writes.WithLabelValues("conflict").Inc()
+		return fmt.Errorf("update the status of ConfigRollout %s/%s: %w (planning again)", u.GetNamespace(), u.GetName(), err)
+	case err != nil:
+		r.c.metrics.writes.WithLabelValues("error").Inc()
+		return fmt.Errorf("update the status of ConfigRollout %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	r.c.metrics.writes.WithLabelValues("ok").Inc()
+	r.roCache.Mutation(got)
+	return nil
+}
+
+// patchNode sets or removes the component's assignment annotation.
+func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p plan.Patch) error {
+	kind := "assign"
+	if p.Revert {
+		kind = "revert"
+	}
+	key := source.AnnotationKeyFor(ro.Spec.Component)
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: p.Value}}})
+	if err != nil {
+		return err
+	}
+	r.c.requests.Add(1)
+	got, err := r.c.opts.Client.CoreV1().Nodes().Patch(ctx, p.Node, types.MergePatchType, body,
+		metav1.PatchOptions{FieldManager: "dynconfig-rollout"})
+	if apierrors.IsNotFound(err) {
+		r.c.metrics.patches.WithLabelValues(kind, "error").Inc()
+		return nil // gone: the next plan sees it
+	}
+	if err != nil {
+		r.c.metrics.patches.WithLabelValues(kind, "error").Inc()
+		return fmt.Errorf("%s node %s (annotation %s) for ConfigRollout %s/%s: %w", kind, p.Node, key, ro.Namespace, ro.Name, err)
+	}
+	r.c.metrics.patches.WithLabelValues(kind, "ok").Inc()
+	r.nodeCache.Mutation(got)
+	return nil
+}
+
+// Requests returns how many write requests the controller made (status
+// updates and Node patches) since it was created.
+func (c *Controller) Requests() int64 { return c.requests.Load() }

@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+)
+
+// metrics are the controller's Prometheus metrics.
+type metrics struct {
+	nodes     *prometheus.GaugeVec
+	phase     *prometheus.GaugeVec
+	patches   *prometheus.CounterVec
+	writes    *prometheus.CounterVec
+	halts     prometheus.Counter
+	reconcile prometheus.Histogram
+}
+
+var phases = []v1alpha1.RolloutPhase{
+	v1alpha1.PhasePending, v1alpha1.PhaseProgressing, v1alpha1.PhasePaused, v1alpha1.PhaseHalted,
+	v1alpha1.PhaseCompleted, v1alpha1.PhaseReverted, v1alpha1.PhaseAborted,
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dynconfig_rollout_nodes",
+			Help: "Nodes of a ConfigRollout by count (selected, assigned, in_trial, promoted, failed), as in its status.",
+		}, []string{"namespace", "name", "count"}),
+		phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dynconfig_rollout_phase",
+			Help: "1 for the phase a ConfigRollout is in, 0 for the others.",
+		}, []string{"namespace", "name", "phase"}),
+		patches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynconfig_rollout_node_patches_total",
+			Help: "Node assignment patches made, by kind (assign, revert) and result (ok, error).",
+		}, []string{"kind", "result"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dynconfig_rollout_status_writes_total",
+			Help: "ConfigRollout status updates, by result (ok, conflict, error).",
+		}, []string{"result"}),
+		halts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dynconfig_rollout_halts_total",
+			Help: "ConfigRollouts that halted.",
+		}),
+		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dynconfig_rollout_reconcile_duration_seconds",
+			Help:    "Time to plan a ConfigRollout and write the result.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.nodes, m.phase, m.patches, m.writes, m.halts, m.reconcile} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register rollout metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(r *v1alpha1.ConfigRollout) {
+	ns, name := r.Namespace, r.Name
+	st := &r.Status
+	for k, v := range map[string]int32{"selected": st.Selected, "assigned": st.Assigned, "in_trial": st.InTrial, "promoted": st.Promoted, "failed": st.Failed} {
+		m.nodes.WithLabelValues(ns, name, k).Set(float64(v))
+	}
+	for _, p := range phases {
+		v := 0.0
+		if st.Phase == p {
+			v = 1
+		}
+		m.phase.WithLabelValues(ns, name, string(p)).Set(v)
+	}
+}
+
+func (m *metrics) forget(ns, name string) {
+	m.nodes.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
+	m.phase.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
+}
