@@ -411,8 +411,23 @@ func TestLeastPrivilege(t *testing.T) {
 			assignmentPatch("example.com/unrelated", &other), metav1.PatchOptions{}); err != nil {
 			t.Errorf("node patches an unrelated annotation of its Node: %v", err)
 		}
+		// A node registering its Node object cannot bring an assignment
+		// along; without one it registers.
+		newNode := h.node + "-new"
+		newCfg, err := h.cl.NodeConfig(newNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := newClient(t, newCfg, 5, 10)
+		_, err = fresh.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: newNode,
+			Annotations: map[string]string{source.AnnotationKey: bogus}}}, metav1.CreateOptions{})
+		wantDenied(t, "a node registers with an assignment", err,
+			"ValidatingAdmissionPolicy '"+assignmentPolicy+"'", "may not change its config assignment (dynconfig.io/config-source)")
+		if _, err := fresh.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: newNode}}, metav1.CreateOptions{}); err != nil {
+			t.Errorf("a node registers without an assignment: %v", err)
+		}
 		// And NodeRestriction keeps it off other Nodes.
-		_, err := h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.other, types.MergePatchType, assignmentPatch("example.com/unrelated", &other), metav1.PatchOptions{})
+		_, err = h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.other, types.MergePatchType, assignmentPatch("example.com/unrelated", &other), metav1.PatchOptions{})
 		wantDenied(t, "node patches another Node", err, "is not allowed to modify node")
 	})
 
