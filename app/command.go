@@ -16,6 +16,9 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	// The json log format, as Kubernetes components have it.
+	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/component-base/term"
 	"k8s.io/klog/v2"
 
 	"github.com/dynconfig/dynconfig"
@@ -291,13 +294,16 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 		nfs.FlagSets[name].SortFlags = false
 		fs.AddFlagSet(nfs.FlagSets[name])
 	}
-	cliflag.SetUsageAndHelpFunc(cmd, nfs, 0)
+	// Help wraps at the terminal's width, as Kubernetes components do; 0
+	// (no wrapping) when stdout is not a terminal.
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, nfs, cols)
 	_ = cmd.MarkFlagRequired("dynamic-config-dir")
 	cmd.MarkFlagsMutuallyExclusive("kubeconfig", "source-dir")
 	cmd.MarkFlagsMutuallyExclusive("configmap", "source-dir")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx, err := o.setUpLogging(cmd.Context(), fg, cmd.ErrOrStderr())
+		ctx, err := o.setUpLogging(cmd.Context(), fg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}
@@ -313,15 +319,16 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 
 // setUpLogging validates the logging flags (a usage error when they are
 // wrong) and, unless ctx already carries a logger, applies them to klog
-// and returns ctx with klog's logger.
-func (o *options) setUpLogging(ctx context.Context, fg featuregate.FeatureGate, stderr io.Writer) (context.Context, error) {
+// (logs on stderr; info messages on stdout with --log-*-split-stream) and
+// returns ctx with klog's logger.
+func (o *options) setUpLogging(ctx context.Context, fg featuregate.FeatureGate, stdout, stderr io.Writer) (context.Context, error) {
 	if errs := logsapi.Validate(o.logging, fg, nil); len(errs) > 0 {
 		return ctx, UsageError(errs.ToAggregate())
 	}
 	if _, err := logr.FromContext(ctx); err == nil {
 		return ctx, nil
 	}
-	if err := logsapi.ValidateAndApplyWithOptions(o.logging, &logsapi.LoggingOptions{ErrorStream: stderr, InfoStream: stderr}, fg); err != nil {
+	if err := logsapi.ValidateAndApplyWithOptions(o.logging, &logsapi.LoggingOptions{ErrorStream: stderr, InfoStream: stdout}, fg); err != nil {
 		return ctx, err
 	}
 	return klog.NewContext(ctx, klog.Background()), nil

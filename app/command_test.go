@@ -198,6 +198,9 @@ func TestBadInvocations(t *testing.T) {
 			wantErr: "greeter: invalid argument \"LoudGreeting\" for \"--feature-gates\" flag: missing bool value for LoudGreeting\n" + help},
 		{name: "bad log format", args: []string{state, "--logging-format=xml"}, wantCode: ExitUsage,
 			wantErr: "greeter: format: Invalid value: \"xml\": Unsupported log format\n" + help},
+		{name: "alpha logging option without its gate", args: []string{state, "--logging-format=json", "--log-json-split-stream"},
+			wantCode: ExitUsage,
+			wantErr:  "greeter: options.json.splitStream: Forbidden: Feature LoggingAlphaOptions is disabled\n" + help},
 		{name: "bad verbosity", args: []string{state, "--v=loud"}, wantCode: ExitUsage,
 			wantErr: "greeter: invalid argument \"loud\" for \"-v, --v\" flag: strconv.ParseUint: parsing \"loud\": invalid syntax\n" + help},
 		{name: "bad configmap", args: []string{state, "--configmap=just-a-name"}, wantCode: ExitUsage,
@@ -343,7 +346,8 @@ func TestServes(t *testing.T) {
 		return ctx.Err()
 	})
 	s := start(t, NewCommand(c), "--dynamic-config-dir="+filepath.Join(dir, "state"), "--port=0", "--greeting=hi",
-		"--status-file="+statusPath, "--node-name=node-a", "--feature-gates=LoudGreeting=true")
+		"--status-file="+statusPath, "--node-name=node-a", "--feature-gates=LoudGreeting=true,LoggingAlphaOptions=true",
+		"--logging-format=json", "--log-json-split-stream")
 
 	if code, body := s.get(t, "/healthz"); code != http.StatusOK || body != "ok" {
 		t.Errorf("/healthz = %d %q, want 200 ok", code, body)

@@ -47,8 +47,9 @@
 //   - Order of a run: validate the command line; apply the logging flags;
 //     build the Controller; Bootstrap; Component.Start; serve; then the
 //     Controller's Run next to Component.Run until a signal, a restart, or
-//     the end of Run. Nothing is served, and nothing is printed to stdout,
-//     before Start returned.
+//     the end of Run. Nothing is served, and nothing but logs with
+//     --log-text-split-stream (or its json twin) is printed to stdout,
+//     before Start returned. Logs go to stderr.
 //   - One line "serving on HOST:PORT" on stdout once the endpoints serve
 //     (with --port=0, the port the kernel chose).
 //   - /healthz answers "ok" (500 once Run failed); /configz is
