@@ -84,6 +84,7 @@ func BenchmarkBootstrapReadPath(b *testing.B) {
 	benchStateDir(b, dir, 100, 10) // the read path does not depend on the assignment
 	opts := checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0", Logger: klog.Background().V(10)}
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		s, err := checkpoint.Open(opts)
 		if err != nil {
@@ -132,6 +133,7 @@ func benchmarkBootstrap(b *testing.B, stale, marks int) {
 	a := benchStateDir(b, dir, stale, marks)
 	clk := clocktesting.NewFakeClock(time.Now())
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		clk.Step(time.Hour) // outside any trial window: no crash loop
 		c, err := New(Options[testConfig]{

@@ -143,10 +143,14 @@ func Open(opts Options) (*Store, error) {
 // only it, out. flock locks belong to the open file description, so a second
 // Open in the same process conflicts too.
 func lockDir(dir string) (lockFile, dirFile *os.File, err error) {
-	dirFile, err = os.Open(dir)
+	// Raw opens: these descriptors are only locked and closed, so they
+	// need no registration with the runtime's poller (5 system calls
+	// fewer on every start).
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open state dir %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open state dir %s: %w", dir, &fs.PathError{Op: "open", Path: dir, Err: err})
 	}
+	dirFile = os.NewFile(uintptr(fd), dir)
 	if err := flock(dirFile, dir); err != nil {
 		_ = dirFile.Close()
 		return nil, nil, err
@@ -180,15 +184,16 @@ func lockDir(dir string) (lockFile, dirFile *os.File, err error) {
 // dir itself is already locked, and the lock file holds no data.
 func openLockFile(path string) (*os.File, error) {
 	open := func() (*os.File, error) {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, filePerm)
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, filePerm)
 		if err != nil {
-			return nil, err
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 		}
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			_ = f.Close()
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			_ = unix.Close(fd)
 			return nil, fmt.Errorf("%s is not a regular file", path)
 		}
-		return f, nil
+		return os.NewFile(uintptr(fd), path), nil
 	}
 	f, err := open()
 	if err == nil {
@@ -226,8 +231,7 @@ func (e *lockedError) Error() string {
 func (e *lockedError) Unwrap() error        { return e.err }
 func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 
-// prepare makes sure the layout exists and removes stale temporary files.
-// Called with the lock held, on every Open: a deleted sub-directory is
+// prepare makes sure the layout exists. Called with the lock held, on every Open: a deleted sub-directory is
 // recreated (every later write would fail without it), and anything that is
 // not a directory where one should be is moved to the quarantine first.
 func (s *Store) prepare() error {
@@ -247,25 +251,11 @@ func (s *Store) prepare() error {
 			freshMeta = true
 		}
 	}
-	// Every write of this package goes through a temporary file in one of
-	// these three directories: checkpoints through tmp/, which is almost
-	// always empty, so that no start lists checkpoints/ (GC does, off the
-	// startup path, and removes the temporary files older versions left
-	// there).
-	for _, d := range []string{filepath.Join(s.dir, tmpDir), filepath.Join(s.dir, metaDir), s.trackingDir} {
-		removed, err := atomicfile.RemoveTemp(d)
-		for _, p := range removed {
-			s.log.Info("Removed temporary file of an interrupted write", "path", p)
-		}
-		if err != nil {
-			return err
-		}
-		if len(removed) > 0 {
-			if err := atomicfile.SyncDir(d); err != nil {
-				return err
-			}
-		}
-	}
+	// Temporary files of interrupted writes (in tmp/, meta/ and this
+	// version's tracking dir; older versions also wrote them in
+	// checkpoints/) are harmless: every write makes a new one with a random
+	// name. GC removes them, off the startup path, so that a start lists no
+	// directory.
 	if freshMeta {
 		for _, name := range []string{currentFile, lastKnownGood} {
 			if err := s.writePointer(name, Pointer{SetTime: s.clock.Now()}); err != nil {
@@ -778,12 +768,16 @@ func (s *Store) GC() ([]Key, error) {
 		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
 	}
 	root := filepath.Join(s.dir, checkpointsDir)
-	// Older versions wrote the temporary files of checkpoints here; under
-	// the lock none is in progress.
-	if stale, err := atomicfile.RemoveTemp(root); err != nil {
-		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
-	} else if len(stale) > 0 {
-		s.log.Info("Removed temporary files of interrupted writes", "paths", stale)
+	// Temporary files of interrupted writes: under the lock none is in
+	// progress. (Older versions wrote those of checkpoints in checkpoints/.)
+	for _, d := range []string{filepath.Join(s.dir, tmpDir), filepath.Join(s.dir, metaDir), s.trackingDir, root} {
+		stale, err := atomicfile.RemoveTemp(d)
+		if len(stale) > 0 {
+			s.log.Info("Removed temporary files of interrupted writes", "paths", stale)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
+		}
 	}
 	var removed []Key
 	touched := map[types.UID]bool{}

@@ -46,7 +46,7 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	if st.Size > max {
 		return nil, fmt.Errorf("%s %w: %d bytes, limit %d", path, ErrTooLarge, st.Size, max)
 	}
-	// One byte more than the size, to see EOF (or growth) in the same read.
+	// One byte more than the size, to see growth in the same read.
 	buf := make([]byte, 0, st.Size+1)
 	for {
 		if int64(len(buf)) > max {
@@ -66,6 +66,12 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 			return buf, nil
 		}
 		buf = buf[:len(buf)+n]
+		if len(buf) < cap(buf) && int64(len(buf)) == st.Size {
+			// A short read that ends at the size fstat gave: end of file
+			// (a regular file is read in full unless it ends), without
+			// a second read to see it.
+			return buf, nil
+		}
 	}
 }
 
