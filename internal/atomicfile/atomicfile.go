@@ -22,7 +22,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
+
+// syncs counts the fsyncs this package made (files and directories).
+var syncs atomic.Int64
+
+// Syncs returns the number of fsyncs (of files and of directories) this
+// package has made in this process, for tests and benchmarks that count
+// the durability cost of an operation.
+func Syncs() int64 { return syncs.Load() }
 
 // TempPrefix starts the name of every temporary file written by WriteFile.
 // No final file name may start with it.
@@ -62,6 +71,7 @@ func WriteFileVia(tmpDir, path string, data []byte, perm fs.FileMode) (err error
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
+	syncs.Add(1)
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", tmp, err)
 	}
@@ -86,6 +96,7 @@ func SyncDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("open directory %s for fsync: %w", dir, err)
 	}
+	syncs.Add(1)
 	serr := d.Sync()
 	cerr := d.Close()
 	if serr != nil {
