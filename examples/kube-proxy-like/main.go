@@ -42,7 +42,12 @@ func configFlags(fs *pflag.FlagSet) map[string]merge.FlagBinding {
 
 // newCommand builds the cobra command. Each call has its own flag set.
 func newCommand() *cobra.Command {
-	return app.NewCommand(app.Component[kubeproxyv1alpha1.KubeProxyConfiguration]{
+	return app.NewCommand(component())
+}
+
+// component describes kube-proxy-like to package app.
+func component() app.Component[kubeproxyv1alpha1.KubeProxyConfiguration] {
+	return app.Component[kubeproxyv1alpha1.KubeProxyConfiguration]{
 		Name:      "kube-proxy-like",
 		Component: componentName,
 		Short:     "A kube-proxy stand-in that takes its KubeProxyConfiguration from a ConfigMap through dynconfig",
@@ -59,5 +64,5 @@ func newCommand() *cobra.Command {
 			klog.FromContext(ctx).Info("Applying the config", "clusterCIDR", cfg.ClusterCIDR, "hostnameOverride", cfg.HostnameOverride)
 			return nil
 		},
-	})
+	}
 }
