@@ -1,13 +1,18 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -509,15 +514,45 @@ func TestLeastPrivilege(t *testing.T) {
 		wantDenied(t, "the Pod on "+h.other+" patches the status of "+h.node, err, "ValidatingAdmissionPolicy '"+ownNodePolicy+"'")
 	})
 
-	t.Run("the operator assigns", func(t *testing.T) {
+	t.Run("the operator assigns with dynconfigctl", func(t *testing.T) {
+		ctl := buildDynconfigctl(t)
+		kubeconfig := writeKubeConfig(t, h.operator.config)
 		kcm2 := h.createConfigMap(ctx, t, "kubelet-b", map[string]string{kubelet.PayloadKey: kubeletPayload(43)})
-		h.operatorAssign(ctx, t, status.KubeletComponent, kcm2)
-		h.waitCondition(ctx, t, status.KubeletComponent, currentReport(kcm2))
-		h.waitConfigStatus(ctx, t, status.KubeletComponent, kcm2)
 		pcm2 := h.createConfigMap(ctx, t, "kube-proxy-b", map[string]string{kubeproxy.Profile{}.PayloadKey(): kubeProxyPayload("10.2.0.0/16")})
-		h.operatorAssign(ctx, t, proxyComponent, pcm2)
+		runCtl(t, ctl, "assign", "--kubeconfig="+kubeconfig, "--node="+h.node, "--configmap="+configNamespace+"/"+kcm2.Name)
+		runCtl(t, ctl, "assign", "--kubeconfig="+kubeconfig, "--node="+h.node, "--configmap="+configNamespace+"/"+pcm2.Name,
+			"--component="+proxyComponent)
+		h.waitCondition(ctx, t, status.KubeletComponent, currentReport(kcm2))
 		h.waitCondition(ctx, t, proxyComponent, currentReport(pcm2))
+		h.waitConfigStatus(ctx, t, status.KubeletComponent, kcm2)
 		h.waitConfigStatus(ctx, t, proxyComponent, pcm2)
+
+		// status reads the fleet (list) and one Node (get) with the
+		// operator's grant.
+		for _, args := range [][]string{{}, {h.node}} {
+			out := runCtl(t, ctl, append([]string{"status", "--kubeconfig=" + kubeconfig, "-o", "json"}, args...)...)
+			var list struct {
+				Items []struct {
+					Node      string               `json:"node"`
+					Component string               `json:"component"`
+					Status    *status.ConfigStatus `json:"status"`
+				} `json:"items"`
+			}
+			if err := json.Unmarshal([]byte(out), &list); err != nil {
+				t.Fatalf("dynconfigctl status %v -o json: %v\n%s", args, err, out)
+			}
+			active := map[string]types.UID{}
+			for _, it := range list.Items {
+				if it.Node == h.node && it.Status != nil && it.Status.Active != nil && it.Status.Active.ConfigMap != nil {
+					active[it.Component] = it.Status.Active.ConfigMap.UID
+				}
+			}
+			want := map[string]types.UID{status.KubeletComponent: kcm2.UID, proxyComponent: pcm2.UID}
+			if diff := cmp.Diff(want, active); diff != "" {
+				t.Errorf("dynconfigctl status %v: active configs on %s (-want +got):\n%s\n%s", args, h.node, diff, out)
+			}
+		}
+
 		// The operator's grant is not a component's: it cannot write
 		// Node status.
 		_, err := h.operator.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType,
@@ -540,6 +575,50 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("%s Events of Node %s come from %v; want both components'", reason, h.node, sources)
 		}
 	}
+}
+
+// dynconfigctlPackage is the operator CLI.
+const dynconfigctlPackage = "github.com/dynconfig/dynconfig/cmd/dynconfigctl"
+
+// buildDynconfigctl builds the operator CLI into a temporary directory. It
+// builds in the root module, whose go.sum has the CLI's dependencies
+// (cli-runtime) that this module does not need.
+func buildDynconfigctl(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "dynconfigctl")
+	cmd := exec.Command("go", "build", "-o", bin, dynconfigctlPackage)
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", dynconfigctlPackage, err, out)
+	}
+	return bin
+}
+
+// writeKubeConfig writes cfg as a kubeconfig file of the test.
+func writeKubeConfig(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	data, err := cluster.KubeConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runCtl runs dynconfigctl with args, fails the test unless it exits 0,
+// and returns its stdout.
+func runCtl(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("dynconfigctl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
 }
 
 // kubeProxyPayload is a valid KubeProxyConfiguration whose clusterCIDR
