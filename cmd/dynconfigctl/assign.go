@@ -273,7 +273,7 @@ func runAssign(ctx context.Context, w io.Writer, client kubernetes.Interface, o 
 		return fmt.Errorf("get ConfigMap %s/%s: %w", namespace, name, err)
 	}
 	if _, ok := cm.Data[o.key]; !ok {
-		return missingKeyError(cm, o.key)
+		return missingKeyError(cm, o.key, "; choose one with --key")
 	}
 	src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 		Namespace: namespace, Name: name, UID: cm.UID, KubeletConfigKey: o.key,
@@ -337,8 +337,9 @@ func describeLegacy(src *corev1.NodeConfigSource) string {
 	return fmt.Sprintf("ConfigMap %s/%s, UID %s", src.ConfigMap.Namespace, src.ConfigMap.Name, src.ConfigMap.UID)
 }
 
-// missingKeyError names the key and lists the keys the ConfigMap has.
-func missingKeyError(cm *corev1.ConfigMap, key string) error {
+// missingKeyError names the key and lists the keys the ConfigMap has; hint
+// ends the message.
+func missingKeyError(cm *corev1.ConfigMap, key, hint string) error {
 	var keys []string
 	for k := range cm.Data {
 		keys = append(keys, k)
@@ -351,5 +352,5 @@ func missingKeyError(cm *corev1.ConfigMap, key string) error {
 	if _, ok := cm.BinaryData[key]; ok {
 		present += fmt.Sprintf("; %q is in binaryData, which is not read", key)
 	}
-	return fmt.Errorf("ConfigMap %s/%s has no data key %q (%s); choose one with --key", cm.Namespace, cm.Name, key, present)
+	return fmt.Errorf("ConfigMap %s/%s has no data key %q (%s)%s", cm.Namespace, cm.Name, key, present, hint)
 }

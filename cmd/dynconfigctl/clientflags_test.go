@@ -103,7 +103,7 @@ func TestClientFlags(t *testing.T) {
 // kubectl's names; the offline ones do not take them.
 func TestClientFlagsHelp(t *testing.T) {
 	root := newRootCommand(nil, nil, testDeps(t, nil))
-	for _, name := range []string{"assign", "status"} {
+	for _, name := range []string{"assign", "status", "render"} {
 		cmd, _, err := root.Find([]string{name})
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ func TestClientFlagsHelp(t *testing.T) {
 			t.Errorf("%s: -n is not --namespace", name)
 		}
 	}
-	for _, name := range []string{"inspect", "forget-bad", "reset"} {
+	for _, name := range []string{"inspect", "forget-bad", "reset", "validate"} {
 		cmd, _, err := root.Find([]string{name})
 		if err != nil {
 			t.Fatal(err)

@@ -124,6 +124,7 @@ Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
 		newAssignCommand(stdout, d),
 		newValidateCommand(d.stdin, stdout, stderr),
 		newStatusCommand(stdout, stderr, d),
+		newRenderCommand(stdout, d),
 	)
 	return root
 }

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/merge"
+	"github.com/dynconfig/dynconfig/source"
+)
+
+// renderOptions are the arguments of render.
+type renderOptions struct {
+	component string
+	// node, when set, takes the remote config from the node's assignment
+	// on the API server.
+	node string
+	// stateDir, when set, takes the remote config from the state dir's
+	// current checkpoint.
+	stateDir string
+	// config, configDir and instance are the local layers, as the
+	// component's --config, --config-dir and instance file.
+	config, configDir, instance string
+	output                      string
+	timeout                     time.Duration
+}
+
+func newRenderCommand(stdout io.Writer, d deps) *cobra.Command {
+	o := renderOptions{component: "kubelet", output: outputYAML, timeout: 30 * time.Second}
+	var clientFlags *genericclioptions.ConfigFlags
+	cmd := &cobra.Command{
+		Use:   "render [--node N | --state-dir DIR] [--config FILE] [--config-dir DIR] [--instance FILE] [--component C]",
+		Short: "Show the config a node would run, and which layer set each field (dry run)",
+		Long: `render merges a component's config layers as the component does and prints
+the result with the layer that set each field: the built-in defaults, the
+base config, the drop-ins and the instance file, lowest precedence first.
+It writes nothing, anywhere.
+
+The base config is, in this order:
+  --node N         the ConfigMap the node's assignment annotation names for the
+                   component, read from the API server (the kubectl client
+                   flags select the cluster); --config when nothing is assigned
+  --state-dir DIR  the state dir's current checkpoint, what the component
+                   runs after its next restart; --config when current is
+                   local. The state dir is read without its lock.
+  --config FILE    the local config file (the component's --config)
+
+--config-dir (the kubelet's drop-in directory, *.conf in lexical order) and
+--instance (the instance-specific file of the KEP) are applied over the base,
+as the component applies them. --component (kubelet or kube-proxy) selects
+the config type, the payload key and the assignment annotation.
+
+The output is the merged, defaulted config as YAML, followed by the layer
+of every field as comments ("-o json": {config, provenance, warnings, base}).
+
+Exit status: 0 when the config merges and validates, 1 when a layer cannot be
+read or the config is invalid (every error is reported, naming the layer and
+field), 2 on a usage error.`,
+		Example: `  # What node-1's kubelet would run with its assignment and its local drop-ins.
+  dynconfigctl render --node node-1 --config /etc/kubernetes/kubelet.conf \
+      --config-dir /etc/kubernetes/kubelet.conf.d
+
+  # What a component runs after a restart, from its state dir, on the node.
+  dynconfigctl render --state-dir /var/lib/kubelet/dynamic-config --config /etc/kubernetes/kubelet.conf
+
+  # A kube-proxy config and its instance file, offline.
+  dynconfigctl render --component kube-proxy --config proxy.yaml --instance node-1.yaml`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := o.validate(cmd)
+			if err != nil {
+				return err
+			}
+			var fetch remoteFetcher
+			if o.node != "" {
+				c, err := d.newClient(clientFlags)
+				if err != nil {
+					return err
+				}
+				fetch = func(ctx context.Context) (*merge.Document, string, error) {
+					return nodeBase(ctx, c.client.CoreV1(), o.node, p)
+				}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			defer cancel()
+			return runRender(ctx, stdout, p, o, fetch)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.component, "component", o.component, "the component: "+knownComponents())
+	f.StringVar(&o.node, "node", "", "take the base config from this node's assignment on the API server")
+	f.StringVar(&o.stateDir, "state-dir", "", "take the base config from this state dir's current checkpoint")
+	f.StringVar(&o.config, "config", "", "the local config file, the base when no remote config is found")
+	f.StringVar(&o.configDir, "config-dir", "", "a drop-in directory, applied over the base (*.conf, lexical order)")
+	f.StringVar(&o.instance, "instance", "", "an instance-specific config file, applied last (strategic merge patch)")
+	f.StringVarP(&o.output, "output", "o", o.output, "output format: yaml (with the provenance as comments) or json")
+	f.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the API server (with --node)")
+	clientFlags = addClientFlags(cmd)
+	return cmd
+}
+
+// remoteFetcher returns the base document from the API server, or nil when
+// nothing is assigned, and a description of where it came from.
+type remoteFetcher func(ctx context.Context) (*merge.Document, string, error)
+
+// validate checks the flags and returns the component's profile.
+func (o renderOptions) validate(cmd *cobra.Command) (profile, error) {
+	p, ok := lookupProfile(o.component)
+	if !ok {
+		return profile{}, usagef("--component %q: render knows %s", o.component, knownComponents())
+	}
+	for _, name := range []string{"node", "state-dir", "config", "config-dir", "instance"} {
+		if f := cmd.Flags().Lookup(name); f.Changed && f.Value.String() == "" {
+			return profile{}, usagef("--%s must not be empty", name)
+		}
+	}
+	if o.node != "" && o.stateDir != "" {
+		return profile{}, usagef("--node and --state-dir are both a source of the remote config; give one")
+	}
+	switch o.output {
+	case outputYAML, outputJSON:
+	default:
+		return profile{}, usagef("--output %q: want yaml or json", o.output)
+	}
+	if o.timeout <= 0 {
+		return profile{}, usagef("--timeout must be positive, got %v", o.timeout)
+	}
+	return p, nil
+}
+
+// renderResult is the document of -o json.
+type renderResult struct {
+	// Base says where the base config came from.
+	Base       string            `json:"base"`
+	Config     any               `json:"config"`
+	Provenance map[string]string `json:"provenance"`
+	Warnings   []string          `json:"warnings,omitempty"`
+}
+
+// runRender builds the layers, merges them and prints the result.
+func runRender(ctx context.Context, w io.Writer, p profile, o renderOptions, fetch remoteFetcher) error {
+	var layers merge.Layers
+	var base string
+	switch {
+	case fetch != nil:
+		doc, from, err := fetch(ctx)
+		if err != nil {
+			return err
+		}
+		layers.Base, base = doc, from
+	case o.stateDir != "":
+		doc, from, err := stateDirBase(o.stateDir, p)
+		if err != nil {
+			return err
+		}
+		layers.Base, base = doc, from
+	}
+	if layers.Base == nil && o.config != "" {
+		data, err := readRegularFile(o.config)
+		if err != nil {
+			return fmt.Errorf("read --config %s: %w", o.config, err)
+		}
+		layers.Base = &merge.Document{Name: o.config, Data: data}
+		if base == "" {
+			base = "--config " + o.config
+		} else {
+			base += "; --config " + o.config
+		}
+	}
+	if base == "" {
+		base = "none (the built-in defaults)"
+	}
+	if o.instance != "" {
+		data, err := readRegularFile(o.instance)
+		if err != nil {
+			return fmt.Errorf("read --instance %s: %w", o.instance, err)
+		}
+		layers.Instance = &merge.Document{Name: o.instance, Data: data}
+	}
+	res, err := p.merge(layers, o.configDir, merge.Options{})
+	if err != nil {
+		return err
+	}
+	out := renderResult{Base: base, Config: res.object, Provenance: res.provenance, Warnings: res.warnings}
+	if o.output == outputJSON {
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	return writeRenderYAML(w, out)
+}
+
+// writeRenderYAML writes the config as YAML, preceded by where its base came
+// from and followed by the provenance of every field, as comments, so that
+// the output is itself a config file.
+func writeRenderYAML(w io.Writer, r renderResult) error {
+	b, err := yaml.Marshal(r.Config)
+	if err != nil {
+		return err
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# Base: %s\n", r.Base)
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(&sb, "# Warning: %s\n", warning)
+	}
+	sb.Write(b)
+	sb.WriteString("# Provenance (field: the layer that set it; a field not listed is set by no layer and has its zero value):\n")
+	paths := make([]string, 0, len(r.Provenance))
+	for path := range r.Provenance {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		fmt.Fprintf(&sb, "#   %s: %s\n", path, r.Provenance[path])
+	}
+	_, err = io.WriteString(w, sb.String())
+	return err
+}
+
+// nodeBase reads the node's assignment for the component and the payload of
+// the ConfigMap it names, checked as the component checks it
+// (source.Resolve). Nothing assigned is a nil document.
+func nodeBase(ctx context.Context, client corev1client.CoreV1Interface, node string, p profile) (*merge.Document, string, error) {
+	n, err := client.Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", fmt.Errorf("node %s not found", node)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("get node %s: %w", node, err)
+	}
+	key := source.AnnotationKeyFor(p.component)
+	v, ok := n.Annotations[key]
+	if !ok {
+		return nil, fmt.Sprintf("node %s has no %s annotation (its local config)", node, key), nil
+	}
+	src, err := decodeAssignmentAnnotation(v)
+	if err != nil {
+		return nil, "", fmt.Errorf("node %q annotation %s: %w", node, key, err)
+	}
+	if src == nil {
+		return nil, fmt.Sprintf("node %s annotation %s is empty (its local config)", node, key), nil
+	}
+	ref := src.ConfigMap
+	cm, err := client.ConfigMaps(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", fmt.Errorf("node %s is assigned ConfigMap %s/%s, which is not found", node, ref.Namespace, ref.Name)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("get ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	payloadKey := source.PayloadKey(src, p.payloadKey)
+	if _, ok := cm.Data[payloadKey]; !ok {
+		return nil, "", missingKeyError(cm, payloadKey, "")
+	}
+	if _, err := source.Resolve(src, cm, p.payloadKey); err != nil {
+		return nil, "", fmt.Errorf("node %s: its assignment of ConfigMap %s/%s: %w", node, ref.Namespace, ref.Name, err)
+	}
+	name := fmt.Sprintf("configmap %s/%s key %s", cm.Namespace, cm.Name, payloadKey)
+	return &merge.Document{Name: name, Data: []byte(cm.Data[payloadKey])},
+		fmt.Sprintf("%s (UID %s, resourceVersion %s), assigned to node %s", name, cm.UID, cm.ResourceVersion, node), nil
+}
+
+// stateDirBase reads the state dir's current checkpoint without its lock
+// (checkpoint.Inspect: checksums verified, nothing written). A local current
+// is a nil document; a current whose checkpoint is missing or damaged is an
+// error that names it.
+func stateDirBase(dir string, p profile) (*merge.Document, string, error) {
+	sd, err := checkStateDirToRead(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	snap, err := checkpoint.Inspect(sd.path)
+	if err != nil {
+		return nil, "", err
+	}
+	if snap.Current.Err != nil {
+		return nil, "", fmt.Errorf("state dir %s: current cannot be read: %w; inspect it with dynconfigctl inspect", sd.path, snap.Current.Err)
+	}
+	src := snap.Current.Pointer.Source
+	if src == nil {
+		return nil, fmt.Sprintf("state dir %s: current is the local config", sd.path), nil
+	}
+	k, ok := checkpoint.KeyFromSource(src)
+	if !ok {
+		return nil, "", fmt.Errorf("state dir %s: current names no checkpoint (%s)", sd.path, describeSourceLong(src))
+	}
+	c, ok := snap.Checkpoint(k)
+	if !ok {
+		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s is missing; inspect it with dynconfigctl inspect", sd.path, k)
+	}
+	if c.Err != nil {
+		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s cannot be read: %w", sd.path, k, c.Err)
+	}
+	payloadKey := source.PayloadKey(src, p.payloadKey)
+	data, ok := c.ConfigMap.Data[payloadKey]
+	if !ok {
+		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s: %w", sd.path, k, missingKeyError(c.ConfigMap, payloadKey, ""))
+	}
+	name := fmt.Sprintf("configmap %s/%s key %s", c.ConfigMap.Namespace, c.ConfigMap.Name, payloadKey)
+	return &merge.Document{Name: name, Data: []byte(data)},
+		fmt.Sprintf("%s (UID %s, resourceVersion %s), current in state dir %s", name, c.ConfigMap.UID, c.ConfigMap.ResourceVersion, sd.path), nil
+}
+
+// describeSourceLong names a config source in an error.
+func describeSourceLong(src *corev1.NodeConfigSource) string {
+	if src == nil || src.ConfigMap == nil {
+		return "no ConfigMap"
+	}
+	r := src.ConfigMap
+	return fmt.Sprintf("ConfigMap %s/%s, UID %q, resourceVersion %q", r.Namespace, r.Name, r.UID, r.ResourceVersion)
+}
