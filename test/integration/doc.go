@@ -22,6 +22,20 @@
 // its adopting start and exactly threshold crash restarts, and the next start
 // rolls back; then a dead end.
 //
+// TestLeastPrivilege and TestComponentsShareANode run the API server with
+// Node,RBAC authorization and the NodeRestriction admission plugin, apply
+// the deploy/ manifests from their files, and run the components on
+// least-privilege identities: a kubelet-like one on the Node's client
+// certificate (system:node:<name>), a kube-proxy-like one on its
+// ServiceAccount's Pod-bound token, and dynconfigctl (the real binary) on
+// an operator's certificate. They show that each identity can do its job,
+// that reads outside the config namespace are forbidden, that the
+// admission policies stop a node (and any nodes/status write) from
+// changing an assignment and a ServiceAccount from writing another Node's
+// status, and that the two example binaries on one Node, each with its own
+// ConfigMap, roll back independently and keep both conditions and both
+// ConfigStatus annotations.
+//
 // TestScale is a benchmark run only when DYNCONFIG_SCALE=N is set: N
 // Controllers in one process, one reassignment of all their Nodes, with
 // latency percentiles, API requests per node (asserted against a budget of
