@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # ensure-bins.sh builds the kube-apiserver and etcd binaries that the
-# integration tests start (test/cluster) into the repository's bin/ directory.
+# integration tests start (test/cluster), and the hollow-kubelet (a kubelet
+# fork on dynconfig, test/cmd/hollow-kubelet), into the repository's bin/
+# directory.
 #
 # A binary is rebuilt only when it is missing or older than test/go.sum,
-# test/go.mod or its main.go, so a second run returns at once. The first build
-# compiles most of Kubernetes: expect several minutes on a small machine.
+# test/go.mod or its main.go; the hollow-kubelet also when any of its own
+# sources (test/cmd/hollow-kubelet, test/kubeletfork) or the dynconfig
+# library's (the root module's non-test Go files, go.mod, go.sum) is newer.
+# A second run returns at once. The first build compiles most of Kubernetes:
+# expect several minutes on a small machine.
 #
 # Usage: test/hack/ensure-bins.sh [-f]    (-f: rebuild even when up to date)
 set -euo pipefail
@@ -25,14 +30,19 @@ bin_dir="$repo_root/bin"
 mkdir -p "$bin_dir"
 cd "$test_dir"
 
-# stale NAME: true when bin/NAME must be (re)built.
+# stale NAME [DIR...]: true when bin/NAME must be (re)built: it is missing,
+# or older than go.mod, go.sum, cmd/NAME/main.go or any non-test Go file,
+# go.mod or go.sum under the DIRs.
 stale() {
 	local out="$bin_dir/$1" dep
 	[[ $force == 1 || ! -x $out ]] && return 0
 	for dep in go.sum go.mod "cmd/$1/main.go"; do
 		[[ $dep -nt $out ]] && return 0
 	done
-	return 1
+	shift
+	(($# == 0)) && return 1
+	[[ -n "$(find "$@" \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \) \
+		-newer "$out" -print -quit)" ]]
 }
 
 # build NAME [LDFLAGS...]: build into a temporary file, then rename, so an
@@ -70,4 +80,21 @@ if stale etcd; then
 	build etcd
 else
 	echo "ensure-bins: $bin_dir/etcd is up to date"
+fi
+
+# The fork links the dynconfig library from the working tree (the replace in
+# test/go.mod): a change to the library's sources makes it stale too. The
+# root module's test/ and examples/ are not part of it.
+library_dirs=()
+for d in "$repo_root"/*; do
+	case "$(basename "$d")" in
+	test | examples | bin) ;;
+	*) [[ -d $d ]] && library_dirs+=("$d") ;;
+	esac
+done
+if stale hollow-kubelet cmd/hollow-kubelet kubeletfork "${library_dirs[@]}" \
+	"$repo_root/go.mod" "$repo_root/go.sum" "$repo_root"/*.go; then
+	build hollow-kubelet
+else
+	echo "ensure-bins: $bin_dir/hollow-kubelet is up to date"
 fi
