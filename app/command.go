@@ -286,7 +286,8 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 	logsapi.AddFlags(o.logging, nfs.FlagSet("logging"))
 	global := nfs.FlagSet("global")
 	global.BoolP("help", "h", false, "Show this help and exit.")
-	global.Bool("version", false, "Print the version and exit.")
+	global.Var(&versionFlag{cmd: cmd, info: info}, "version", "Print the version (\"NAME VERSION\") and exit; --version=raw prints component-base's version.Info.")
+	global.Lookup("version").NoOptDefVal = "true"
 
 	fs := cmd.Flags()
 	fs.SortFlags = false

@@ -149,17 +149,20 @@ func TestVersion(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		version string
+		arg     string
 		want    string
 	}{
-		{name: "given", version: "v1.2.3", want: "greeter v1.2.3\n"},
+		{name: "given", version: "v1.2.3", arg: "--version", want: "greeter v1.2.3\n"},
+		{name: "true", version: "v1.2.3", arg: "--version=true", want: "greeter v1.2.3\n"},
 		// A test binary's main module has no version, and component-base's
 		// is not set by -ldflags here.
-		{name: "default", want: "greeter v0.0.0-dev\n"},
+		{name: "default", arg: "--version", want: "greeter v0.0.0-dev\n"},
+		{name: "raw", version: "v1.2.3", arg: "--version=raw", want: fmt.Sprintf("%#v\n", versionInfo("v1.2.3"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testComponent(nil, nil)
 			c.Version = tc.version
-			code, stdout, stderr := execute(t, c, "--version")
+			code, stdout, stderr := execute(t, c, tc.arg)
 			if code != ExitOK || stdout != tc.want || stderr != "" {
 				t.Errorf("--version: exit code %d, stdout %q, stderr %q; want 0, %q, nothing", code, stdout, stderr, tc.want)
 			}
@@ -201,6 +204,8 @@ func TestBadInvocations(t *testing.T) {
 		{name: "alpha logging option without its gate", args: []string{state, "--logging-format=json", "--log-json-split-stream"},
 			wantCode: ExitUsage,
 			wantErr:  "greeter: options.json.splitStream: Forbidden: Feature LoggingAlphaOptions is disabled\n" + help},
+		{name: "bad version value", args: []string{"--version=loud"}, wantCode: ExitUsage,
+			wantErr: "greeter: invalid argument \"loud\" for \"--version\" flag: want true, false or raw\n" + help},
 		{name: "bad verbosity", args: []string{state, "--v=loud"}, wantCode: ExitUsage,
 			wantErr: "greeter: invalid argument \"loud\" for \"-v, --v\" flag: strconv.ParseUint: parsing \"loud\": invalid syntax\n" + help},
 		{name: "bad configmap", args: []string{state, "--configmap=just-a-name"}, wantCode: ExitUsage,

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/version"
@@ -119,9 +121,14 @@ func nodeName(flag string) (string, error) {
 // without -ldflags.
 const unsetGitVersion = "v0.0.0-master+$Format:%H$"
 
+// unsetGitCommit is component-base's commit when the binary was built
+// without -ldflags; the build info's vcs.revision replaces it.
+const unsetGitCommit = "$Format:%H$"
+
 // versionInfo returns component-base's version.Get() with its GitVersion
 // replaced by v when set, else by the main module's version when the build
-// recorded one, else "v0.0.0-dev" when -ldflags did not set it.
+// recorded one, else "v0.0.0-dev" when -ldflags did not set it; and its
+// GitCommit, when -ldflags did not set it, by the build's vcs.revision.
 func versionInfo(v string) apimachineryversion.Info {
 	info := version.Get()
 	bi, ok := debug.ReadBuildInfo()
@@ -133,5 +140,49 @@ func versionInfo(v string) apimachineryversion.Info {
 	case info.GitVersion == unsetGitVersion:
 		info.GitVersion = "v0.0.0-dev"
 	}
+	if info.GitCommit == unsetGitCommit {
+		info.GitCommit = ""
+		if ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					info.GitCommit = s.Value
+				}
+			}
+		}
+	}
 	return info
+}
+
+// versionFlag is --version: a bool flag to cobra (which prints the
+// command's version template and stops when it is true) that also takes
+// "raw", as component-base's verflag does, and then prints the whole
+// version.Info.
+type versionFlag struct {
+	cmd  *cobra.Command
+	info apimachineryversion.Info
+	on   bool
+}
+
+// String implements pflag.Value.
+func (v *versionFlag) String() string { return strconv.FormatBool(v.on) }
+
+// Type is "bool", so that cobra reads the flag with GetBool.
+func (v *versionFlag) Type() string { return "bool" }
+
+// IsBoolFlag lets the flag stand alone.
+func (v *versionFlag) IsBoolFlag() bool { return true }
+
+// Set implements pflag.Value: true, false or raw.
+func (v *versionFlag) Set(s string) error {
+	if s == "raw" {
+		v.on = true
+		v.cmd.SetVersionTemplate(fmt.Sprintf("%#v\n", v.info))
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true, false or raw")
+	}
+	v.on = b
+	return nil
 }
