@@ -87,14 +87,15 @@ type ConfigRolloutSpec struct {
 	// rollout whose last node step is below 100% ends there; the rest of
 	// the nodes are not touched.
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	Steps []RolloutStep `json:"steps"`
 	// MaxUnavailable is how many nodes (a number, or a percentage of the
 	// selected nodes, rounded down but at least 1) may be in trial at
 	// once. Default: 1.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^[0-9]+%$') && int(self.replace('%', '')) > 0 && int(self.replace('%', '')) <= 100 : self >= 1",message="must be a positive number or a percentage in (0%, 100%]"
+	// +kubebuilder:validation:Pattern=`^(100|[1-9][0-9]?)%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 1",message="must be at least 1"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	// MaxFailures is how many nodes may fail before the rollout halts: it
@@ -142,7 +143,8 @@ type RolloutStep struct {
 	// Nodes is the cumulative number, or percentage (rounded up), of the
 	// selected nodes that run the config once this step is done.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^[0-9]+%$') && int(self.replace('%', '')) > 0 && int(self.replace('%', '')) <= 100 : self >= 1",message="must be a positive number or a percentage in (0%, 100%]"
+	// +kubebuilder:validation:Pattern=`^(100|[1-9][0-9]?)%$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 1",message="must be at least 1"
 	// +optional
 	Nodes *intstr.IntOrString `json:"nodes,omitempty"`
 	// Pause waits before the next step: for Duration when it is set, else

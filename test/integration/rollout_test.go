@@ -1,0 +1,746 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/rollout/controller"
+	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
+)
+
+// rolloutCRD is the checked-in CRD the tests install.
+const rolloutCRD = "../../deploy/rollout/dynconfig.io_configrollouts.yaml"
+
+// rolloutTrial is the trial duration of the rollouts' ConfigMaps: short, so
+// that a step waits for real promotions without making the test slow.
+const rolloutTrial = "1s"
+
+// TestRollout runs ConfigRollouts against a real API server, over
+// simulated nodes: each a real dynconfig Controller in reload mode (as in
+// TestScale) on its own Node, reporting its ConfigStatus.
+func TestRollout(t *testing.T) {
+	h := newHarness(t)
+	ctx := testContext(t, 15*time.Minute)
+	installRolloutCRD(ctx, t, h)
+
+	t.Run("good config in steps", func(t *testing.T) {
+		n := 100
+		if testing.Short() {
+			n = 20
+		}
+		ctx := testContext(t, 10*time.Minute)
+		f := startFleet(ctx, t, h, "good", n, nil)
+		rc := startRolloutController(ctx, t, h, "a", nil)
+		ro := f.rollout("good", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("10%")),
+				nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
+			s.MaxUnavailable = ptr.To(intstr.FromString("10%"))
+		})
+		maxU := max(1, n/10)
+		start := time.Now()
+		watch := f.watchInvariants(ctx, ro, maxU)
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
+		if err := watch(); err != nil {
+			t.Error(err)
+		}
+		took := time.Since(start)
+		if got.Status.Promoted != int32(n) || got.Status.Failed != 0 || len(got.Status.Nodes) != n {
+			t.Fatalf("completed with %+v", countsOf(got))
+		}
+		f.wantAll(ctx, f.newCM)
+		assigns, reverts := rc.patches()
+		writes := rc.c.Requests() - int64(assigns+reverts)
+		t.Logf("%d nodes, steps 1, 10%%, 50%%, 100%%, maxUnavailable %d, trial %s: completed in %v; %d assignment patches, %d reverts, %d status writes (%.2f requests per node)",
+			n, maxU, rolloutTrial, took.Round(time.Millisecond), assigns, reverts, writes, float64(rc.c.Requests())/float64(n))
+		if assigns != n || reverts != 0 {
+			t.Errorf("%d assignment patches and %d reverts for %d nodes, want one assignment each", assigns, reverts, n)
+		}
+
+		// Undo of the completed rollout: every node back on the old one.
+		f.patchSpec(ctx, ro, `{"spec":{"undo":true}}`)
+		got = f.waitPhase(ctx, ro, v1alpha1.PhaseReverted)
+		f.waitAll(ctx, f.oldCM)
+		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, n)
+		if _, reverts := rc.patches(); reverts != n {
+			t.Errorf("undo made %d reverts, want %d", reverts, n)
+		}
+	})
+
+	t.Run("canary fails", func(t *testing.T) {
+		ctx := testContext(t, 5*time.Minute)
+		f := startFleet(ctx, t, h, "canary", 6, func(node string) bool { return true })
+		rc := startRolloutController(ctx, t, h, "a", nil)
+		ro := f.rollout("canary", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
+		})
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseHalted)
+		if !strings.Contains(got.Status.Message, "1 nodes failed, more than maxFailures 0") ||
+			!strings.Contains(got.Status.Message, f.names[0]) {
+			t.Errorf("halt message %q", got.Status.Message)
+		}
+		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 1)
+		if len(got.Status.Nodes) != 1 || got.Status.Nodes[0].Name != f.names[0] {
+			t.Fatalf("records %+v, want the canary only", got.Status.Nodes)
+		}
+		f.waitAll(ctx, f.oldCM)
+		if assigns, reverts := rc.patches(); assigns != 1 || reverts != 1 {
+			t.Errorf("%d assignments and %d reverts, want 1 and 1 (the canary)", assigns, reverts)
+		}
+		f.wantEvent(ctx, ro, "Halted")
+		f.wantEvent(ctx, ro, "Reverting")
+	})
+
+	t.Run("maxFailures 2 halts on the third failure", func(t *testing.T) {
+		ctx := testContext(t, 5*time.Minute)
+		// Nodes 1-4 cannot apply the new config; node 0 (the canary) can.
+		bad := map[int]bool{1: true, 2: true, 3: true, 4: true}
+		var f *fleet
+		f = startFleet(ctx, t, h, "maxfail", 12, func(node string) bool { return bad[f.index(node)] })
+		rc := startRolloutController(ctx, t, h, "a", nil)
+		ro := f.rollout("maxfail", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
+			s.MaxUnavailable = ptr.To(intstr.FromInt32(5))
+			s.MaxFailures = 2
+		})
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseHalted)
+		if got.Status.Failed < 3 || !strings.Contains(got.Status.Message, "more than maxFailures 2") {
+			t.Errorf("halted with %d failures: %q", got.Status.Failed, got.Status.Message)
+		}
+		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 6)
+		f.waitAll(ctx, f.oldCM)
+		for _, rec := range got.Status.Nodes {
+			if i := f.index(rec.Name); i > 5 {
+				t.Errorf("node %s (beyond the 50%% step) has a record %+v", rec.Name, rec)
+			}
+		}
+		if assigns, reverts := rc.patches(); assigns != 6 || reverts != 6 {
+			t.Errorf("%d assignments, %d reverts; want 6 and 6", assigns, reverts)
+		}
+	})
+
+	t.Run("pause and resume, then abort", func(t *testing.T) {
+		ctx := testContext(t, 5*time.Minute)
+		f := startFleet(ctx, t, h, "pause", 6, nil)
+		startRolloutController(ctx, t, h, "a", nil)
+		ro := f.rollout("pause", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), {Pause: &v1alpha1.RolloutPause{}},
+				nodesStep(intstr.FromInt32(3)), nodesStep(intstr.FromString("100%"))}
+		})
+		got := f.waitPhase(ctx, ro, v1alpha1.PhasePaused)
+		if got.Status.CurrentStep != 1 || got.Status.Promoted != 1 {
+			t.Fatalf("paused at step %d with %d promoted, want step 1 after the canary", got.Status.CurrentStep, got.Status.Promoted)
+		}
+		f.stays(ctx, ro, 3*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == 1 })
+		f.patchSpec(ctx, ro, `{"spec":{"resumedStep":1}}`)
+		f.waitFor(ctx, ro, "3 nodes promoted", func(r *v1alpha1.ConfigRollout) bool { return r.Status.Promoted >= 3 })
+		f.patchSpec(ctx, ro, `{"spec":{"paused":true}}`)
+		got = f.waitPhase(ctx, ro, v1alpha1.PhasePaused)
+		held := len(got.Status.Nodes)
+		f.stays(ctx, ro, 3*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == held })
+		f.patchSpec(ctx, ro, `{"spec":{"abort":true}}`)
+		got = f.waitPhase(ctx, ro, v1alpha1.PhaseAborted)
+		if len(got.Status.Nodes) != held {
+			t.Errorf("abort changed the records: %d, was %d", len(got.Status.Nodes), held)
+		}
+		f.stays(ctx, ro, 2*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == held })
+		// What was done stays.
+		for _, rec := range got.Status.Nodes {
+			f.waitNode(ctx, rec.Name, f.newCM)
+		}
+		// The CRD refuses to take abort back.
+		err := f.tryPatchSpec(ctx, ro, `{"spec":{"abort":false}}`)
+		if err == nil || !strings.Contains(err.Error(), "abort cannot be undone") {
+			t.Errorf("abort: false was accepted or refused for another reason: %v", err)
+		}
+	})
+
+	t.Run("overlapping rollout refused; ConfigMap edit halts", func(t *testing.T) {
+		ctx := testContext(t, 5*time.Minute)
+		f := startFleet(ctx, t, h, "overlap", 4, nil)
+		startRolloutController(ctx, t, h, "a", nil)
+		first := f.rollout("first", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), {Pause: &v1alpha1.RolloutPause{}}, nodesStep(intstr.FromString("100%"))}
+		})
+		f.waitPhase(ctx, first, v1alpha1.PhasePaused)
+		other := h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "other"), maxPods: 77, trial: rolloutTrial})
+		second := f.rolloutOf("second", other.Name, func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
+		})
+		got := f.waitFor(ctx, second, "Conflict", func(r *v1alpha1.ConfigRollout) bool {
+			return conditionTrue(r, v1alpha1.ConditionConflict)
+		})
+		if got.Status.Phase != v1alpha1.PhasePending || len(got.Status.Nodes) != 0 || !strings.Contains(got.Status.Message, first) {
+			t.Errorf("second rollout: phase %s, %d records, message %q", got.Status.Phase, len(got.Status.Nodes), got.Status.Message)
+		}
+		f.stays(ctx, second, 2*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == 0 })
+
+		// Editing the first rollout's ConfigMap halts it and reverts the canary.
+		cm, err := h.client.CoreV1().ConfigMaps(namespace).Get(ctx, f.newCM.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data[kubelet.PayloadKey] = kubeletPayload(55)
+		if _, err := h.client.CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got = f.waitPhase(ctx, first, v1alpha1.PhaseHalted)
+		if !strings.Contains(got.Status.Message, "was edited while the rollout was active") {
+			t.Errorf("halt message %q", got.Status.Message)
+		}
+		f.waitRecords(ctx, first, v1alpha1.NodeReverted, 1)
+		// The first one is no longer active: the second starts.
+		f.waitPhase(ctx, second, v1alpha1.PhaseCompleted)
+		f.waitAll(ctx, other)
+	})
+
+	t.Run("failover", func(t *testing.T) {
+		ctx := testContext(t, 5*time.Minute)
+		f := startFleet(ctx, t, h, "failover", 8, nil)
+		cut := &cuttable{}
+		a := startRolloutController(ctx, t, h, "a", cut)
+		ro := f.rollout("failover", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
+			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		})
+		f.waitFor(ctx, ro, "4 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 4 })
+		// Replica a loses the API server (as if killed or partitioned); b
+		// takes the Lease when it expires.
+		cut.cut.Store(true)
+		b := startRolloutController(ctx, t, h, "b", nil)
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
+		aa, ar := a.patches()
+		ba, br := b.patches()
+		if aa+ba != 8 || ar+br != 0 {
+			t.Errorf("assignments: %d by a, %d by b (want 8 in all, each node once); reverts %d, %d", aa, ba, ar, br)
+		}
+		if ba == 0 {
+			t.Errorf("b made no assignment: the failover was not exercised")
+		}
+		if len(got.Status.Nodes) != 8 {
+			t.Errorf("%d records, want 8", len(got.Status.Nodes))
+		}
+		f.wantAll(ctx, f.newCM)
+		// The revert records survived the failover: undo puts every node back.
+		f.patchSpec(ctx, ro, `{"spec":{"undo":true}}`)
+		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 8)
+		f.waitAll(ctx, f.oldCM)
+	})
+}
+
+func installRolloutCRD(ctx context.Context, t *testing.T, h *harness) {
+	t.Helper()
+	b, err := os.ReadFile(rolloutCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(b, &obj); err != nil {
+		t.Fatalf("%s: %v", rolloutCRD, err)
+	}
+	dyn := dynamic.NewForConfigOrDie(h.cl.Config)
+	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crds.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the CRD from %s: %v", rolloutCRD, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("ConfigRollouts never served: %v", err)
+	}
+}
+
+// fleet is a set of simulated nodes, all on oldCM at the start, and the
+// ConfigMap newCM to roll out.
+type fleet struct {
+	t      *testing.T
+	h      *harness
+	dyn    dynamic.Interface
+	label  string
+	names  []string
+	oldCM  *corev1.ConfigMap
+	newCM  *corev1.ConfigMap
+	prefix string
+}
+
+// startFleet creates n Nodes labelled for this fleet, each running a
+// Controller in reload mode; failsNew(node) makes the node's reload of the
+// new config fail (the component cannot apply it).
+func startFleet(ctx context.Context, t *testing.T, h *harness, prefix string, n int, failsNew func(node string) bool) *fleet {
+	t.Helper()
+	f := &fleet{t: t, h: h, dyn: dynamic.NewForConfigOrDie(h.cl.Config), label: "rollout-test-" + prefix, prefix: prefix}
+	f.oldCM = h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "old"), maxPods: 100, trial: rolloutTrial})
+	f.newCM = h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "new"), maxPods: 101, trial: rolloutTrial})
+	for i := range n {
+		f.names = append(f.names, fmt.Sprintf("ro-%s-%03d", prefix, i))
+	}
+	old := assignmentFor(f.oldCM)
+	if err := parallel(n, func(i int) error {
+		_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: f.names[i], Labels: map[string]string{f.label: "true"},
+			Annotations: map[string]string{source.AnnotationKey: old},
+		}}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("creating Nodes: %v", err)
+	}
+	quiet := klog.NewContext(ctx, klog.Background().V(10))
+	runCtx, stop := context.WithCancel(quiet)
+	var running sync.WaitGroup
+	controllers := make([]*dynconfig.Controller[kubeletConfig], n)
+	t.Cleanup(func() {
+		stop()
+		running.Wait()
+		for _, c := range controllers {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	})
+	root := t.TempDir()
+	if err := parallel(n, func(i int) error {
+		name := f.names[i]
+		c, err := newScaleController(h, name, filepath.Join(root, name), func(_ context.Context, cfg *kubeletConfig) error {
+			if cfg.MaxPods == 101 && failsNew != nil && failsNew(name) {
+				return errors.New("simulated: the component cannot apply maxPods 101")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		controllers[i] = c
+		if _, err := c.Bootstrap(quiet); err != nil {
+			return fmt.Errorf("node %s: Bootstrap: %w", name, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range controllers {
+		running.Go(func() { _ = c.Run(runCtx) })
+	}
+	f.waitAll(ctx, f.oldCM)
+	return f
+}
+
+func (f *fleet) index(node string) int {
+	for i, n := range f.names {
+		if n == node {
+			return i
+		}
+	}
+	return -1
+}
+
+func nodesStep(v intstr.IntOrString) v1alpha1.RolloutStep {
+	return v1alpha1.RolloutStep{Nodes: &v}
+}
+
+// rollout creates a ConfigRollout of newCM over the fleet.
+func (f *fleet) rollout(name string, edit func(*v1alpha1.ConfigRolloutSpec)) string {
+	return f.rolloutOf(name, f.newCM.Name, edit)
+}
+
+func (f *fleet) rolloutOf(name, configMap string, edit func(*v1alpha1.ConfigRolloutSpec)) string {
+	f.t.Helper()
+	name = f.prefix + "-" + name
+	ro := &v1alpha1.ConfigRollout{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1alpha1.ConfigRolloutSpec{
+			ConfigMapName: configMap,
+			NodeSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{f.label: "true"}},
+			// A node that takes longer than this has a problem: fail fast.
+			ProgressDeadlineSeconds: ptr.To(int32(60)),
+		},
+	}
+	edit(&ro.Spec)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Create(context.Background(),
+		&unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		f.t.Fatalf("creating ConfigRollout %s: %v", name, err)
+	}
+	return name
+}
+
+func (f *fleet) get(ctx context.Context, name string) (*v1alpha1.ConfigRollout, error) {
+	u, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var ro v1alpha1.ConfigRollout
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ro); err != nil {
+		return nil, err
+	}
+	return &ro, nil
+}
+
+func (f *fleet) tryPatchSpec(ctx context.Context, name, patch string) error {
+	_, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+func (f *fleet) patchSpec(ctx context.Context, name, patch string) {
+	f.t.Helper()
+	if err := f.tryPatchSpec(ctx, name, patch); err != nil {
+		f.t.Fatalf("patching ConfigRollout %s with %s: %v", name, patch, err)
+	}
+}
+
+// waitFor polls the rollout until cond holds.
+func (f *fleet) waitFor(ctx context.Context, name, what string, cond func(*v1alpha1.ConfigRollout) bool) *v1alpha1.ConfigRollout {
+	f.t.Helper()
+	var last *v1alpha1.ConfigRollout
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ro, err := f.get(ctx, name)
+		if err != nil {
+			return false, nil
+		}
+		last = ro
+		return cond(ro), nil
+	})
+	if err != nil {
+		if last != nil {
+			logHistory(f.t, last)
+			f.t.Fatalf("ConfigRollout %s: never %s: %v; last phase %s (%s), %+v", name, what, err, last.Status.Phase, last.Status.Message, countsOf(last))
+		}
+		f.t.Fatalf("ConfigRollout %s: never %s: %v", name, what, err)
+	}
+	return last
+}
+
+func (f *fleet) waitPhase(ctx context.Context, name string, phase v1alpha1.RolloutPhase) *v1alpha1.ConfigRollout {
+	f.t.Helper()
+	return f.waitFor(ctx, name, "phase "+string(phase), func(r *v1alpha1.ConfigRollout) bool { return r.Status.Phase == phase })
+}
+
+func (f *fleet) waitRecords(ctx context.Context, name string, state v1alpha1.NodeState, n int) *v1alpha1.ConfigRollout {
+	f.t.Helper()
+	return f.waitFor(ctx, name, fmt.Sprintf("%d records %s", n, state), func(r *v1alpha1.ConfigRollout) bool {
+		c := 0
+		for _, rec := range r.Status.Nodes {
+			if rec.State == state {
+				c++
+			}
+		}
+		return c == n
+	})
+}
+
+// stays checks that cond holds for d.
+func (f *fleet) stays(ctx context.Context, name string, d time.Duration, cond func(*v1alpha1.ConfigRollout) bool) {
+	f.t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		ro, err := f.get(ctx, name)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if !cond(ro) {
+			f.t.Fatalf("ConfigRollout %s changed while it should not: phase %s, %+v", name, ro.Status.Phase, countsOf(ro))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// nodeOn reports whether the node is assigned cm and its component reports
+// cm promoted.
+func nodeOn(n *corev1.Node, cm *corev1.ConfigMap) (bool, string) {
+	var src corev1.NodeConfigSource
+	err := json.Unmarshal([]byte(n.Annotations[source.AnnotationKey]), &src)
+	if err != nil || src.ConfigMap == nil || src.ConfigMap.UID != cm.UID {
+		return false, "assigned " + n.Annotations[source.AnnotationKey]
+	}
+	s, err := status.ReadConfigStatus(n, "kubelet")
+	if err != nil || s == nil {
+		return false, fmt.Sprintf("status %v %v", s, err)
+	}
+	if s.Phase != status.PhasePromoted || s.Active == nil || s.Active.ConfigMap == nil || s.Active.ConfigMap.UID != cm.UID {
+		return false, fmt.Sprintf("phase %s, active %s", s.Phase, status.DescribeSource(s.Active))
+	}
+	return true, ""
+}
+
+func (f *fleet) waitNode(ctx context.Context, name string, cm *corev1.ConfigMap) {
+	f.t.Helper()
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := f.h.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ok, w := nodeOn(n, cm)
+		why = w
+		return ok, nil
+	})
+	if err != nil {
+		f.t.Fatalf("node %s never promoted ConfigMap %s: %s", name, cm.Name, why)
+	}
+}
+
+// waitAll waits until every node of the fleet runs cm, promoted.
+func (f *fleet) waitAll(ctx context.Context, cm *corev1.ConfigMap) {
+	f.t.Helper()
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := f.h.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: f.label})
+		if err != nil {
+			return false, nil
+		}
+		ok := 0
+		why = ""
+		for i := range list.Items {
+			if on, w := nodeOn(&list.Items[i], cm); on {
+				ok++
+			} else if why == "" {
+				why = list.Items[i].Name + ": " + w
+			}
+		}
+		return ok == len(f.names), nil
+	})
+	if err != nil {
+		f.t.Fatalf("the fleet never all ran ConfigMap %s promoted: e.g. %s", cm.Name, why)
+	}
+}
+
+func (f *fleet) wantAll(ctx context.Context, cm *corev1.ConfigMap) {
+	f.t.Helper()
+	f.waitAll(ctx, cm)
+}
+
+func (f *fleet) wantEvent(ctx context.Context, rollout, reason string) {
+	f.t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := f.h.client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == v1alpha1.Kind && e.InvolvedObject.Name == rollout && e.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		f.t.Errorf("no Event %s on ConfigRollout %s", reason, rollout)
+	}
+}
+
+// watchInvariants polls the rollout until it stops being active and
+// checks, at every look: never more than maxU nodes in trial, and no node
+// of a step assigned before every node of the earlier steps settled. The
+// returned function stops it and returns the first violation.
+func (f *fleet) watchInvariants(ctx context.Context, name string, maxU int) func() error {
+	ctx, cancel := context.WithCancel(ctx)
+	var first error
+	done := make(chan struct{})
+	looks := 0
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			ro, err := f.get(ctx, name)
+			if err == nil {
+				looks++
+				if err := checkRollout(ro, maxU); err != nil && first == nil {
+					first = err
+				}
+				if !ro.Status.Phase.Active() {
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() error {
+		<-done
+		cancel()
+		if first == nil && looks < 3 {
+			return fmt.Errorf("the invariants were looked at %d times only", looks)
+		}
+		return first
+	}
+}
+
+func checkRollout(ro *v1alpha1.ConfigRollout, maxU int) error {
+	inTrial := 0
+	unsettledStep := int32(-1)
+	for _, rec := range ro.Status.Nodes {
+		if rec.State == v1alpha1.NodeAssigning || rec.State == v1alpha1.NodeTrial {
+			inTrial++
+			if unsettledStep < 0 || rec.Step < unsettledStep {
+				unsettledStep = rec.Step
+			}
+		}
+	}
+	if inTrial > maxU {
+		return fmt.Errorf("%d nodes in trial, maxUnavailable %d", inTrial, maxU)
+	}
+	for _, rec := range ro.Status.Nodes {
+		if unsettledStep >= 0 && rec.Step > unsettledStep {
+			return fmt.Errorf("node %s assigned at step %d while a node of step %d is still in trial", rec.Name, rec.Step, unsettledStep)
+		}
+	}
+	return nil
+}
+
+func conditionTrue(ro *v1alpha1.ConfigRollout, t string) bool {
+	for _, c := range ro.Status.Conditions {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+type counts struct {
+	Phase                                       v1alpha1.RolloutPhase
+	Step                                        int32
+	Selected, Assigned, InTrial, Promoted, Fail int32
+	Records                                     int
+}
+
+func countsOf(ro *v1alpha1.ConfigRollout) counts {
+	s := ro.Status
+	return counts{s.Phase, s.CurrentStep, s.Selected, s.Assigned, s.InTrial, s.Promoted, s.Failed, len(s.Nodes)}
+}
+
+func logHistory(t *testing.T, ro *v1alpha1.ConfigRollout) {
+	t.Helper()
+	var b strings.Builder
+	for _, e := range ro.Status.History {
+		fmt.Fprintf(&b, "  %s %-14s %s\n", e.Time.Format("15:04:05"), e.Reason, e.Message)
+	}
+	t.Logf("ConfigRollout %s history:\n%s", ro.Name, b.String())
+}
+
+// rolloutController is one replica of the rollout controller.
+type rolloutController struct {
+	c   *controller.Controller
+	reg *prometheus.Registry
+}
+
+// patches returns the assignment and revert patches it made.
+func (r *rolloutController) patches() (assign, revert int) {
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		return -1, -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "dynconfig_rollout_node_patches_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := labelMap(m)
+			if labels["result"] != "ok" {
+				continue
+			}
+			switch labels["kind"] {
+			case "assign":
+				assign += int(m.GetCounter().GetValue())
+			case "revert":
+				revert += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return assign, revert
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// cuttable is a transport that fails every request once cut: the replica
+// behind it is as good as dead to the API server.
+type cuttable struct{ cut atomic.Bool }
+
+func (c *cuttable) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if c.cut.Load() {
+			return nil, errors.New("simulated: this replica lost the API server")
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// startRolloutController runs a replica with leader election on a short
+// Lease until the test ends.
+func startRolloutController(ctx context.Context, t *testing.T, h *harness, identity string, cut *cuttable) *rolloutController {
+	t.Helper()
+	cfg := limited(h.cl.Config, 100, 200)
+	if cut != nil {
+		cfg.Wrap(cut.wrap)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	c, err := controller.New(controller.Options{
+		Client: client, Dynamic: dyn, Registerer: reg,
+		LeaderElection: &controller.LeaderElection{
+			Namespace: metav1.NamespaceDefault, Name: objectName(t, "lease"), Identity: identity,
+			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, controller.ErrLostLease) {
+			t.Errorf("rollout controller %s: %v", identity, err)
+		}
+	})
+	return &rolloutController{c: c, reg: reg}
+}
