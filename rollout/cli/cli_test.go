@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newFake(t *testing.T, objs ...*v1alpha1.ConfigRollout) *dynamicfake.FakeDynamicClient {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var us []runtime.Object
+	for _, o := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		us = append(us, &unstructured.Unstructured{Object: m})
+	}
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{v1alpha1.GroupVersionResource(): "ConfigRolloutList"}, us...)
+}
+
+func runCLI(t *testing.T, fake *dynamicfake.FakeDynamicClient, clk *clocktesting.FakeClock, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	o := Options{
+		Out: &out, ErrOut: &out,
+		NewClients: func(*genericclioptions.ConfigFlags) (Clients, error) {
+			return Clients{Dynamic: fake, Namespace: "ns"}, nil
+		},
+	}
+	if clk != nil {
+		o.Clock = clk
+	}
+	cmd := NewCommand(o)
+	cmd.SetArgs(args[1:]) // args[0] is "rollout", the command itself
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func getRollout(t *testing.T, fake *dynamicfake.FakeDynamicClient, name string) *v1alpha1.ConfigRollout {
+	t.Helper()
+	ro, err := get(context.Background(), fake.Resource(v1alpha1.GroupVersionResource()).Namespace("ns"), "ns", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ro
+}
+
+func sample() *v1alpha1.ConfigRollout {
+	one, ten, all := intstr.FromInt32(1), intstr.FromString("10%"), intstr.FromString("100%")
+	return &v1alpha1.ConfigRollout{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "dynconfig.io/v1alpha1", Kind: "ConfigRollout"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", Generation: 1},
+		Spec: v1alpha1.ConfigRolloutSpec{
+			Component: "kubelet", ConfigMapName: "new", MaxFailures: 1,
+			Steps: []v1alpha1.RolloutStep{{Nodes: &one}, {Pause: &v1alpha1.RolloutPause{}}, {Nodes: &ten}, {Nodes: &all}},
+		},
+		Status: v1alpha1.ConfigRolloutStatus{
+			ObservedGeneration: 1, Phase: v1alpha1.PhaseProgressing, Message: "step 2: 3 of 20 nodes", CurrentStep: 2,
+			ConfigMap: &v1alpha1.ConfigMapRef{UID: "u1", ResourceVersion: "7"},
+			Selected:  20, Assigned: 3, InTrial: 1, Promoted: 1, Failed: 1,
+			Nodes: []v1alpha1.NodeRecord{
+				{Name: "n0", State: v1alpha1.NodePromoted, Step: 0},
+				{Name: "n1", State: v1alpha1.NodeFailed, Step: 2, Reason: "kubelet reports RolledBack: failed to validate current (UID: u1)"},
+				{Name: "n2", State: v1alpha1.NodeTrial, Step: 2},
+			},
+			Conditions: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Progressing", Message: "step 2: 3 of 20 nodes"}},
+			History: []v1alpha1.HistoryEntry{
+				{Time: metav1.NewTime(t0), Reason: "Started", Message: "started"},
+				{Time: metav1.NewTime(t0.Add(time.Minute)), Reason: "NodeFailed", Message: "node n1 failed"},
+			},
+		},
+	}
+}
+
+func TestRenderStatus(t *testing.T) {
+	want := `ConfigRollout ns/ro: Progressing
+  step 2: 3 of 20 nodes
+ConfigMap ns/new (UID u1, resourceVersion 7) to kubelet
+Nodes: 20 selected, 3 assigned, 1 in trial, 1 promoted, 1 failed (max 1)
+Steps:
+  0  1 node               [####################]  1/1   done
+  1  pause until resumed                                done
+> 2  10% (2 nodes)        [####################]  2/2
+  3  100% (20 nodes)      [##------------------]  2/20
+Failures:
+  n1 (step 2, Failed): kubelet reports RolledBack: failed to validate current (UID: u1)
+Conditions:
+  Progressing=True (Progressing): step 2: 3 of 20 nodes
+`
+	if diff := cmp.Diff(want, RenderStatus(sample())); diff != "" {
+		t.Errorf("RenderStatus (-want +got):\n%s", diff)
+	}
+}
+
+func TestRenderHistory(t *testing.T) {
+	want := `TIME                  REASON      MESSAGE
+2026-01-02T03:04:05Z  Started     started
+2026-01-02T03:05:05Z  NodeFailed  node n1 failed
+`
+	if diff := cmp.Diff(want, RenderHistory(sample())); diff != "" {
+		t.Errorf("RenderHistory (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseSteps(t *testing.T) {
+	one, ten := intstr.FromInt32(1), intstr.FromString("10%")
+	got, err := ParseSteps("1, 10%,pause,pause=10m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []v1alpha1.RolloutStep{{Nodes: &one}, {Nodes: &ten}, {Pause: &v1alpha1.RolloutPause{}},
+		{Pause: &v1alpha1.RolloutPause{Duration: &metav1.Duration{Duration: 10 * time.Minute}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseSteps (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"", "0", "-1", "0%", "101%", "x", "pause=", "pause=-1s", "1,,2"} {
+		if _, err := ParseSteps(bad); err == nil {
+			t.Errorf("ParseSteps(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestStart(t *testing.T) {
+	fake := newFake(t)
+	out, err := runCLI(t, fake, nil, "rollout", "start", "r1", "--configmap", "cfg", "--steps", "1,pause=5m,100%",
+		"--max-unavailable", "10%", "--max-failures", "2", "-l", "pool=a", "--no-revert-on-halt", "--progress-deadline", "2m")
+	_ = out
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	ro := getRollout(t, fake, "r1")
+	steps, _ := ParseSteps("1,pause=5m,100%")
+	mu := intstr.FromString("10%")
+	f, deadline := false, int32(120)
+	want := v1alpha1.ConfigRolloutSpec{
+		Component: "kubelet", ConfigMapName: "cfg", Steps: steps, MaxUnavailable: &mu, MaxFailures: 2,
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}, RevertOnHalt: &f,
+		ProgressDeadlineSeconds: &deadline,
+	}
+	if diff := cmp.Diff(want, ro.Spec); diff != "" {
+		t.Errorf("created spec (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(out, "configrollout ns/r1 created") {
+		t.Errorf("output %q", out)
+	}
+	for _, args := range [][]string{
+		{"rollout", "start", "r2"},
+		{"rollout", "start", "r2", "--configmap", "c", "--steps", "0"},
+		{"rollout", "start", "r2", "--configmap", "c", "--max-unavailable", "0"},
+		{"rollout", "start", "r2", "--configmap", "c", "--progress-deadline", "0s"},
+	} {
+		if _, err := runCLI(t, fake, nil, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+func TestSteer(t *testing.T) {
+	for _, tc := range []struct {
+		verb  string
+		check func(*v1alpha1.ConfigRollout) bool
+	}{
+		{"pause", func(r *v1alpha1.ConfigRollout) bool { return r.Spec.Paused }},
+		{"abort", func(r *v1alpha1.ConfigRollout) bool { return r.Spec.Abort }},
+		{"undo", func(r *v1alpha1.ConfigRollout) bool { return r.Spec.Undo }},
+		{"resume", func(r *v1alpha1.ConfigRollout) bool {
+			return !r.Spec.Paused && r.Spec.ResumedStep != nil && *r.Spec.ResumedStep == 2
+		}},
+	} {
+		t.Run(tc.verb, func(t *testing.T) {
+			ro := sample()
+			ro.Spec.Paused = tc.verb == "resume"
+			fake := newFake(t, ro)
+			out, err := runCLI(t, fake, nil, "rollout", tc.verb, "ro")
+			if err != nil {
+				t.Fatalf("%s: %v", tc.verb, err)
+			}
+			if got := getRollout(t, fake, "ro"); !tc.check(got) {
+				t.Errorf("%s: spec %+v", tc.verb, got.Spec)
+			}
+			if want := "configrollout ns/ro: " + tc.verb + " requested\n"; out != want {
+				t.Errorf("output %q, want %q", out, want)
+			}
+			if _, err := runCLI(t, fake, nil, "rollout", tc.verb, "missing"); err == nil || !strings.Contains(err.Error(), "ConfigRollout ns/missing not found") {
+				t.Errorf("%s of a missing rollout: %v", tc.verb, err)
+			}
+		})
+	}
+}
+
+// TestStatusWatch: -w redraws on a change and returns when the rollout
+// ends.
+func TestStatusWatch(t *testing.T) {
+	fake := newFake(t, sample())
+	clk := clocktesting.NewFakeClock(t0)
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := runCLI(t, fake, clk, "rollout", "status", "ro", "-w")
+		done <- result{out, err}
+	}()
+	waitWaiters(t, clk)
+	clk.Step(time.Second) // no change: nothing redrawn
+	waitWaiters(t, clk)
+	ro := sample()
+	ro.Status.Phase = v1alpha1.PhaseCompleted
+	ro.Status.CurrentStep = 4
+	ro.Status.Promoted = 19
+	m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	if _, err := fake.Resource(v1alpha1.GroupVersionResource()).Namespace("ns").Update(context.Background(), &unstructured.Unstructured{Object: m}, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("status -w did not return once the rollout completed")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := strings.Count(r.out, "ConfigRollout ns/ro:"); got != 2 {
+		t.Errorf("%d views drawn, want 2 (one per change):\n%s", got, r.out)
+	}
+	if !strings.Contains(r.out, "ConfigRollout ns/ro: Completed") {
+		t.Errorf("the last view is not the completed one:\n%s", r.out)
+	}
+}
+
+func waitWaiters(t *testing.T, clk *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("status -w never waited on the clock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
