@@ -1,0 +1,74 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestNewValidates(t *testing.T) {
+	client := fake.NewClientset()
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	le := func(mod func(*LeaderElection)) *LeaderElection {
+		l := &LeaderElection{Namespace: "kube-system", Name: "lease", Identity: "a"}
+		mod(l)
+		return l
+	}
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no client", Options{Dynamic: dyn}, "Options.Client: required"},
+		{"no dynamic", Options{Client: client}, "Options.Dynamic: required"},
+		{"bad selector", Options{Client: client, Dynamic: dyn, NodeLabelSelector: "a in (("}, "Options.NodeLabelSelector"},
+		{"lease without name", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.Name = "" })}, "Namespace and Name are required"},
+		{"lease without identity", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.Identity = "" })}, "Identity: required"},
+		{"lease timings", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.LeaseDuration = 5 * time.Second })}, "want LeaseDuration (5s) > RenewDeadline (10s)"},
+		{"negative workers", Options{Client: client, Dynamic: dyn, Workers: -1}, "Options.Workers"},
+		{"negative resync", Options{Client: client, Dynamic: dyn, Resync: -time.Second}, "Options.Resync"},
+		{"ok", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(*LeaderElection) {})}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.opts.Workers != 1 || c.opts.Resync != 5*time.Minute || c.opts.LeaderElection.RetryPeriod != 2*time.Second {
+					t.Errorf("defaults not applied: %+v", c.opts)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStripConfigMapData(t *testing.T) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u", ResourceVersion: "5", Labels: map[string]string{"a": "b"}},
+		Data:       map[string]string{"kubelet": strings.Repeat("x", 1<<20)},
+		BinaryData: map[string][]byte{"bin": []byte("y")},
+	}
+	got, err := stripConfigMapData(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u", ResourceVersion: "5"}, Data: map[string]string{"kubelet": ""}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stripConfigMapData (-want +got):\n%s", diff)
+	}
+	if len(cm.Data["kubelet"]) != 1<<20 {
+		t.Errorf("the informer's object was modified")
+	}
+}
