@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,8 +65,15 @@ type DirOptions struct {
 // v1. A ConfigMap without a resourceVersion gets one derived from its
 // content, so an edit is a new version, as on an API server.
 //
-// A missing folder (Path, or configmaps/ while the assignment names a
-// ConfigMap) is an error naming it, never the empty assignment.
+// It fails loudly, never with a silent "no assignment": a missing folder
+// (Path, or configmaps/ while the assignment names a ConfigMap) or a Path
+// that is not a folder is an error naming it; so is a folder without
+// assignment.yaml that holds a misspelt one (assignment.yml,
+// Assignment.yaml, assignments.json...), and a configmaps/ folder under
+// another name (configmap/, ConfigMaps/). An assigned ConfigMap that no file
+// holds is an error that names the files that look meant to hold it: one
+// named after it that holds another ConfigMap, one with another extension
+// (kubelet-a.yaml.bak, kubelet-a.txt) or one that is not a regular file.
 //
 // Replace files atomically (write a temporary dot-file in the same folder,
 // then rename it): a half-written assignment is read as whatever it says,
@@ -101,9 +109,20 @@ func NewDir(opts DirOptions) (*Dir, error) {
 func (d *Dir) Assigned(ctx context.Context) (Assignment, error) {
 	path := filepath.Join(d.opts.Path, AssignmentFile)
 	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, serr := os.Stat(d.opts.Path); errors.Is(serr, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		fi, serr := os.Stat(d.opts.Path)
+		switch {
+		case errors.Is(serr, fs.ErrNotExist):
 			return Assignment{}, fmt.Errorf("directory source %s does not exist", d.opts.Path)
+		case serr == nil && !fi.IsDir():
+			return Assignment{}, fmt.Errorf("directory source %s is not a directory", d.opts.Path)
+		}
+		// No assignment file is the empty assignment, unless one is
+		// there under another name: a misspelt assignment must not
+		// silently mean "run the local config".
+		if near := nearNames(d.opts.Path, isAssignmentLike); len(near) > 0 {
+			return Assignment{}, fmt.Errorf("directory source %s has no %s but has %s: the assignment file must be named %s (no %s is the empty assignment)",
+				d.opts.Path, AssignmentFile, strings.Join(near, ", "), AssignmentFile, AssignmentFile)
 		}
 		return Assignment{}, nil
 	}
@@ -156,13 +175,17 @@ func (d *Dir) find(namespace, name string) (*corev1.ConfigMap, error) {
 			}
 		}
 	}
-	found, err := findIn(named, namespace, name)
+	found, held, err := findIn(named, namespace, name)
 	if err != nil || found != nil {
 		return found, err
 	}
 	files, err := d.configMapFiles()
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("directory %s does not exist (looking for ConfigMap %s/%s)", dir, namespace, name)
+		msg := fmt.Sprintf("directory %s does not exist (looking for ConfigMap %s/%s)", dir, namespace, name)
+		if near := nearNames(d.opts.Path, isConfigMapsDirLike); len(near) > 0 {
+			msg += fmt.Sprintf("; found %s: the folder must be named %s", strings.Join(near, ", "), ConfigMapsDir)
+		}
+		return nil, errors.New(msg)
 	}
 	if err != nil {
 		return nil, err
@@ -173,34 +196,106 @@ func (d *Dir) find(namespace, name string) (*corev1.ConfigMap, error) {
 			others = append(others, f)
 		}
 	}
-	return findIn(others, namespace, name)
+	found, _, err = findIn(others, namespace, name)
+	if err != nil || found != nil {
+		return found, err
+	}
+	// Not found: say why when a file looks meant to hold it.
+	var why []string
+	for i, f := range named {
+		why = append(why, fmt.Sprintf("%s holds ConfigMap %q instead", f, held[i]))
+	}
+	if safeFileName(name) {
+		for _, f := range nearNames(dir, func(n string) bool { return unreadConfigMapFileOf(dir, n, name) }) {
+			why = append(why, fmt.Sprintf("%s is not read (a ConfigMap file is a regular file named <name>.yaml, .yml or .json)", filepath.Join(dir, f)))
+		}
+	}
+	if len(why) > 0 {
+		return nil, invalid("ConfigMap %s/%s does not exist: %s", namespace, name, strings.Join(why, "; "))
+	}
+	return nil, nil
+}
+
+// nearNames lists the names in dir that match, sorted, skipping dot-files
+// (temporary files of atomic writes). An unreadable dir has none.
+func nearNames(dir string, match func(name string) bool) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && match(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// isAssignmentLike reports whether a file name looks meant to be the
+// assignment file: another case, extension or spelling of it
+// ("assignment.yml", "Assignment.yaml", "assignments.json").
+func isAssignmentLike(name string) bool {
+	base, _, _ := strings.Cut(strings.ToLower(name), ".")
+	switch base {
+	case "assignment", "assignments", "assigment", "asignment", "assignement":
+		return name != AssignmentFile
+	}
+	return false
+}
+
+// isConfigMapsDirLike reports whether a name looks meant to be the
+// ConfigMaps folder ("configmap", "ConfigMaps", "config-maps").
+func isConfigMapsDirLike(name string) bool {
+	n := strings.ReplaceAll(strings.ReplaceAll(strings.ToLower(name), "-", ""), "_", "")
+	return name != ConfigMapsDir && strings.HasPrefix(n, "configmap")
+}
+
+// unreadConfigMapFileOf reports whether the entry name of dir looks meant to
+// hold the ConfigMap called cmName but is not read: named after it with
+// another extension ("kubelet-a.yaml.bak", "kubelet-a.txt", "kubelet-a"),
+// or with a ConfigMap extension but not a regular file.
+func unreadConfigMapFileOf(dir, name, cmName string) bool {
+	if name != cmName && !strings.HasPrefix(name, cmName+".") {
+		return false
+	}
+	ext := strings.ToLower(filepath.Ext(name))
+	if name == cmName+ext && slices.Contains(configMapExts, ext) {
+		// Read when it is a regular file (or a link to one).
+		fi, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && !fi.Mode().IsRegular()
+	}
+	return true
 }
 
 // findIn reads files and returns the one ConfigMap among them that is
-// namespace/name, or nil. Every file must hold a valid ConfigMap, and
-// namespace/name may be defined once only.
-func findIn(files []string, namespace, name string) (*corev1.ConfigMap, error) {
+// namespace/name, or nil, and the namespace/name each file holds. Every
+// file must hold a valid ConfigMap, and namespace/name may be defined once
+// only.
+func findIn(files []string, namespace, name string) (*corev1.ConfigMap, []string, error) {
 	var found *corev1.ConfigMap
 	var at string
+	held := make([]string, 0, len(files))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("read ConfigMap file: %w", err)
+			return nil, nil, fmt.Errorf("read ConfigMap file: %w", err)
 		}
 		cm, err := decodeDirConfigMap(data)
 		if err != nil {
-			return nil, fmt.Errorf("invalid ConfigMap in %s: %w", f, err)
+			return nil, nil, fmt.Errorf("invalid ConfigMap in %s: %w", f, err)
 		}
+		held = append(held, cm.Namespace+"/"+cm.Name)
 		if cm.Namespace != namespace || cm.Name != name {
 			continue
 		}
 		if found != nil {
 			first, second := min(at, f), max(at, f)
-			return nil, fmt.Errorf("ConfigMap %s/%s is defined twice: %s and %s", namespace, name, first, second)
+			return nil, nil, fmt.Errorf("ConfigMap %s/%s is defined twice: %s and %s", namespace, name, first, second)
 		}
 		found, at = cm, f
 	}
-	return found, nil
+	return found, held, nil
 }
 
 // safeFileName reports whether name can be used as a file name in
@@ -271,6 +366,9 @@ func (d *Dir) fingerprint() string {
 	if err != nil {
 		fmt.Fprintf(h, "list error %v\n", err)
 	}
+	// The names in the folder too: a misspelt assignment file that
+	// appears is reported by the next Assigned.
+	fmt.Fprintf(h, "entries %q\n", nearNames(d.opts.Path, func(string) bool { return true }))
 	files = append([]string{filepath.Join(d.opts.Path, AssignmentFile)}, files...)
 	for _, f := range files {
 		data, err := os.ReadFile(f)

@@ -32,6 +32,9 @@ var dirFuzzSeeds = []string{
 	strings.Replace(cmYAML, "kind: ConfigMap", "kind: Secret", 1),
 	strings.Replace(cmYAML, "apiVersion: v1", "apiVersion: apps/v1", 1),
 	strings.Replace(cmYAML, "data:", "Data:", 1),
+	strings.Replace(cmYAML, "name: kubelet-a", "name: kubelet-b", 1),
+	strings.Replace(cmYAML, "name: kubelet-a", `name: "kubelet-a\nx"`, 1),
+	strings.Replace(cmYAML, "namespace: kube-system", "namespace: default", 1),
 	`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"kube-system","name":"kubelet-a","uid":"uid-a","creationTimestamp":"2026-01-02T03:04:05Z"},"data":{"kubelet":"x"},"binaryData":{"b":"AAE="}}`,
 	`{"metadata":{"namespace":"kube-system","name":"kubelet-a","uid":"uid-a","managedFields":[{"fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]},"data":{"kubelet":"x"}}`,
 }

@@ -361,3 +361,112 @@ func TestDirReadsOnlyTheAssignedFile(t *testing.T) {
 		}
 	})
 }
+
+// TestDirFailsLoudly is the table of misnamed and misplaced files: each is
+// an error naming the file and what is wrong, never the empty assignment
+// or a bare "does not exist".
+func TestDirFailsLoudly(t *testing.T) {
+	const assign = "configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a}\n"
+	tests := []struct {
+		name  string
+		files map[string]string // path -> content; "DIR" makes a directory
+		// wantErr is the exact error, $D the source folder; "" is the
+		// empty assignment.
+		wantErr     string
+		wantInvalid bool
+	}{
+		{name: "assignment.yml", files: map[string]string{"assignment.yml": assign},
+			wantErr: "directory source $D has no assignment.yaml but has assignment.yml: the assignment file must be named assignment.yaml (no assignment.yaml is the empty assignment)"},
+		{name: "Assignment.yaml and assignments.json", files: map[string]string{"Assignment.yaml": assign, "assignments.json": "{}"},
+			wantErr: "directory source $D has no assignment.yaml but has Assignment.yaml, assignments.json: the assignment file must be named assignment.yaml (no assignment.yaml is the empty assignment)"},
+		{name: "misspelt", files: map[string]string{"assigment.yaml": assign},
+			wantErr: "directory source $D has no assignment.yaml but has assigment.yaml: the assignment file must be named assignment.yaml (no assignment.yaml is the empty assignment)"},
+		{name: "backup only", files: map[string]string{"assignment.yaml.bak": assign},
+			wantErr: "directory source $D has no assignment.yaml but has assignment.yaml.bak: the assignment file must be named assignment.yaml (no assignment.yaml is the empty assignment)"},
+		{name: "a temporary dot-file is no assignment", files: map[string]string{".assignment.yaml.tmp": assign, "README.md": "x"}},
+		{name: "a backup next to the assignment is fine", files: map[string]string{"assignment.yaml": "", "assignment.yaml.bak": assign}},
+		{name: "configmap/", files: map[string]string{"assignment.yaml": assign, "configmap/kubelet-a.yaml": cmYAML},
+			wantErr: "directory $D/configmaps does not exist (looking for ConfigMap kube-system/kubelet-a); found configmap: the folder must be named configmaps"},
+		{name: "ConfigMaps/", files: map[string]string{"assignment.yaml": assign, "ConfigMaps/kubelet-a.yaml": cmYAML},
+			wantErr: "directory $D/configmaps does not exist (looking for ConfigMap kube-system/kubelet-a); found ConfigMaps: the folder must be named configmaps"},
+		{name: "another extension", files: map[string]string{"assignment.yaml": assign, "configmaps/kubelet-a.yaml.bak": cmYAML, "configmaps/kubelet-a.txt": cmYAML, "configmaps/other.txt": "x"},
+			wantErr: `ConfigMap kube-system/kubelet-a does not exist: $D/configmaps/kubelet-a.txt is not read (a ConfigMap file is a regular file named <name>.yaml, .yml or .json); ` +
+				`$D/configmaps/kubelet-a.yaml.bak is not read (a ConfigMap file is a regular file named <name>.yaml, .yml or .json)`, wantInvalid: true},
+		{name: "a directory named after it", files: map[string]string{"assignment.yaml": assign, "configmaps/kubelet-a.yaml": "DIR"},
+			wantErr: `ConfigMap kube-system/kubelet-a does not exist: $D/configmaps/kubelet-a.yaml is not read (a ConfigMap file is a regular file named <name>.yaml, .yml or .json)`, wantInvalid: true},
+		{name: "named after it, holds another", files: map[string]string{"assignment.yaml": assign, "configmaps/kubelet-a.yaml": strings.Replace(cmYAML, "name: kubelet-a", "name: kubelet-b", 1)},
+			wantErr: `ConfigMap kube-system/kubelet-a does not exist: $D/configmaps/kubelet-a.yaml holds ConfigMap "kube-system/kubelet-b" instead`, wantInvalid: true},
+		{name: "named after it, in another namespace", files: map[string]string{"assignment.yaml": assign, "configmaps/kubelet-a.json": strings.Replace(cmYAML, "namespace: kube-system", "namespace: default", 1)},
+			wantErr: `ConfigMap kube-system/kubelet-a does not exist: $D/configmaps/kubelet-a.json holds ConfigMap "default/kubelet-a" instead`, wantInvalid: true},
+		{name: "absent, nothing near", files: map[string]string{"assignment.yaml": assign, "configmaps/other.yaml": strings.Replace(cmYAML, "name: kubelet-a", "name: other", 1)},
+			wantErr: `ConfigMap kube-system/kubelet-a does not exist`, wantInvalid: true},
+		{name: "misspelt data key", files: map[string]string{"assignment.yaml": assign, "configmaps/kubelet-a.yaml": strings.Replace(cmYAML, "  kubelet: |", "  kubelte: |", 1)},
+			wantErr: `ConfigMap kube-system/kubelet-a (UID: uid-a) has no key "kubelet"`, wantInvalid: true},
+		{name: "misspelt field of the ConfigMap", files: map[string]string{"assignment.yaml": assign, "configmaps/kubelet-a.yaml": strings.Replace(cmYAML, "  uid: uid-a", "  UID: uid-a", 1)},
+			wantErr: `invalid ConfigMap in $D/configmaps/kubelet-a.yaml: unknown field "metadata.UID"`},
+		{name: "ConfigMap without uid", files: map[string]string{"assignment.yaml": assign, "configmaps/kubelet-a.yaml": strings.Replace(cmYAML, "  uid: uid-a\n", "", 1)},
+			wantErr: `invalid ConfigMap in $D/configmaps/kubelet-a.yaml: all of metadata.namespace, metadata.name and metadata.uid must be non-empty, missing: metadata.uid`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for path, content := range tt.files {
+				if content == "DIR" {
+					if err := os.MkdirAll(filepath.Join(dir, path), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				write(t, filepath.Join(dir, path), content)
+			}
+			d, err := NewDir(DirOptions{Path: dir, PayloadKey: "kubelet"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := d.Assigned(context.Background())
+			if tt.wantErr == "" {
+				if err != nil || a.Source != nil {
+					t.Fatalf("Assigned = %+v, %v; want the empty assignment", a.Source, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Assigned = %+v, nil; want error %q", a.Source, tt.wantErr)
+			}
+			if want := strings.ReplaceAll(tt.wantErr, "$D", dir); err.Error() != want {
+				t.Fatalf("error\n%s\nwant\n%s", err, want)
+			}
+			var ie *InvalidError
+			if errors.As(err, &ie) != tt.wantInvalid {
+				t.Errorf("*InvalidError: %v, want %v", !tt.wantInvalid, tt.wantInvalid)
+			}
+		})
+	}
+	t.Run("source path is a file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "file")
+		write(t, path, assign)
+		d, err := NewDir(DirOptions{Path: path, PayloadKey: "kubelet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := assignedError(t, d, false); err.Error() != "directory source "+path+" is not a directory" {
+			t.Fatalf("error %q", err)
+		}
+	})
+}
+
+// TestDirRunNoticesMisnamedFiles: a misspelt assignment file that appears
+// while Run polls changes the fingerprint, so that the next Assigned
+// reports it.
+func TestDirRunNoticesMisnamedFiles(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewDir(DirOptions{Path: dir, PayloadKey: "kubelet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := d.fingerprint()
+	write(t, filepath.Join(dir, "assignment.yml"), "configMap: {namespace: a, name: b, uid: c}\n")
+	if d.fingerprint() == before {
+		t.Fatal("a new assignment.yml does not change the fingerprint: Run would not call changed")
+	}
+}
