@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
@@ -61,6 +62,8 @@ type nodeHistory struct {
 	// the Node, each with the kubelet's other conditions.
 	heartbeats   map[metav1.Time]bool
 	configOKSeen bool
+	// statusSeen: the ConfigStatus annotation was on the Node.
+	statusSeen bool
 	// dropped describes the versions that lacked ConfigOK after it was
 	// there, or lacked a kubelet condition next to it.
 	dropped []string
@@ -104,6 +107,12 @@ func watchNode(ctx context.Context, t *testing.T, h *harness, name string) *node
 func (hi *nodeHistory) record(node *corev1.Node) {
 	hi.mu.Lock()
 	defer hi.mu.Unlock()
+	if _, has := node.Annotations[status.ConfigStatusAnnotationFor("kubelet")]; has {
+		hi.statusSeen = true
+	} else if hi.statusSeen {
+		hi.dropped = append(hi.dropped, fmt.Sprintf("resourceVersion %s: no %s annotation",
+			node.ResourceVersion, status.ConfigStatusAnnotationFor("kubelet")))
+	}
 	ok := status.Find(node.Status.Conditions)
 	if ok == nil {
 		if hi.configOKSeen {
@@ -156,6 +165,23 @@ type hollowRun struct {
 	// at most a poll interval after it started, long before its kubelet
 	// posts anything.
 	seen map[int]time.Time
+}
+
+// hollowLogsEnv names a directory where the test writes the stderr of
+// every hollow-kubelet process it started (process-N.log), for debugging.
+const hollowLogsEnv = "HOLLOW_KUBELET_LOGS"
+
+func (r *hollowRun) saveLogs(t *testing.T) {
+	dir := os.Getenv(hollowLogsEnv)
+	if dir == "" || r.loop == nil {
+		return
+	}
+	for i, p := range r.loop.All() {
+		path := filepath.Join(dir, fmt.Sprintf("process-%d.log", i+1))
+		if err := os.WriteFile(path, []byte(p.Stderr()), 0o644); err != nil {
+			t.Errorf("%s: %v", hollowLogsEnv, err)
+		}
+	}
 }
 
 func (r *hollowRun) describe() string { return proctest.DescribeProcs(r.loop.All()) }
@@ -220,6 +246,27 @@ func (r *hollowRun) waitNode(ctx context.Context, t *testing.T, what string, wan
 	return last
 }
 
+// waitPhase waits until the Node's ConfigStatus annotation has phase and
+// active names the ConfigMap with UID active ("" for the local config).
+func (r *hollowRun) waitPhase(ctx context.Context, t *testing.T, phase status.ConfigPhase, active types.UID) {
+	t.Helper()
+	pollUntil(t, fmt.Sprintf("ConfigStatus phase %s, active %q", phase, active), func() (bool, string) {
+		node := r.getNode(ctx, t)
+		if node == nil {
+			return false, "no Node yet"
+		}
+		cs, err := status.ReadConfigStatus(node, "kubelet")
+		if err != nil || cs == nil {
+			return false, fmt.Sprintf("ConfigStatus %+v, err %v", cs, err)
+		}
+		var got types.UID
+		if cs.Active != nil && cs.Active.ConfigMap != nil {
+			got = cs.Active.ConfigMap.UID
+		}
+		return cs.Phase == phase && got == active, fmt.Sprintf("phase %s, active %q, error %q", cs.Phase, got, cs.Error)
+	}, r.describe)
+}
+
 // TestHollowKubeletFork runs the real kubelet code on dynconfig
 // (bin/hollow-kubelet: kubemark's HollowKubelet whose KubeletConfiguration
 // the Controller chooses, with the kubelet's own defaulting, validation and
@@ -267,6 +314,8 @@ func TestHollowKubeletFork(t *testing.T) {
 	port := freePort(t)
 	r := &hollowRun{h: h, nodeName: objectName(t, "hollow"), stateDir: filepath.Join(dir, "state"), seen: map[int]time.Time{}}
 	history := watchNode(ctx, t, h, r.nodeName)
+	t.Cleanup(func() { r.saveLogs(t) })
+	loopStart := time.Now()
 	r.loop = proctest.StartLoop(t, bin, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--node-name=" + r.nodeName,
@@ -279,7 +328,8 @@ func TestHollowKubeletFork(t *testing.T) {
 	// 1. No assignment: the kubelet registers the Node; the local default
 	// config (the kubelet's maxPods default, 110) is in use.
 	r.waitNode(ctx, t, "the Node Ready on the local default config", localDefaultReport(), 110)
-	registered := time.Since(began)
+	registered := time.Since(loopStart)
+	r.waitPhase(ctx, t, status.PhaseLocal, "")
 	if diff := cmp.Diff([]string{"running"}, proctest.ExitCodes(r.loop.All())); diff != "" {
 		t.Fatalf("processes before any assignment (-want +got):\n%s\n%s", diff, r.describe())
 	}
@@ -300,6 +350,7 @@ func TestHollowKubeletFork(t *testing.T) {
 		}
 		return src.ConfigMap.UID == good.UID, fmt.Sprintf("names UID %q", src.ConfigMap.UID)
 	}, r.describe)
+	r.waitPhase(ctx, t, status.PhasePromoted, good.UID)
 	if onGood.Exited() {
 		t.Fatalf("the kubelet on maxPods 150 exited during its trial\n%s", r.describe())
 	}
@@ -331,6 +382,7 @@ func TestHollowKubeletFork(t *testing.T) {
 		Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(invalid.UID),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: good.UID}, status.LocalDefault),
 	}, 150)
+	r.waitPhase(ctx, t, status.PhaseRolledBack, good.UID)
 	if got := len(r.loop.All()); got != before {
 		t.Fatalf("%d restarts for a config that fails validation, want none\n%s", got-before, r.describe())
 	}
@@ -362,6 +414,7 @@ func TestHollowKubeletFork(t *testing.T) {
 		}
 	}
 	wantPointer(t, r.stateDir, "last-known-good", good.UID, "")
+	r.waitPhase(ctx, t, status.PhaseRolledBack, good.UID)
 	if rolledBack.Exited() {
 		t.Fatalf("the kubelet rolled back to maxPods 150 exited\n%s", r.describe())
 	}
@@ -370,6 +423,6 @@ func TestHollowKubeletFork(t *testing.T) {
 	if len(problems) > 0 {
 		t.Errorf("ConfigOK or a kubelet condition went missing:\n%s", strings.Join(problems, "\n"))
 	}
-	t.Logf("Node Ready on the local config after %v; %d kubelet status updates with ConfigOK; %d processes; %v in all",
+	t.Logf("Node Ready on the local config %v after the first start; %d kubelet status updates with ConfigOK; %d processes; %v in all",
 		registered.Round(time.Millisecond), updates, len(r.loop.All()), time.Since(began).Round(time.Millisecond))
 }

@@ -13,6 +13,7 @@ package kubeletfork
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -85,9 +86,11 @@ func (Profile) Default(obj *kubeletv1beta1.KubeletConfiguration) {
 
 // Validate converts obj to the kubelet's internal type and runs the
 // kubelet's validation.ValidateKubeletConfiguration on it with the
-// profile's feature gate. The kubelet's errors carry no field paths: each
-// becomes a field.Invalid at the root holding the kubelet's message, which
-// names the field and its flag.
+// profile's feature gate. The kubelet's errors are plain messages, most of
+// them "invalid configuration: <field> (--<flag>) ...": each becomes a
+// field.Error of type Invalid whose detail is the kubelet's message, on
+// that field when the message starts so, else on "kubelet" (the
+// validation as a whole, such as an unknown feature gate).
 func (p Profile) Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	internal, err := ToInternal(obj)
 	if err != nil {
@@ -108,10 +111,19 @@ func (p Profile) Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorL
 	}
 	out := make(field.ErrorList, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, &field.Error{Type: field.ErrorTypeInvalid, Field: "<kubelet>", BadValue: field.OmitValueType{}, Detail: e.Error()})
+		path := "kubelet"
+		if m := kubeletFieldMessage.FindStringSubmatch(e.Error()); m != nil {
+			path = m[1]
+		}
+		out = append(out, &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{}, Detail: e.Error()})
 	}
 	return out
 }
+
+// kubeletFieldMessage matches the kubelet's validation messages that name
+// a field and its flag: "invalid configuration: imageGCLowThresholdPercent
+// (--image-gc-low-threshold) 70 must be ...".
+var kubeletFieldMessage = regexp.MustCompile(`^invalid configuration: ([a-zA-Z][a-zA-Z0-9.\[\]]*) \(--`)
 
 // ToInternal converts a v1beta1 KubeletConfiguration to the kubelet's
 // internal type through the kubelet's scheme, as the kubelet does after

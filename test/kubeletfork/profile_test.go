@@ -50,12 +50,13 @@ func TestValidateIsTheKubelets(t *testing.T) {
 	bad := defaulted()
 	bad.ImageGCHighThresholdPercent, bad.ImageGCLowThresholdPercent = ptr.To[int32](60), ptr.To[int32](70)
 	errs := Profile{}.Validate(bad)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "imageGCLowThresholdPercent (--image-gc-low-threshold) 70 must be less than imageGCHighThresholdPercent") {
+	if len(errs) != 1 || errs[0].Field != "imageGCLowThresholdPercent" ||
+		!strings.Contains(errs[0].Detail, "imageGCLowThresholdPercent (--image-gc-low-threshold) 70 must be less than imageGCHighThresholdPercent") {
 		t.Errorf("low threshold above high: errors %v, want the kubelet's one", errs)
 	}
 	gates := defaulted()
 	gates.FeatureGates = map[string]bool{"NoSuchGate": true}
-	if errs := (Profile{}).Validate(gates); len(errs) != 1 || !strings.Contains(errs[0].Error(), "NoSuchGate") {
+	if errs := (Profile{}).Validate(gates); len(errs) != 1 || errs[0].Field != "kubelet" || !strings.Contains(errs[0].Detail, "NoSuchGate") {
 		t.Errorf("an unknown feature gate: errors %v, want the kubelet's refusal naming it", errs)
 	}
 }

@@ -50,8 +50,6 @@ import (
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/merge"
-	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/kubeletfork"
 )
 
@@ -137,10 +135,11 @@ func run() error {
 
 // newController wires the dynconfig Controller: the kubelet's own profile,
 // the local layers (--config, --config-dir, then the hollow node's fixed
-// settings and the flags on top), and the Node: its assignment annotation,
-// the ConfigOK condition and Events. A restart is an exit 0.
+// settings and the flags on top), and the Node (Options.Cluster: its
+// assignment annotation, the ConfigOK condition and ConfigStatus, Events).
+// A restart is an exit 0.
 func newController(f *flags, fs *pflag.FlagSet, client clientset.Interface) (*dynconfig.Controller[kubeletv1beta1.KubeletConfiguration], error) {
-	profile := kubeletfork.Profile{}
+	profile := kubeletfork.Profile{} // the kubelet's defaulting and ValidateKubeletConfiguration
 	pipeline, err := merge.New[kubeletv1beta1.KubeletConfiguration](profile, merge.Options{})
 	if err != nil {
 		return nil, err
@@ -156,22 +155,10 @@ func newController(f *flags, fs *pflag.FlagSet, client clientset.Interface) (*dy
 	if err != nil {
 		return nil, err
 	}
-	remote, err := source.NewNode(source.NodeOptions{Client: client, NodeName: f.nodeName, PayloadKey: profile.PayloadKey()})
-	if err != nil {
-		return nil, fmt.Errorf("--node-name: %w", err)
-	}
-	reporter, err := status.NewNodeReporter(status.NodeReporterOptions{Client: client, NodeName: f.nodeName})
-	if err != nil {
-		return nil, fmt.Errorf("--node-name: %w", err)
-	}
-	events, err := status.NewEventReporter(status.EventReporterOptions{Client: client, NodeName: f.nodeName, Component: "kubelet"})
-	if err != nil {
-		return nil, fmt.Errorf("--node-name: %w", err)
-	}
 	return dynconfig.New(dynconfig.Options[kubeletv1beta1.KubeletConfiguration]{
 		Profile: profile, Layers: layers,
 		StateDir: f.stateDir, ComponentVersion: componentVersion,
-		Remote: remote, Reporter: reporter, Events: events,
+		Cluster:        &dynconfig.Cluster{Client: client, NodeName: f.nodeName},
 		RequireHealthy: true, // promoted only once the kubelet posted Ready
 		Restart: func() {
 			klog.Background().Info("Exiting with code 0 to restart onto the new config")
