@@ -2,7 +2,7 @@
 // files that carry each node group's kubelet settings, or prints the
 // validation errors a user would see:
 //
-//	go run ./examples/eksa-render -out /tmp/eksa examples/eksa-render/testdata/cluster.yaml
+//	go run ./examples/eksa-render --out /tmp/eksa examples/eksa-render/testdata/vsphere/cluster.yaml
 //
 // The spec has a control plane and worker node groups, each with an
 // osFamily (ubuntu or bottlerocket), optional labels and an optional
@@ -10,8 +10,8 @@
 // proposed solution), plus the provider (datacenterRef.kind) and the
 // cluster's resolvConf. Each group's kubeletConfiguration is validated with
 // package provision under the design's proposed or alternate policy
-// (-policy), for the fields the provider makes EKS Anywhere set. Then, into
-// -out/<group>/ (the control plane's group is "control-plane"):
+// (--policy), for the fields the provider makes EKS Anywhere set. Then, into
+// --out/<group>/ (the control plane's group is "control-plane"):
 //
 //   - ubuntu: patches/kubeletconfiguration.yaml, the kubeadm patch of the
 //     user's and the platform's settings, and kubeadm-config.yaml, the
@@ -35,7 +35,9 @@
 // On any problem, in any group, nothing is written: every error is printed
 // to stderr, one per line, and the exit code is 1. Warnings (a user value
 // the platform replaced) go to stderr too. The exit code is 2 for bad
-// command-line usage.
+// command-line usage, which is reported with a pointer to --help (a cobra
+// command, like every binary of the project: --out, --policy, --allow,
+// --error-if-both take two dashes).
 //
 // What it does not do: read a real EKS Anywhere spec (the decoder is strict
 // and knows only the fields above), or carry the platform's own kubelet

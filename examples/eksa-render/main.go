@@ -1,16 +1,20 @@
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
 	"github.com/dynconfig/dynconfig/provision"
 	"github.com/dynconfig/dynconfig/render/bottlerocket"
 	"github.com/dynconfig/dynconfig/render/kubeadm"
@@ -27,57 +31,164 @@ const (
 	settingsFile = "settings.toml"
 )
 
+// Exit codes, as every binary of the project has them.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
 // output is one file to write, relative to the output directory.
 type output struct {
 	path string
 	data []byte
 }
 
-// run is the program: it returns the exit code.
+// usageError is an error of the command line: exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// errReported is returned once the errors have been printed, one per line:
+// exit code 1 and nothing more to say.
+var errReported = errors.New("reported")
+
+// options are the flags of eksa-render.
+type options struct {
+	out         string
+	policy      string
+	errorIfBoth bool
+	allow       []string
+}
+
+// longFlags are the flags' names; the flag package's single-dash spelling
+// of them (-out) is refused with a hint.
+var longFlags = []string{"out", "policy", "error-if-both", "allow", "help"}
+
+// run is the program: it returns the exit code (0 ok, 1 error, 2 usage).
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("eksa-render", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	policyName := fs.String("policy", "proposed", `the design's solution for fields EKS Anywhere sets or exposes: "proposed" or "alternate"`)
-	errorIfBoth := fs.Bool("error-if-both", false, "make a setting given both in an explicit cluster field and in kubeletConfiguration an error")
-	allow := fs.String("allow", "", "comma-separated managed fields users may set after all (e.g. tlsCipherSuites)")
-	outDir := fs.String("out", "", "output directory (required)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: eksa-render -out DIR [-policy proposed|alternate] [-error-if-both] [-allow FIELD,...] CLUSTER.yaml")
-		fs.PrintDefaults()
+	cmd := newCommand(stdout, stderr)
+	cmd.SetArgs(args)
+	err := singleDashFlags(args)
+	if err == nil {
+		err = cmd.Execute()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	var u *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errReported):
+		return exitError
+	case errors.As(err, &u):
+		fmt.Fprintf(stderr, "eksa-render: %v\nRun 'eksa-render --help' for usage.\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "eksa-render: %v\n", err)
+		return exitError
 	}
-	if *outDir == "" || fs.NArg() != 1 {
-		fs.Usage()
-		return 2
+}
+
+// singleDashFlags refuses -out and the like, which pflag would read as
+// shorthand flags (-o -u -t), with the right spelling.
+func singleDashFlags(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if slices.Contains(longFlags, name) {
+			return usagef("%s: flags take two dashes: --%s", a, strings.TrimPrefix(a, "-"))
+		}
+	}
+	return nil
+}
+
+func newCommand(stdout, stderr io.Writer) *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:   "eksa-render --out DIR [--policy proposed|alternate] [--error-if-both] [--allow FIELD,...] CLUSTER.yaml",
+		Short: "Validate an EKS Anywhere-like cluster spec's kubelet settings and render each node group's files",
+		Long: `eksa-render validates the kubeletConfiguration of every node group of
+CLUSTER.yaml, a small EKS Anywhere-like cluster spec, under the design's
+policy for the fields EKS Anywhere sets or exposes (--policy), and writes
+each group's files into --out/<group>/ ("control-plane" for the control
+plane):
+
+  ubuntu groups        patches/kubeletconfiguration.yaml (a kubeadm patch) and
+                       kubeadm-config.yaml (Init, Join and Upgrade fragments)
+  bottlerocket groups  settings.toml (settings.kubernetes and node-labels)
+
+On any problem, in any group, nothing is written: every error is printed to
+stderr, one per line, naming the field. Warnings (a user value the platform
+replaced) go to stderr too.
+
+Exit status: 0 when every group rendered, 1 when the spec is invalid or a
+file cannot be read or written, 2 on a usage error.`,
+		Example: `  eksa-render --out /tmp/eksa examples/eksa-render/testdata/vsphere/cluster.yaml
+  eksa-render --out /tmp/eksa --policy alternate --allow tlsCipherSuites cluster.yaml`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("eksa-render takes 1 argument, CLUSTER.yaml, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runRender(stdout, stderr, o, args[0])
+		},
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	f := cmd.Flags()
+	f.StringVar(&o.out, "out", "", "output directory (required)")
+	f.StringVar(&o.policy, "policy", "proposed", `the design's solution for fields EKS Anywhere sets or exposes: "proposed" or "alternate"`)
+	f.BoolVar(&o.errorIfBoth, "error-if-both", false, "make a setting given both in an explicit cluster field and in kubeletConfiguration an error")
+	f.StringSliceVar(&o.allow, "allow", nil, "managed fields users may set after all (e.g. tlsCipherSuites); comma-separated or repeated")
+	return cmd
+}
+
+// runRender validates the flags, reads the spec, renders it and writes the
+// files, or prints every error and writes nothing.
+func runRender(stdout, stderr io.Writer, o options, specFile string) error {
+	if o.out == "" {
+		return usagef("--out is required")
 	}
 	var preset func(provision.EKSAOptions) (provision.Policy, error)
-	switch *policyName {
+	switch o.policy {
 	case "proposed":
 		preset = provision.EKSAProposedPolicy
 	case "alternate":
 		preset = provision.EKSAAlternatePolicy
 	default:
-		fmt.Fprintf(stderr, "eksa-render: -policy %q: want \"proposed\" or \"alternate\"\n", *policyName)
-		return 2
+		return usagef("--policy %q: want \"proposed\" or \"alternate\"", o.policy)
 	}
-	var allowed []string
-	if *allow != "" {
-		allowed = strings.Split(*allow, ",")
+	for _, a := range o.allow {
+		if a == "" {
+			return usagef("--allow %q: a field must not be empty", strings.Join(o.allow, ","))
+		}
 	}
 
-	data, err := os.ReadFile(fs.Arg(0))
+	data, err := os.ReadFile(specFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "eksa-render: %v\n", err)
-		return 1
+		return err
 	}
 	cluster, err := DecodeSpec(data)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 1
+		return errReported
 	}
-	outputs, warnings, errs := render(cluster, preset, provision.EKSAOptions{Allow: allowed, ErrorIfBoth: *errorIfBoth})
+	outputs, warnings, errs := render(cluster, preset, provision.EKSAOptions{Allow: o.allow, ErrorIfBoth: o.errorIfBoth})
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
@@ -85,21 +196,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		for _, e := range errs {
 			fmt.Fprintln(stderr, e)
 		}
-		return 1
+		return errReported
 	}
-	for _, o := range outputs {
-		p := filepath.Join(*outDir, o.path)
+	for _, out := range outputs {
+		p := filepath.Join(o.out, out.path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			fmt.Fprintf(stderr, "eksa-render: %v\n", err)
-			return 1
+			return err
 		}
-		if err := os.WriteFile(p, o.data, 0o644); err != nil {
-			fmt.Fprintf(stderr, "eksa-render: %v\n", err)
-			return 1
+		// Each file is whole, old or new, even if the command is
+		// interrupted (a temporary file renamed over it).
+		if err := atomicfile.WriteFile(p, out.data, 0o644); err != nil {
+			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", filepath.ToSlash(o.path))
+		fmt.Fprintf(stdout, "wrote %s\n", filepath.ToSlash(out.path))
 	}
-	return 0
+	return nil
 }
 
 // render validates every node group and renders its files. It returns every

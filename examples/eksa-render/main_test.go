@@ -47,14 +47,14 @@ func TestGolden(t *testing.T) {
 		args []string
 	}{
 		{dir: "vsphere"},
-		{dir: "docker-alternate", args: []string{"-policy", "alternate", "-allow", "tlsCipherSuites"}},
+		{dir: "docker-alternate", args: []string{"--policy", "alternate", "--allow", "tlsCipherSuites"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
 			caseDir := filepath.Join("testdata", tt.dir)
 			out := t.TempDir()
 			var stdout, stderr bytes.Buffer
-			args := append(append([]string{"-out", out}, tt.args...), filepath.Join(caseDir, "cluster.yaml"))
+			args := append(append([]string{"--out", out}, tt.args...), filepath.Join(caseDir, "cluster.yaml"))
 			if code := run(args, &stdout, &stderr); code != 0 {
 				t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 			}
@@ -125,7 +125,7 @@ func TestBadInputs(t *testing.T) {
 		want: cp + `unsupported KubeletConfiguration fields for Bottlerocket: staticPodPath`,
 	}, {
 		name: "conflicting explicit field",
-		args: []string{"-error-if-both"},
+		args: []string{"--error-if-both"},
 		spec: cluster + "  clusterNetwork: {dns: {resolvConf: {path: /etc/eksa.conf}}}\n  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", resolvConf: /etc/mine.conf}\n",
 		want: cp + `resolvConf: field is also set by the platform (owner: "eks-a"); set it in one place only`,
 	}, {
@@ -142,7 +142,7 @@ func TestBadInputs(t *testing.T) {
 			`spec.workerNodeGroupConfigurations[1].kubeletConfiguration: apiVersion: missing, expected "kubelet.config.k8s.io/v1beta1"`,
 	}, {
 		name: "alternate: a user's invalid value is an error although the platform replaces it",
-		args: []string{"-policy", "alternate"},
+		args: []string{"--policy", "alternate"},
 		spec: strings.Replace(cluster, "VSphereDatacenterConfig", "DockerDatacenterConfig", 1) +
 			"  controlPlaneConfiguration:\n    osFamily: ubuntu\n    kubeletConfiguration: " + kcHeader + ", evictionHard: {memory.availble: 100Mi, nodefs.available: 150%}}\n" +
 			"  workerNodeGroupConfigurations:\n  - name: md-0\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + ", tlsCipherSuites: [TLS_NOT_A_SUITE]}\n",
@@ -155,7 +155,7 @@ func TestBadInputs(t *testing.T) {
 		want: cp + `evictionHard[memory.available]: null is not a value: remove the key to leave it out (an empty map is {})`,
 	}, {
 		name: "explicit empties Bottlerocket cannot express",
-		args: []string{"-allow", "tlsCipherSuites"},
+		args: []string{"--allow", "tlsCipherSuites"},
 		spec: cluster + "  controlPlaneConfiguration:\n    osFamily: bottlerocket\n    kubeletConfiguration: " + kcHeader + ", tlsCipherSuites: [], kubeReserved: {}, evictionSoft: {}}\n",
 		want: cp + `unsupported KubeletConfiguration fields for Bottlerocket: tlsCipherSuites` + "\n" +
 			cp + `kubeReserved: cannot be expressed as Bottlerocket settings.kubernetes.kube-reserved: an empty map reserves nothing for Kubernetes components, ` +
@@ -190,7 +190,7 @@ func TestBadInputs(t *testing.T) {
 			}
 			out := filepath.Join(dir, "out")
 			var stdout, stderr bytes.Buffer
-			code := run(append(append([]string{"-out", out}, tt.args...), specFile), &stdout, &stderr)
+			code := run(append(append([]string{"--out", out}, tt.args...), specFile), &stdout, &stderr)
 			if code != 1 {
 				t.Errorf("exit code %d, want 1", code)
 			}
@@ -207,22 +207,88 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
-// TestUsage checks the command-line errors, which exit 2.
+// TestUsage is the table of command-line errors: the exact text, exit code
+// 2, and nothing written.
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{},
-		{"cluster.yaml"},
-		{"-out", "x"},
-		{"-out", "x", "-policy", "strict", "cluster.yaml"},
-		{"-nope"},
+	const help = "\nRun 'eksa-render --help' for usage.\n"
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "eksa-render: eksa-render takes 1 argument, CLUSTER.yaml, got 0" + help},
+		{[]string{"a.yaml", "b.yaml"}, "eksa-render: eksa-render takes 1 argument, CLUSTER.yaml, got 2" + help},
+		{[]string{"cluster.yaml"}, "eksa-render: --out is required" + help},
+		{[]string{"--out", "x"}, "eksa-render: eksa-render takes 1 argument, CLUSTER.yaml, got 0" + help},
+		{[]string{"--out", "x", "--policy", "strict", "cluster.yaml"}, `eksa-render: --policy "strict": want "proposed" or "alternate"` + help},
+		{[]string{"--out", "x", "--allow", "tlsCipherSuites,", "cluster.yaml"}, `eksa-render: --allow "tlsCipherSuites,": a field must not be empty` + help},
+		{[]string{"--nope"}, "eksa-render: unknown flag: --nope" + help},
+		{[]string{"--out"}, "eksa-render: flag needs an argument: --out" + help},
+		{[]string{"--error-if-both=maybe", "--out", "x", "cluster.yaml"}, `eksa-render: invalid argument "maybe" for "--error-if-both" flag: strconv.ParseBool: parsing "maybe": invalid syntax` + help},
+		// The flag package's spelling, which this command had before cobra.
+		{[]string{"-out", "x", "cluster.yaml"}, "eksa-render: -out: flags take two dashes: --out" + help},
+		{[]string{"--out", "x", "-policy=alternate", "cluster.yaml"}, "eksa-render: -policy=alternate: flags take two dashes: --policy=alternate" + help},
 	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
 			var stdout, stderr bytes.Buffer
-			if code := run(args, &stdout, &stderr); code != 2 {
-				t.Errorf("exit code %d, want 2; stderr:\n%s", code, stderr.String())
+			if code := run(tt.args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit code %d, want 2", code)
 			}
-			if stderr.Len() == 0 {
-				t.Error("nothing on stderr")
+			if diff := cmp.Diff(tt.want, stderr.String()); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout: %q", stdout.String())
+			}
+			if files := readTree(t, dir); len(files) > 0 {
+				t.Errorf("wrote files: %v", files)
+			}
+		})
+	}
+}
+
+// TestHelp: --help explains the command and exits 0.
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"Usage:\n  eksa-render --out DIR", "Exit status: 0 when every group rendered, 1 when", "--policy string", "--allow strings", "--error-if-both"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("--help does not say %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestFileErrors: a spec that cannot be read and an output directory that
+// cannot be written are errors (exit 1) naming the path.
+func TestFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(spec, []byte(cluster+"  controlPlaneConfiguration: {osFamily: ubuntu}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing spec", []string{"--out", dir, filepath.Join(dir, "nope.yaml")}, "eksa-render: open " + filepath.Join(dir, "nope.yaml") + ": no such file or directory\n"},
+		{"spec is a directory", []string{"--out", dir, dir}, "eksa-render: read " + dir + ": is a directory\n"},
+		{"out is a file", []string{"--out", blocker, spec}, "eksa-render: mkdir " + blocker + ": not a directory\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if diff := cmp.Diff(tt.want, stderr.String()); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -240,7 +306,7 @@ func TestExplicitEmpties(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out")
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"-out", out, specFile}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"--out", out, specFile}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 	got := readTree(t, out)["control-plane/patches/kubeletconfiguration.yaml"]
@@ -279,7 +345,7 @@ func TestExplicitZeros(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out")
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"-out", out, specFile}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"--out", out, specFile}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 	files := readTree(t, out)
@@ -325,7 +391,7 @@ shutdown-grace-period = "0s"
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if code := run([]string{"-out", filepath.Join(dir, "out2"), specFile}, &stdout, &stderr); code != 1 {
+	if code := run([]string{"--out", filepath.Join(dir, "out2"), specFile}, &stdout, &stderr); code != 1 {
 		t.Fatalf("exit %d, want 1; stdout:\n%s", code, stdout.String())
 	}
 	const cp = "spec.controlPlaneConfiguration.kubeletConfiguration: "
