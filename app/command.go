@@ -113,11 +113,12 @@ type Component[T any] struct {
 	// startup: the command exits 1, and the Controller counts the startup
 	// against the config's trial.
 	Start func(ctx context.Context, cfg *T, env Env) error
-	// Run, when set, is the component's work on cfg, called once the
-	// endpoints serve, next to the Controller's Run. Its context ends on a
-	// signal or when a new config needs a restart. An error before that is
-	// a crash (exit 1); a nil return before that stops the command (exit 0).
-	// Default: wait for the context.
+	// Run, when set, is the component's work on cfg, the config Bootstrap
+	// chose, called once the endpoints serve, next to the Controller's Run
+	// (with Reload, the later configs come through Reload). Its context
+	// ends on a signal or when a new config needs a restart. An error
+	// before that is a crash (exit 1); a nil return before that stops the
+	// command (exit 0). Default: wait for the context.
 	Run func(ctx context.Context, cfg *T, env Env) error
 	// Reload, when set, applies a new config in process instead of a
 	// restart (dynconfig.Options.Reload); /configz serves cfg once it
