@@ -93,6 +93,11 @@ type Component[T any] struct {
 	// FeatureGatesPath is empty.
 	Features map[featuregate.Feature]featuregate.FeatureSpec
 
+	// Reporters are called with every condition report after the
+	// command's own (the log, /configz, --status-file) and before the
+	// Node's (with an API server). Default: none.
+	Reporters []dynconfig.Reporter
+
 	// NewClient, when set, returns the API client for the value of
 	// --kubeconfig (empty: the in-cluster config), for a program that
 	// builds its clients its own way (a user agent, rate limits, a fake in

@@ -27,6 +27,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -337,6 +338,25 @@ func (s *started) get(t *testing.T, path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// recordingReporter records the status of every report.
+type recordingReporter struct {
+	mu  sync.Mutex
+	got []corev1.ConditionStatus
+}
+
+func (r *recordingReporter) ReportConfigOK(_ context.Context, rep status.Report) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, rep.Status)
+	return nil
+}
+
+func (r *recordingReporter) statuses() []corev1.ConditionStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]corev1.ConditionStatus(nil), r.got...)
+}
+
 // TestServes runs the test component on a local config and a flag and
 // reads /healthz, /configz and /metrics, and the status file; SIGTERM's
 // cancellation ends it with exit code 0.
@@ -350,6 +370,8 @@ func TestServes(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
+	extra := &recordingReporter{}
+	c.Reporters = []dynconfig.Reporter{extra}
 	s := start(t, NewCommand(c), "--dynamic-config-dir="+filepath.Join(dir, "state"), "--port=0", "--greeting=hi",
 		"--status-file="+statusPath, "--node-name=node-a", "--feature-gates=LoudGreeting=true,LoggingAlphaOptions=true",
 		"--logging-format=json", "--log-json-split-stream")
@@ -394,6 +416,9 @@ func TestServes(t *testing.T) {
 	}
 	if code := s.stop(); code != ExitOK {
 		t.Errorf("exit code %d after cancel, want 0; stderr:\n%s", code, s.stderr.String())
+	}
+	if got := extra.statuses(); len(got) == 0 || got[0] != corev1.ConditionTrue {
+		t.Errorf("the component's Reporter saw %v, want the startup report (True) first", got)
 	}
 	if gotCfg == nil || gotCfg.Greeting != "hi" || gotEnv.NodeName != "node-a" || !gotEnv.FeatureGates.Enabled(testFeature) {
 		t.Errorf("Run saw config %+v, env %+v; want greeting hi, node-a, %s enabled", gotCfg, gotEnv, testFeature)

@@ -81,7 +81,7 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 	if sf := newStatusFile(o.statusFile); sf != nil {
 		chain = append(chain, sf)
 	}
-	opts.Reporter = chain
+	opts.Reporter = append(chain, c.Reporters...)
 
 	// runCtx ends the Controller's Run and the component's: on a signal
 	// (through ctx), or when the Controller asks for a restart.
