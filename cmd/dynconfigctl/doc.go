@@ -1,15 +1,29 @@
-// Dynconfigctl is the operator's tool for a node's dynconfig state: it shows
-// what a component's state dir holds, repairs it, and assigns a ConfigMap to a
-// node.
+// Dynconfigctl is the operator's tool for components that use dynconfig: it
+// shows what a component's state dir holds and repairs it, validates and
+// renders config files offline, assigns a ConfigMap to a node's component,
+// and shows the fleet's configs.
 //
 //	dynconfigctl inspect DIR [--component-version V] [-o text|json] [--no-lock]
 //	dynconfigctl forget-bad DIR UID/RV[/PAYLOADKEY] [--component-version V]
 //	dynconfigctl reset DIR [--component-version V]
-//	dynconfigctl assign --node N --configmap NS/NAME [--key K] [--kubeconfig PATH]
-//	dynconfigctl assign --node N --clear [--kubeconfig PATH]
+//	dynconfigctl validate FILE...
+//	dynconfigctl render [--node N | --state-dir DIR] [--config F] [--config-dir D] [--instance F] [--component C] [-o yaml|json]
+//	dynconfigctl assign --node N --configmap [NS/]NAME [--key K] [--component C]
+//	dynconfigctl assign --node N --clear [--component C]
+//	dynconfigctl status [NODE...] [--selector L] [--component C] [-o wide|json|yaml]
 //
-// Exit status: 0 on success, 1 on an error, 2 on a usage error (unknown
-// command or flag, wrong number of arguments, malformed argument).
+// The commands that talk to the API server (assign, status, render --node)
+// take kubectl's client flags (--kubeconfig, --context, --namespace,
+// --cluster, --user, --server, --token, --as, --request-timeout, ...)
+// through k8s.io/cli-runtime's genericclioptions.ConfigFlags, with
+// kubectl's loading rules; with no kubeconfig anywhere and no --server they
+// fail rather than fall back to http://localhost:8080. The offline commands
+// do not take them.
+//
+// Exit status of every command: 0 on success, 1 on an error, 2 on a usage
+// error (unknown command or flag, wrong number of arguments, malformed
+// argument). validate exits 1 when any file is invalid, status when a node
+// carries an annotation it cannot decode (after printing every row).
 //
 // # What it guarantees
 //
@@ -44,6 +58,16 @@
 //   - assign writes the Node annotation only after it has found the ConfigMap,
 //     checked that it holds the payload key and that the assignment passes the
 //     rules the component applies (source.Validate and source.Resolve).
+//   - validate and render decode as the component does (package merge:
+//     strict, case-sensitive field names, one document per file), with the
+//     profile of components/kubelet or components/kubeproxy; validate
+//     reports every error of every file, the validation errors of a file
+//     with unknown fields too (decoded leniently for that).
+//   - render writes nothing; with --state-dir it reads the state dir
+//     without its lock through checkpoint.Inspect (checksums verified).
+//   - status reads the assignment annotation as the Node source does
+//     (strict) and the status with status.ReadConfigStatus; a row it cannot
+//     decode is shown as <invalid> and named in the error, never skipped.
 //
 // # What it does not do
 //
@@ -63,6 +87,13 @@
 //     a ConfigMap assigned adopts it again. Clear it with assign --clear.
 //     reset leaves bad marks and checkpoints in place; the component's garbage
 //     collection removes checkpoints no pointer references.
-//   - assign does not wait for the node to adopt the config; watch the node's
-//     ConfigOK condition for that.
+//   - assign does not wait for the node to adopt the config; watch
+//     'dynconfigctl status' (ASSIGNED shows "(pending)" until the component
+//     reports it) or the node's condition for that.
+//   - validate, render and assign know the kubelet and kube-proxy profiles
+//     only; a third-party component's config is checked by its own binary,
+//     and assign --component for it needs --key.
+//   - status shows what components report; a component that is down
+//     reports nothing new, and its row stays as it last was (compare the
+//     condition's lastHeartbeatTime in -o json).
 package main

@@ -86,7 +86,7 @@ last-known-good pointers, bad marks, startups):
   forget-bad   forget a bad mark, so that the config gets a fresh trial
   reset        point current and last-known-good at the local config
 
-Offline, on config files:
+On config files (render --node also reads the node's assignment):
   validate     check config files as the component would, every error at once
   render       show the config a node would run, with the layer of each field
 

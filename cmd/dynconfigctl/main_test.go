@@ -191,3 +191,30 @@ func namespaceOf(f *genericclioptions.ConfigFlags) string {
 	}
 	return "default"
 }
+
+// TestHelpExplains: every command's --help says what it does, shows
+// examples where it takes flags, and gives its exit status; it exits 0.
+func TestHelpExplains(t *testing.T) {
+	for _, name := range []string{"validate", "render", "assign", "status"} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), []string{name, "--help"}, &stdout, &stderr, testDeps(t, nil)); code != exitOK {
+				t.Fatalf("exit code %d: %s", code, stderr.String())
+			}
+			for _, want := range []string{"Usage:\n  dynconfigctl " + name, "Exit status: 0 ", "Examples:\n"} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("%s --help does not contain %q:\n%s", name, want, stdout.String())
+				}
+			}
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, &stdout, &stderr, testDeps(t, nil)); code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	for _, cmd := range []string{"inspect", "forget-bad", "reset", "validate", "render", "assign", "status"} {
+		if !strings.Contains(stdout.String(), "\n  "+cmd+" ") {
+			t.Errorf("dynconfigctl --help does not list %s:\n%s", cmd, stdout.String())
+		}
+	}
+}
