@@ -386,6 +386,14 @@ func TestHollowKubeletFork(t *testing.T) {
 	if got := len(r.loop.All()); got != before {
 		t.Fatalf("%d restarts for a config that fails validation, want none\n%s", got-before, r.describe())
 	}
+	// The kubelet's own words (components/kubelet says it differently):
+	// its ValidateKubeletConfiguration rejected the config.
+	const kubeletWords = "imageGCLowThresholdPercent: Invalid value: invalid configuration: " +
+		"imageGCLowThresholdPercent (--image-gc-low-threshold) 70 must be less than imageGCHighThresholdPercent"
+	if !strings.Contains(onGood.Stderr(), kubeletWords) {
+		t.Errorf("the kubelet on maxPods 150 did not log the kubelet's validation error %q; stderr tail:\n%s",
+			kubeletWords, proctest.Tail(onGood.Stderr(), 20))
+	}
 
 	// 5. A config the kubelet exits on after it started: its read-only
 	// server on the port of its server (--port) fails to listen, and the

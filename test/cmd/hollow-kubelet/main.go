@@ -38,6 +38,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
@@ -64,6 +65,10 @@ type flags struct {
 	configFile, configDir                   string
 }
 
+// flagBindings are the flags that set config fields, over every layer (as
+// the kubelet's flags do).
+var flagBindings = map[string]merge.FlagBinding{"port": {Path: "port"}}
+
 func main() {
 	if err := run(); err != nil {
 		klog.ErrorS(err, "hollow-kubelet failed")
@@ -73,8 +78,80 @@ func main() {
 	klog.Flush()
 }
 
+// run is the fork: the Controller chooses the config, the kubelet runs it.
+// The part between the markers is README.md's "Embedding in a kubelet fork"
+// (TestREADME keeps the two the same).
 func run() error {
-	var f flags
+	f, fs, err := parseFlags(os.Args[1:])
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background().WithName("hollow-kubelet"))
+	restConfig, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
+	}
+	client, err := clientset.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
+	}
+	configFile, configDir, rootDir, stateDir, nodeName := f.configFile, f.configDir, f.rootDir, f.stateDir, f.nodeName
+
+	// README begin
+	profile := kubeletfork.Profile{} // the kubelet's defaulting and ValidateKubeletConfiguration
+	pipeline, err := merge.New[kubeletv1beta1.KubeletConfiguration](profile, merge.Options{})
+	if err != nil {
+		return err
+	}
+	flagOverrides, err := pipeline.FlagOverrides(fs, flagBindings) // --port
+	if err != nil {
+		return err
+	}
+	layers, err := dynconfig.NewLayers(pipeline, dynconfig.LocalConfig{
+		InitFile: configFile, DropInDir: configDir, // --config, --config-dir
+		Flags: append(hollowNodeSettings(rootDir), flagOverrides...), // fixed by the hollow node, then flags
+	})
+	if err != nil {
+		return err
+	}
+	c, err := dynconfig.New(dynconfig.Options[kubeletv1beta1.KubeletConfiguration]{
+		Profile: profile, Layers: layers, StateDir: stateDir, ComponentVersion: componentVersion,
+		Cluster:        &dynconfig.Cluster{Client: client, NodeName: nodeName}, // assignment, ConfigOK, Events
+		RequireHealthy: true,                                                   // promote after c.MarkHealthy()
+		Restart:        func() { klog.Flush(); os.Exit(0) },                    // the supervisor restarts us
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cfg, err := c.Bootstrap(ctx) // v1beta1: local, assigned or last-known-good
+	if err != nil {
+		return err
+	}
+	kc, err := kubeletfork.ToInternal(cfg) // the kubelet's scheme and conversion
+	if err != nil {
+		return err
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(kc.FeatureGates); err != nil { // as the kubelet does
+		return err
+	}
+	d, err := newHollowDeps(ctx, f, restConfig, kc) // clients (kubeAPIQPS...), fake CRI and cAdvisor
+	if err != nil {
+		return err
+	}
+	hk := kubemark.NewHollowKubelet(d.kubeletFlags, kc, d.kubeClient, d.heartbeatClient,
+		d.cadvisor, d.fakeRuntime.ImageService, d.runtimeService, cm.NewStubContainerManager())
+	go hk.Run(ctx)                                    // a kubelet that fails after it started exits non-zero
+	go markHealthyWhenReady(ctx, client, nodeName, c) // c.MarkHealthy() once this kubelet posted Ready
+	return c.Run(ctx)                                 // follow the assignment; exit 0 (Restart) onto another config
+	// README end
+}
+
+// parseFlags parses the command line.
+func parseFlags(args []string) (*flags, *pflag.FlagSet, error) {
+	f := &flags{}
 	fs := pflag.NewFlagSet("hollow-kubelet", pflag.ContinueOnError)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "The kubeconfig of the kubelet's client (required).")
 	fs.StringVar(&f.nodeName, "node-name", "", "The Node this kubelet registers and runs as (required).")
@@ -86,86 +163,16 @@ func run() error {
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		return err
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
 	}
 	if f.kubeconfig == "" || f.nodeName == "" || f.stateDir == "" {
-		return errors.New("--kubeconfig, --node-name and --dynamic-config-dir are required")
+		return nil, nil, errors.New("--kubeconfig, --node-name and --dynamic-config-dir are required")
 	}
 	if f.rootDir == "" {
 		f.rootDir = filepath.Join(filepath.Dir(filepath.Clean(f.stateDir)), "kubelet-root")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background().WithName("hollow-kubelet"))
-
-	restConfig, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
-	}
-	client, err := clientset.NewForConfig(restConfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
-	}
-
-	c, err := newController(&f, fs, client)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	cfg, err := c.Bootstrap(ctx) // the config to run: local, assigned or last-known-good
-	if err != nil {
-		return err
-	}
-	kc, err := kubeletfork.ToInternal(cfg) // the kubelet's own conversion
-	if err != nil {
-		return err
-	}
-	// As the kubelet does at startup: its config's gates are the process's.
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(kc.FeatureGates); err != nil {
-		return fmt.Errorf("featureGates: %w", err)
-	}
-	started := time.Now()
-	if err := startHollowKubelet(ctx, &f, restConfig, kc); err != nil {
-		return err
-	}
-	go markHealthyWhenReady(ctx, client, f.nodeName, started, c)
-	return c.Run(ctx) // follows the assignment; exits 0 (Restart) to run another config
-}
-
-// newController wires the dynconfig Controller: the kubelet's own profile,
-// the local layers (--config, --config-dir, then the hollow node's fixed
-// settings and the flags on top), and the Node (Options.Cluster: its
-// assignment annotation, the ConfigOK condition and ConfigStatus, Events).
-// A restart is an exit 0.
-func newController(f *flags, fs *pflag.FlagSet, client clientset.Interface) (*dynconfig.Controller[kubeletv1beta1.KubeletConfiguration], error) {
-	profile := kubeletfork.Profile{} // the kubelet's defaulting and ValidateKubeletConfiguration
-	pipeline, err := merge.New[kubeletv1beta1.KubeletConfiguration](profile, merge.Options{})
-	if err != nil {
-		return nil, err
-	}
-	flagLayer, err := pipeline.FlagOverrides(fs, map[string]merge.FlagBinding{"port": {Path: "port"}})
-	if err != nil {
-		return nil, err
-	}
-	layers, err := dynconfig.NewLayers(pipeline, dynconfig.LocalConfig{
-		InitFile: f.configFile, DropInDir: f.configDir,
-		Flags: append(hollowNodeSettings(f.rootDir), flagLayer...),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return dynconfig.New(dynconfig.Options[kubeletv1beta1.KubeletConfiguration]{
-		Profile: profile, Layers: layers,
-		StateDir: f.stateDir, ComponentVersion: componentVersion,
-		Cluster:        &dynconfig.Cluster{Client: client, NodeName: f.nodeName},
-		RequireHealthy: true, // promoted only once the kubelet posted Ready
-		Restart: func() {
-			klog.Background().Info("Exiting with code 0 to restart onto the new config")
-			klog.Flush()
-			os.Exit(0)
-		},
-	})
+	return f, fs, nil
 }
 
 // hollowNodeSettings are the fields a hollow node fixes whatever the
@@ -181,67 +188,72 @@ func hollowNodeSettings(rootDir string) []merge.Override {
 	}
 }
 
-// startHollowKubelet starts the real kubelet on kc with kubemark's fakes,
-// as cmd/kubemark does for --morph=kubelet. The kubelet runs in the
-// background until the process exits; an error of the kubelet's after
-// this returns ends the process with a non-zero code (klog.Fatal or
-// os.Exit in the kubelet's code).
-func startHollowKubelet(ctx context.Context, f *flags, restConfig *restclient.Config, kc *kubeletconfig.KubeletConfiguration) error {
-	// The kubelet's client takes its rate limit and content type from the
-	// config, as the kubelet's buildKubeletClientConfig does.
+// hollowDeps are what kubemark.NewHollowKubelet takes besides the config:
+// the kubelet's flags and clients, and the fakes of cmd/kubemark
+// --morph=kubelet (CRI runtime and image service, cAdvisor).
+type hollowDeps struct {
+	kubeletFlags                *options.KubeletFlags
+	kubeClient, heartbeatClient *clientset.Clientset
+	cadvisor                    *cadvisortest.Fake
+	fakeRuntime                 *fakeremote.RemoteRuntime
+	runtimeService              internalapi.RuntimeService
+}
+
+// newHollowDeps builds the hollow kubelet's dependencies for config kc: its
+// clients take their rate limit and content type from kc, as the kubelet's
+// buildKubeletClientConfig does, and the heartbeat client times out as the
+// kubelet's does. The fake runtime serves until the process exits.
+func newHollowDeps(ctx context.Context, f *flags, restConfig *restclient.Config, kc *kubeletconfig.KubeletConfiguration) (*hollowDeps, error) {
+	d := &hollowDeps{cadvisor: &cadvisortest.Fake{NodeName: f.nodeName}}
 	kubeletRest := restclient.CopyConfig(restConfig)
 	kubeletRest.UserAgent = "hollow-kubelet"
 	kubeletRest.QPS, kubeletRest.Burst, kubeletRest.ContentType = float32(kc.KubeAPIQPS), int(kc.KubeAPIBurst), kc.ContentType
-	client, err := clientset.NewForConfig(kubeletRest)
-	if err != nil {
-		return err
+	var err error
+	if d.kubeClient, err = clientset.NewForConfig(kubeletRest); err != nil {
+		return nil, err
 	}
 	heartbeatRest := restclient.CopyConfig(kubeletRest)
 	heartbeatRest.Timeout = min(kc.NodeStatusUpdateFrequency.Duration, time.Duration(kc.NodeLeaseDurationSeconds)*time.Second)
 	heartbeatRest.QPS = -1
-	heartbeatClient, err := clientset.NewForConfig(heartbeatRest)
-	if err != nil {
-		return err
+	if d.heartbeatClient, err = clientset.NewForConfig(heartbeatRest); err != nil {
+		return nil, err
 	}
 
 	endpoint, err := fakeremote.GenerateEndpoint()
 	if err != nil {
-		return fmt.Errorf("fake CRI endpoint: %w", err)
+		return nil, fmt.Errorf("fake CRI endpoint: %w", err)
 	}
-	fakeRuntime := fakeremote.NewFakeRemoteRuntime()
-	if err := fakeRuntime.Start(endpoint); err != nil {
-		return fmt.Errorf("fake CRI runtime: %w", err)
+	d.fakeRuntime = fakeremote.NewFakeRemoteRuntime()
+	if err := d.fakeRuntime.Start(endpoint); err != nil {
+		return nil, fmt.Errorf("fake CRI runtime: %w", err)
 	}
-	runtimeService, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).
+	d.runtimeService, err = remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).
 		WithConnectionTimeout(15 * time.Second).Build(ctx)
 	if err != nil {
-		return fmt.Errorf("fake CRI runtime service: %w", err)
+		return nil, fmt.Errorf("fake CRI runtime service: %w", err)
 	}
 
-	kf := options.NewKubeletFlags()
-	kf.RootDirectory = f.rootDir
-	kf.HostnameOverride = f.nodeName
-	kf.MinimumGCAge = metav1.Duration{Duration: time.Minute}
-	kf.MaxContainerCount = 100
-	kf.MaxPerPodContainerCount = 2
 	if err := os.MkdirAll(f.rootDir, 0o750); err != nil {
-		return fmt.Errorf("--root-dir: %w", err)
+		return nil, fmt.Errorf("--root-dir: %w", err)
 	}
-
-	hk := kubemark.NewHollowKubelet(kf, kc, client, heartbeatClient,
-		&cadvisortest.Fake{NodeName: f.nodeName}, fakeRuntime.ImageService, runtimeService,
-		cm.NewStubContainerManager())
-	go hk.Run(ctx) // never returns; klog.Fatal when the kubelet cannot start
-	return nil
+	d.kubeletFlags = options.NewKubeletFlags()
+	d.kubeletFlags.RootDirectory = f.rootDir
+	d.kubeletFlags.HostnameOverride = f.nodeName
+	// As kubemark sets them.
+	d.kubeletFlags.MinimumGCAge = metav1.Duration{Duration: time.Minute}
+	d.kubeletFlags.MaxContainerCount = 100
+	d.kubeletFlags.MaxPerPodContainerCount = 2
+	return d, nil
 }
 
 // markHealthyWhenReady tells the Controller that the kubelet is healthy
 // once this process's kubelet has posted the Node Ready: a Ready condition
-// whose heartbeat is not older than started (at the API server's one-second
-// precision). Until then a new config is not promoted.
-func markHealthyWhenReady(ctx context.Context, client clientset.Interface, nodeName string, started time.Time,
+// whose heartbeat is not older than the call (at the API server's
+// one-second precision; it is called as the kubelet starts). Until then a
+// new config is not promoted.
+func markHealthyWhenReady(ctx context.Context, client clientset.Interface, nodeName string,
 	c *dynconfig.Controller[kubeletv1beta1.KubeletConfiguration]) {
-	since := started.Truncate(time.Second)
+	since := time.Now().Truncate(time.Second)
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
