@@ -270,7 +270,9 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 	}
 	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 
-	var nfs cliflag.NamedFlagSets
+	// Like Kubernetes components, accept "_" for "-" in flag names
+	// (--dynamic_config_dir); help lists the "-" form only.
+	nfs := cliflag.NamedFlagSets{NormalizeNameFunc: cliflag.WordSepNormalizeFunc}
 	configFS := nfs.FlagSet("config")
 	o.addConfigFlags(configFS, c.Profile.GroupVersionKind().Kind)
 	var bindings map[string]merge.FlagBinding
@@ -297,6 +299,7 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 
 	fs := cmd.Flags()
 	fs.SortFlags = false
+	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	for _, name := range nfs.Order {
 		nfs.FlagSets[name].SortFlags = false
 		fs.AddFlagSet(nfs.FlagSets[name])
@@ -316,6 +319,9 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 		}
 		logger := klog.FromContext(ctx).WithName(c.Name)
 		ctx = klog.NewContext(ctx, logger)
+		if v := logger.V(1); v.Enabled() {
+			fs.VisitAll(func(f *pflag.Flag) { v.Info("Flag", "name", "--"+f.Name, "value", f.Value.String()) })
+		}
 		if err := o.validate(); err != nil {
 			return UsageError(err)
 		}

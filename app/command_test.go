@@ -372,7 +372,8 @@ func TestServes(t *testing.T) {
 	})
 	extra := &recordingReporter{}
 	c.Reporters = []dynconfig.Reporter{extra}
-	s := start(t, NewCommand(c), "--dynamic-config-dir="+filepath.Join(dir, "state"), "--port=0", "--greeting=hi",
+	// "_" stands for "-" in flag names, as in Kubernetes components.
+	s := start(t, NewCommand(c), "--dynamic_config_dir="+filepath.Join(dir, "state"), "--port=0", "--greeting=hi",
 		"--status-file="+statusPath, "--node-name=node-a", "--feature-gates=LoudGreeting=true,LoggingAlphaOptions=true",
 		"--logging-format=json", "--log-json-split-stream")
 
