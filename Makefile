@@ -20,9 +20,9 @@ full:
 
 ## integration: the separate test/ module against a real kube-apiserver and etcd.
 integration: bins
-	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/...
+	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./cmd/hollow-kubelet/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/...
 
-## bins: build kube-apiserver and etcd into bin/ when missing or stale.
+## bins: build kube-apiserver, etcd and hollow-kubelet into bin/ when missing or stale.
 bins:
 	test/hack/ensure-bins.sh
 
