@@ -325,7 +325,13 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 		if err := o.validate(); err != nil {
 			return UsageError(err)
 		}
-		return run(ctx, &c, o, fg, fs, bindings, cmd.OutOrStdout())
+		err = run(ctx, &c, o, fg, fs, bindings, cmd.OutOrStdout())
+		if errors.Is(err, context.Canceled) && cmd.Context().Err() != nil {
+			// Stopped by a signal while starting: not a failure.
+			logger.Info("Stopped while starting", "cause", err)
+			return nil
+		}
+		return err
 	}
 	return cmd
 }

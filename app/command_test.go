@@ -431,6 +431,12 @@ func TestServes(t *testing.T) {
 	}
 }
 
+// cancelKey keys the cancel func of the command's context in the tests.
+type cancelKey struct{}
+
+// cancelRun cancels the command's context, as a signal does.
+func cancelRun(ctx context.Context) { ctx.Value(cancelKey{}).(context.CancelFunc)() }
+
 // TestStartAndRunFailures checks the exit codes of a component whose Start
 // or Run fails, or whose Run ends by itself.
 func TestStartAndRunFailures(t *testing.T) {
@@ -444,11 +450,23 @@ func TestStartAndRunFailures(t *testing.T) {
 		{name: "start fails", start: func(context.Context, *greeterConfig, Env) error { return boom }, wantCode: ExitError},
 		{name: "run fails", run: func(context.Context, *greeterConfig, Env) error { return boom }, wantCode: ExitError, wantStdout: true},
 		{name: "run ends", run: func(context.Context, *greeterConfig, Env) error { return nil }, wantCode: ExitOK, wantStdout: true},
+		{name: "stopped while starting", start: func(ctx context.Context, _ *greeterConfig, _ Env) error {
+			// What a Start waiting on something sees when SIGTERM comes.
+			cancelRun(ctx)
+			<-ctx.Done()
+			return fmt.Errorf("waiting for the network: %w", ctx.Err())
+		}, wantCode: ExitOK},
 		{name: "usage error in start", start: func(context.Context, *greeterConfig, Env) error { return UsageError(boom) },
 			wantCode: ExitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := execute(t, testComponent(tc.start, tc.run), "--dynamic-config-dir="+t.TempDir(), "--port=0")
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			ctx = context.WithValue(ctx, cancelKey{}, cancel)
+			var out, errOut bytes.Buffer
+			code := Execute(ctx, NewCommand(testComponent(tc.start, tc.run)), []string{"--dynamic-config-dir=" + t.TempDir(), "--port=0"}, &out, &errOut)
+			stdout, stderr := out.String(), errOut.String()
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d; stderr %q", code, tc.wantCode, stderr)
 			}
