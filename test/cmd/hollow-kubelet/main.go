@@ -24,6 +24,7 @@ import (
 	"errors"
 	goflag "flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -219,10 +220,17 @@ func newHollowDeps(ctx context.Context, f *flags, restConfig *restclient.Config,
 		return nil, err
 	}
 
-	endpoint, err := fakeremote.GenerateEndpoint()
-	if err != nil {
-		return nil, fmt.Errorf("fake CRI endpoint: %w", err)
+	// The fake runtime's socket lives in the root dir (not in /tmp, as
+	// fakeremote.GenerateEndpoint would put it), replacing the one a
+	// previous process left.
+	if err := os.MkdirAll(f.rootDir, 0o750); err != nil {
+		return nil, fmt.Errorf("--root-dir: %w", err)
 	}
+	socket := filepath.Join(f.rootDir, "fake-cri.sock")
+	if err := os.Remove(socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("fake CRI socket: %w", err)
+	}
+	endpoint := "unix://" + socket
 	d.fakeRuntime = fakeremote.NewFakeRemoteRuntime()
 	if err := d.fakeRuntime.Start(endpoint); err != nil {
 		return nil, fmt.Errorf("fake CRI runtime: %w", err)
@@ -233,9 +241,6 @@ func newHollowDeps(ctx context.Context, f *flags, restConfig *restclient.Config,
 		return nil, fmt.Errorf("fake CRI runtime service: %w", err)
 	}
 
-	if err := os.MkdirAll(f.rootDir, 0o750); err != nil {
-		return nil, fmt.Errorf("--root-dir: %w", err)
-	}
 	d.kubeletFlags = options.NewKubeletFlags()
 	d.kubeletFlags.RootDirectory = f.rootDir
 	d.kubeletFlags.HostnameOverride = f.nodeName
