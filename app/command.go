@@ -84,7 +84,9 @@ type Component[T any] struct {
 	// FeatureGatesPath, when set, makes --feature-gates a config field at
 	// that path (the kubelet's "featureGates"), merged by gate over every
 	// layer, with component-base's map flag type (cliflag.MapStringBool):
-	// the profile validates the gates. When empty, --feature-gates is the
+	// the profile validates the gates; those the process knows (the
+	// logging gates, such as LoggingAlphaOptions) also set the process's
+	// gate. When empty, --feature-gates is the
 	// process's component-base feature gate: the logging gates plus
 	// Features, unknown gates refused at parse time (exit 2), read by Start
 	// and Run through Env.FeatureGates.
@@ -313,6 +315,9 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 	cmd.MarkFlagsMutuallyExclusive("configmap", "source-dir")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := o.setProcessGates(fg); err != nil {
+			return UsageError(err)
+		}
 		ctx, err := o.setUpLogging(cmd.Context(), fg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		if err != nil {
 			return err
@@ -334,6 +339,26 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 		return err
 	}
 	return cmd
+}
+
+// setProcessGates sets, when --feature-gates is a config field, the
+// process's gates it names (the logging ones) from it too, as the kubelet
+// applies its config's gates to its own: the config field keeps them all.
+func (o *options) setProcessGates(fg featuregate.MutableFeatureGate) error {
+	known := fg.GetAll()
+	process := map[string]bool{}
+	for name, on := range o.configGates {
+		if _, ok := known[featuregate.Feature(name)]; ok {
+			process[name] = on
+		}
+	}
+	if len(process) == 0 {
+		return nil
+	}
+	if err := fg.SetFromMap(process); err != nil {
+		return fmt.Errorf("--feature-gates: %w", err)
+	}
+	return nil
 }
 
 // setUpLogging validates the logging flags (a usage error when they are

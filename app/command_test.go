@@ -84,7 +84,7 @@ func testComponent(start, run func(ctx context.Context, cfg *greeterConfig, env 
 }
 
 // execute runs the test component's command in process, logging to t.
-func execute(t *testing.T, c Component[greeterConfig], args ...string) (code int, stdout, stderr string) {
+func execute[T any](t *testing.T, c Component[T], args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var out, errOut bytes.Buffer
@@ -144,6 +144,57 @@ func TestHelpConfigFieldFeatureGates(t *testing.T) {
 	if !strings.Contains(stdout, "Config field gates: a set of NAME=true|false pairs") || strings.Contains(stdout, "Feature gate flags:") {
 		t.Errorf("help:\n%s", stdout)
 	}
+}
+
+// TestConfigFieldFeatureGatesSetLoggingGates checks that with
+// FeatureGatesPath a logging gate on --feature-gates enables its logging
+// option, and that without it the option is refused.
+func TestConfigFieldFeatureGatesSetLoggingGates(t *testing.T) {
+	for _, tc := range []struct {
+		gates    string
+		wantCode int
+		wantErr  string
+	}{
+		{gates: "LoggingAlphaOptions=true", wantCode: ExitError,
+			wantErr: "greeter: dynconfig: invalid local config: failed to validate: merged config: gates[LoggingAlphaOptions]: Invalid value: true: not a greeter gate (set by flag --feature-gates)\n"},
+		{gates: "Other=true", wantCode: ExitUsage,
+			wantErr: "greeter: options.json.splitStream: Forbidden: Feature LoggingAlphaOptions is disabled\nRun 'greeter --help' for usage.\n"},
+	} {
+		t.Run(tc.gates, func(t *testing.T) {
+			c := gatedComponent()
+			code, stdout, stderr := execute(t, c, "--dynamic-config-dir="+t.TempDir(), "--port=0", "--feature-gates="+tc.gates,
+				"--logging-format=json", "--log-json-split-stream")
+			if code != tc.wantCode || stderr != tc.wantErr || stdout != "" {
+				t.Errorf("exit code %d, stdout %q, stderr\n%q\nwant %d, stderr\n%q", code, stdout, stderr, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+}
+
+// gatedConfig is a config with a featureGates field that accepts no gate
+// but "Other".
+type gatedConfig struct {
+	metav1.TypeMeta `json:",inline"`
+	Gates           map[string]bool `json:"gates,omitempty"`
+}
+
+type gatedProfile struct{ greeterProfile }
+
+func (gatedProfile) Default(*gatedConfig) {}
+func (gatedProfile) Validate(c *gatedConfig) field.ErrorList {
+	var errs field.ErrorList
+	for name, on := range c.Gates {
+		if name != "Other" {
+			errs = append(errs, field.Invalid(field.NewPath("gates").Key(name), on, "not a greeter gate"))
+		}
+	}
+	return errs
+}
+
+// gatedComponent is a component whose --feature-gates is its config's
+// gates field.
+func gatedComponent() Component[gatedConfig] {
+	return Component[gatedConfig]{Name: "greeter", Profile: gatedProfile{}, FeatureGatesPath: "gates"}
 }
 
 func TestVersion(t *testing.T) {
