@@ -46,7 +46,7 @@ func prepareDamageNode(t *testing.T) (*node, map[string]string) {
 		"checkpoint of a": "",
 	}
 	for name, uid := range map[string]string{"checkpoint of a": "uid-a", "checkpoint of b": "uid-b"} {
-		matches, _ := filepath.Glob(filepath.Join(n.stateDir, "checkpoints", uid, "*"))
+		matches, _ := filepath.Glob(filepath.Join(n.stateDir, "checkpoints", uid+"_*"))
 		if len(matches) != 1 {
 			t.Fatalf("%s: %v", name, matches)
 		}

@@ -26,7 +26,7 @@
 // On-disk layout of a state dir:
 //
 //	<dir>/lock                                          flock: one process per dir
-//	<dir>/checkpoints/<uid>/<resourceVersion>           the whole ConfigMap, in a checksummed envelope
+//	<dir>/checkpoints/<uid>_<resourceVersion>           the whole ConfigMap, in a checksummed envelope
 //	<dir>/meta/current                                  the NodeConfigSource in use (empty = local)
 //	<dir>/meta/last-known-good                          the rollback target (empty = local)
 //	<dir>/tracking/<componentVersion>/bad-configs.json  bad marks, keyed "<uid>/<rv>"

@@ -224,8 +224,11 @@ func TestRegressionWaitForHealthyDoesNotSpin(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	used := cpuTime(t) - before
 	t.Logf("waiting 2s for MarkHealthy used %v of CPU", used)
-	if used > 50*time.Millisecond {
-		t.Fatalf("waiting 2s for MarkHealthy used %v of CPU; want < 50ms", used)
+	// A spinning wait uses a core: about 2s. The budget leaves room for
+	// the runtime and other goroutines of the test binary on a loaded
+	// machine (65ms was seen with five other builds running).
+	if used > 200*time.Millisecond {
+		t.Fatalf("waiting 2s for MarkHealthy used %v of CPU; want < 200ms", used)
 	}
 	c.MarkHealthy()
 	waitFor(t, func() bool {

@@ -116,7 +116,7 @@ func TestCorruptCheckpoint(t *testing.T) {
 	s, _ := openStore(t, t.TempDir())
 	cm := newConfigMap("uid-a", "1")
 	k := mustSave(t, s, cm)
-	path := filepath.Join(s.Dir(), "checkpoints", "uid-a", "1")
+	path := checkpointFile(s.Dir(), "uid-a", "1")
 	valid, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestCorruptPointer(t *testing.T) {
 	s, _ := openStore(t, t.TempDir())
 	cm := newConfigMap("uid-a", "1")
 	mustSave(t, s, cm)
-	checkpointData, err := os.ReadFile(filepath.Join(s.Dir(), "checkpoints", "uid-a", "1"))
+	checkpointData, err := os.ReadFile(checkpointFile(s.Dir(), "uid-a", "1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,21 @@
 // Layout of a state dir:
 //
 //	<dir>/lock                                  flock(2) (the directory itself is flocked too)
-//	<dir>/checkpoints/<uid>/<resourceVersion>   a ConfigMap in a versioned, checksummed envelope
+//	<dir>/checkpoints/<uid>_<resourceVersion>   a ConfigMap in a versioned, checksummed envelope
+//	<dir>/checkpoints/<uid>/<resourceVersion>   the same, as older versions wrote it (read, never written,
+//	                                            except for a UID holding "_" or a name too long for one file)
 //	<dir>/meta/current                          the config assigned, when it was set, when it first ran
 //	<dir>/meta/last-known-good                  the rollback target, and when it was set
 //	<dir>/tracking/<componentVersion>/bad-configs.json   bad marks, checksummed envelope
 //	<dir>/tracking/<componentVersion>/startups.json      the last MaxStartups startups, checksummed envelope
 //	<dir>/quarantine/                           corrupt or foreign files moved aside (newest MaxQuarantined kept)
 //	<dir>/tmp/                                  temporary files of checkpoint writes in progress
+//
+// Checkpoints are files in one directory so that saving one costs two
+// fsyncs (the file and checkpoints/) whatever its UID: adopting a new config
+// is four (checkpoint and current pointer), and garbage collection syncs
+// checkpoints/ once per batch (TestFsyncCounts, BenchmarkAdopt). A start
+// lists no directory: temporary files of interrupted writes wait for GC.
 //
 // Directories are created 0700 and files 0600.
 //

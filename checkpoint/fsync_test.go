@@ -22,10 +22,10 @@ func fsyncs(t testing.TB, op func() error) int64 {
 }
 
 // TestFsyncCounts pins the durability cost of each write: two fsyncs (the
-// file and its directory) per durable write, except a checkpoint of a UID
-// never seen before, whose new directory costs one more (the layout keeps
-// checkpoints/<uid>/<resourceVersion>). Garbage collection syncs each
-// directory it changed once, not once per removed file.
+// file and its directory) per durable write, whatever the UID (checkpoints
+// are files in one directory, checkpoints/<uid>_<resourceVersion>), so
+// adopting a new config costs four. Garbage collection syncs the directory
+// once per batch, not once per removed file.
 func TestFsyncCounts(t *testing.T) {
 	s, _ := openStore(t, t.TempDir())
 	for _, tc := range []struct {
@@ -33,7 +33,7 @@ func TestFsyncCounts(t *testing.T) {
 		op   func() error
 		want int64
 	}{
-		{"save of a new UID", func() error { _, err := s.Save(newConfigMap("uid-a", "1")); return err }, 3},
+		{"save of a new UID", func() error { _, err := s.Save(newConfigMap("uid-a", "1")); return err }, 2},
 		{"save of a known UID", func() error { _, err := s.Save(newConfigMap("uid-a", "2")); return err }, 2},
 		// Save always writes; the Controller checks Exists first.
 		{"save of a checkpoint on disk", func() error { _, err := s.Save(newConfigMap("uid-a", "2")); return err }, 2},
@@ -59,14 +59,25 @@ func TestFsyncCounts(t *testing.T) {
 			t.Errorf("%s: %d fsyncs, want %d", tc.name, got, tc.want)
 		}
 	}
-	// 50 stale checkpoints of one UID and one of another: GC syncs the two
-	// directories it changed and checkpoints/ (one UID directory went).
+	// 50 stale checkpoints of one UID and one of another: GC syncs
+	// checkpoints/ once.
 	for i := range 50 {
 		mustSave(t, s, newConfigMap("uid-a", fmt.Sprint(100+i)))
 	}
 	mustSave(t, s, newConfigMap(types.UID("uid-gone"), "1"))
-	if got := fsyncs(t, func() error { _, err := s.GC(); return err }); got != 2 {
-		t.Errorf("GC of 51 checkpoints: %d fsyncs, want 2 (uid-a/ and checkpoints/)", got)
+	if got := fsyncs(t, func() error { _, err := s.GC(); return err }); got != 1 {
+		t.Errorf("GC of 51 checkpoints: %d fsyncs, want 1 (checkpoints/)", got)
+	}
+	// The nested layout of older versions: a batch syncs each UID directory
+	// that keeps a checkpoint, and checkpoints/ once for the ones removed.
+	for _, rv := range []string{"7", "8"} {
+		mustSave(t, s, newConfigMap("uid-old", rv))
+		toNested(t, s.Dir(), "uid-old", rv)
+	}
+	mustSave(t, s, newConfigMap("uid-older", "1"))
+	toNested(t, s.Dir(), "uid-older", "1")
+	if got := fsyncs(t, func() error { _, err := s.GC(); return err }); got != 1 {
+		t.Errorf("GC of 2 nested UID directories: %d fsyncs, want 1 (checkpoints/)", got)
 	}
 }
 

@@ -164,43 +164,66 @@ func (s *Snapshot) listDir(path string) []os.DirEntry {
 
 func (s *Snapshot) inspectCheckpoints() {
 	root := filepath.Join(s.Dir, checkpointsDir)
-	for _, u := range s.listDir(root) {
-		if strings.HasPrefix(u.Name(), atomicfile.TempPrefix) {
+	seen := map[Key]bool{}
+	entries := s.listDir(root)
+	// Flat files first: a key in both layouts is read where Load reads it.
+	sort.SliceStable(entries, func(i, j int) bool { return !entries[i].IsDir() && entries[j].IsDir() })
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), atomicfile.TempPrefix) {
 			continue
 		}
-		uidPath := filepath.Join(root, u.Name())
-		if !u.IsDir() {
-			s.Problems = append(s.Problems, corrupt(uidPath, "is not a directory (type %v)", u.Type()))
+		path := filepath.Join(root, e.Name())
+		if !e.IsDir() {
+			k, ok := parseFlatName(e.Name())
+			if !ok {
+				s.Problems = append(s.Problems, corrupt(path, "is not a checkpoint (type %v)", e.Type()))
+				continue
+			}
+			seen[k] = true
+			s.Checkpoints = append(s.Checkpoints, inspectCheckpoint(k, path))
 			continue
 		}
-		for _, rv := range s.listDir(uidPath) {
+		if k, ok := parseFlatName(e.Name()); ok {
+			// Where the file of k belongs (UIDs of real ConfigMaps have no
+			// flatSep, so this is no UID directory of the nested layout).
+			s.Problems = append(s.Problems, corrupt(path, "is a directory where the file of checkpoint %s belongs", k))
+		}
+		for _, rv := range s.listDir(path) {
 			if strings.HasPrefix(rv.Name(), atomicfile.TempPrefix) {
 				continue
 			}
-			k := Key{UID: types.UID(u.Name()), ResourceVersion: rv.Name()}
-			path := filepath.Join(uidPath, rv.Name())
+			k := Key{UID: types.UID(e.Name()), ResourceVersion: rv.Name()}
+			p := filepath.Join(path, rv.Name())
 			if err := ValidateKey(k); err != nil {
-				s.Problems = append(s.Problems, corrupt(path, "is not a checkpoint: %v", err))
+				s.Problems = append(s.Problems, corrupt(p, "is not a checkpoint: %v", err))
 				continue
 			}
-			c := CheckpointState{Key: k, Path: path}
-			if fi, err := os.Lstat(path); err == nil {
-				c.Size = fi.Size()
+			if seen[k] {
+				continue // a copy in the older, nested layout; the flat one is read
 			}
-			data, err := readFile(path)
-			if err != nil {
-				c.Err = err
-			} else if cm, err := decodeCheckpoint(data); err != nil {
-				c.Err = &CorruptError{Path: path, Err: err}
-			} else if got := KeyOf(cm); got != k {
-				c.Err = corrupt(path, "holds the ConfigMap with key %s", got)
-			} else {
-				c.ConfigMap = cm
-			}
-			s.Checkpoints = append(s.Checkpoints, c)
+			s.Checkpoints = append(s.Checkpoints, inspectCheckpoint(k, p))
 		}
 	}
-	sort.Slice(s.Checkpoints, func(i, j int) bool { return keyLess(s.Checkpoints[i].Key, s.Checkpoints[j].Key) })
+	sort.SliceStable(s.Checkpoints, func(i, j int) bool { return keyLess(s.Checkpoints[i].Key, s.Checkpoints[j].Key) })
+}
+
+// inspectCheckpoint reads and verifies the checkpoint k at path.
+func inspectCheckpoint(k Key, path string) CheckpointState {
+	c := CheckpointState{Key: k, Path: path}
+	if fi, err := os.Lstat(path); err == nil {
+		c.Size = fi.Size()
+	}
+	data, err := readFile(path)
+	if err != nil {
+		c.Err = err
+	} else if cm, err := decodeCheckpoint(data); err != nil {
+		c.Err = &CorruptError{Path: path, Err: err}
+	} else if got := KeyOf(cm); got != k {
+		c.Err = corrupt(path, "holds the ConfigMap with key %s", got)
+	} else {
+		c.ConfigMap = cm
+	}
+	return c
 }
 
 func (s *Snapshot) inspectTracking() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,6 +138,26 @@ func newConfigMap(uid types.UID, rv string) *corev1.ConfigMap {
 		Data:       map[string]string{"kubelet": `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","maxPods":110}`},
 		BinaryData: map[string][]byte{"bin": {0, 1, 2, 0xff}},
 	}
+}
+
+// checkpointFile is where Save writes the checkpoint uid/rv (the flat
+// layout).
+func checkpointFile(dir string, uid types.UID, rv string) string {
+	return filepath.Join(dir, "checkpoints", string(uid)+"_"+rv)
+}
+
+// toNested moves the checkpoint uid/rv to the nested layout of older
+// versions, checkpoints/<uid>/<rv>, and returns its new path.
+func toNested(t testing.TB, dir string, uid types.UID, rv string) string {
+	t.Helper()
+	nested := filepath.Join(dir, "checkpoints", string(uid), rv)
+	if err := os.MkdirAll(filepath.Dir(nested), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(checkpointFile(dir, uid, rv), nested); err != nil {
+		t.Fatal(err)
+	}
+	return nested
 }
 
 func sourceFor(cm *corev1.ConfigMap) *corev1.NodeConfigSource {

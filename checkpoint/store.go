@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -352,7 +353,55 @@ func (s *Store) Dir() string { return s.dir }
 // TrackingDir returns <Dir>/tracking/<ComponentVersion>, which Open created.
 func (s *Store) TrackingDir() string { return s.trackingDir }
 
+// flatSep separates the UID from the resourceVersion in the name of a
+// checkpoint file: checkpoints/<uid>_<resourceVersion>.
+const flatSep = "_"
+
+// flatName is the file name of k in the flat layout, and whether k has one:
+// its UID must not contain flatSep (so that the name parses back to k) and
+// the name must leave room for its temporary file. Real keys (a UUID and a
+// decimal resourceVersion) always have one.
+func flatName(k Key) (string, bool) {
+	if strings.Contains(string(k.UID), flatSep) {
+		return "", false
+	}
+	name := string(k.UID) + flatSep + k.ResourceVersion
+	if len(name) > maxFileNameLen {
+		return "", false
+	}
+	return name, true
+}
+
+// parseFlatName is the key of a flat checkpoint file name, and whether the
+// name is one.
+func parseFlatName(name string) (Key, bool) {
+	uid, rv, ok := strings.Cut(name, flatSep)
+	if !ok {
+		return Key{}, false
+	}
+	k := Key{UID: types.UID(uid), ResourceVersion: rv}
+	if ValidateKey(k) != nil {
+		return Key{}, false
+	}
+	if n, ok := flatName(k); !ok || n != name {
+		return Key{}, false
+	}
+	return k, true
+}
+
+// checkpointPath is where Save writes k: checkpoints/<uid>_<rv>, a file in
+// one directory, so that a checkpoint costs two fsyncs whatever its UID.
+// Keys without a flat name, and checkpoints written by older versions, live
+// at nestedPath.
 func (s *Store) checkpointPath(k Key) string {
+	if name, ok := flatName(k); ok {
+		return filepath.Join(s.dir, checkpointsDir, name)
+	}
+	return s.nestedPath(k)
+}
+
+// nestedPath is the layout of older versions: checkpoints/<uid>/<rv>.
+func (s *Store) nestedPath(k Key) string {
 	return filepath.Join(s.dir, checkpointsDir, string(k.UID), k.ResourceVersion)
 }
 
@@ -401,11 +450,13 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 		return Key{}, err
 	}
 	defer unlock()
-	if _, err := s.ensureDir(filepath.Join(s.dir, checkpointsDir, string(k.UID))); err != nil {
-		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
+	if _, flat := flatName(k); !flat {
+		if _, err := s.ensureDir(filepath.Join(s.dir, checkpointsDir, string(k.UID))); err != nil {
+			return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
+		}
 	}
-	// Temporary files go to tmp/, not to the UID dir, so Open finds every
-	// leftover with one read of a small directory.
+	// Temporary files go to tmp/, so GC finds the leftovers of interrupted
+	// writes with one read of a small directory.
 	if _, err := s.ensureDir(filepath.Join(s.dir, tmpDir)); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
@@ -433,13 +484,14 @@ func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 
 func (s *Store) load(k Key) (*corev1.ConfigMap, error) {
 	path := s.checkpointPath(k)
-	// The UID directory must be a real directory: a symlink in its place
-	// would lead the read outside the state dir.
-	uidDir := filepath.Dir(path)
-	if fi, err := os.Lstat(uidDir); err == nil && !fi.IsDir() {
-		return nil, corrupt(uidDir, "is not a directory (mode %v): checkpoint %s cannot be read", fi.Mode(), k)
-	}
 	data, err := readFile(path)
+	if _, flat := flatName(k); flat && errors.Is(err, fs.ErrNotExist) {
+		// Written by an older version, in the nested layout.
+		path = s.nestedPath(k)
+		data, err = s.readNested(k, path)
+	} else if !flat {
+		data, err = s.readNested(k, path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load checkpoint %s (%s): %w", k, path, ErrNotFound)
 	}
@@ -454,6 +506,17 @@ func (s *Store) load(k Key) (*corev1.ConfigMap, error) {
 		return nil, corrupt(path, "holds the ConfigMap with key %s", got)
 	}
 	return cm, nil
+}
+
+// readNested reads the checkpoint k at path in the nested layout. The UID
+// directory must be a real directory: a symlink in its place would lead the
+// read outside the state dir.
+func (s *Store) readNested(k Key, path string) ([]byte, error) {
+	uidDir := filepath.Dir(path)
+	if fi, err := os.Lstat(uidDir); err == nil && !fi.IsDir() {
+		return nil, corrupt(uidDir, "is not a directory (mode %v): checkpoint %s cannot be read", fi.Mode(), k)
+	}
+	return readFile(path)
 }
 
 // readFile reads a checkpoint or pointer file without following a symlink.
@@ -490,7 +553,14 @@ func (s *Store) Exists(k Key) (bool, error) {
 }
 
 func (s *Store) exists(k Key) (bool, error) {
-	path := s.checkpointPath(k)
+	ok, err := s.existsAt(k, s.checkpointPath(k))
+	if _, flat := flatName(k); flat && !ok && err == nil {
+		return s.existsAt(k, s.nestedPath(k))
+	}
+	return ok, err
+}
+
+func (s *Store) existsAt(k Key, path string) (bool, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -520,36 +590,46 @@ func (s *Store) List() ([]Key, error) {
 	return keys, err
 }
 
-// list returns the keys and the valid UID directories that hold none.
+// list returns the keys, in both layouts, and the valid UID directories of
+// the nested layout that hold none. A key present in both layouts is
+// returned once.
 func (s *Store) list() (keys []Key, emptyUIDs []types.UID, err error) {
 	root := filepath.Join(s.dir, checkpointsDir)
-	uids, err := os.ReadDir(root)
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list checkpoints in %s: %w", root, err)
 	}
-	for _, u := range uids {
-		uidPath := filepath.Join(root, u.Name())
-		if strings.HasPrefix(u.Name(), atomicfile.TempPrefix) {
-			continue // a write in progress (Save's temporary files live here)
+	for _, e := range entries {
+		path := filepath.Join(root, e.Name())
+		if strings.HasPrefix(e.Name(), atomicfile.TempPrefix) {
+			continue // an interrupted write of an older version
 		}
-		if !u.IsDir() {
-			s.log.Info("Ignoring an entry of the checkpoints directory that is not a directory", "path", uidPath, "type", u.Type())
+		if !e.IsDir() {
+			k, ok := parseFlatName(e.Name())
+			switch {
+			case !ok:
+				s.log.Info("Ignoring an entry of the checkpoints directory that is not a checkpoint", "path", path, "type", e.Type())
+			case !e.Type().IsRegular():
+				s.log.Info("Ignoring a checkpoint entry that is not a regular file", "path", path, "type", e.Type())
+			default:
+				keys = append(keys, k)
+			}
 			continue
 		}
-		if err := validateComponent(u.Name(), maxComponentLen); err != nil {
-			s.log.Info("Ignoring a directory that is not a valid checkpoint UID", "path", uidPath, "err", err)
+		if err := validateComponent(e.Name(), maxComponentLen); err != nil {
+			s.log.Info("Ignoring a directory that is not a valid checkpoint UID", "path", path, "err", err)
 			continue
 		}
-		rvs, err := os.ReadDir(uidPath)
+		rvs, err := os.ReadDir(path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("list checkpoints in %s: %w", uidPath, err)
+			return nil, nil, fmt.Errorf("list checkpoints in %s: %w", path, err)
 		}
 		for _, rv := range rvs {
 			if strings.HasPrefix(rv.Name(), atomicfile.TempPrefix) {
 				continue
 			}
-			k := Key{UID: types.UID(u.Name()), ResourceVersion: rv.Name()}
-			p := filepath.Join(uidPath, rv.Name())
+			k := Key{UID: types.UID(e.Name()), ResourceVersion: rv.Name()}
+			p := filepath.Join(path, rv.Name())
 			if err := ValidateKey(k); err != nil {
 				s.log.Info("Ignoring a file that is not a valid checkpoint key", "path", p, "err", err)
 				continue
@@ -561,13 +641,11 @@ func (s *Store) list() (keys []Key, emptyUIDs []types.UID, err error) {
 			keys = append(keys, k)
 		}
 		if len(rvs) == 0 {
-			emptyUIDs = append(emptyUIDs, types.UID(u.Name()))
+			emptyUIDs = append(emptyUIDs, types.UID(e.Name()))
 		}
 	}
-	// os.ReadDir sorts by name, so keys are sorted already; sort anyway so
-	// the order does not rest on that.
 	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
-	return keys, emptyUIDs, nil
+	return slices.Compact(keys), emptyUIDs, nil
 }
 
 func keyLess(a, b Key) bool {
@@ -592,7 +670,19 @@ func (s *Store) Remove(k Key) error {
 }
 
 func (s *Store) remove(k Key) error {
-	path := s.checkpointPath(k)
+	if _, flat := flatName(k); flat {
+		root := filepath.Join(s.dir, checkpointsDir)
+		err := os.Remove(s.checkpointPath(k))
+		switch {
+		case err == nil:
+			if err := atomicfile.SyncDir(root); err != nil {
+				return fmt.Errorf("remove checkpoint %s: %w", k, err)
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("remove checkpoint %s: %w", k, err)
+		}
+	}
+	path := s.nestedPath(k)
 	uidDir := filepath.Dir(path)
 	err := os.Remove(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -781,20 +871,32 @@ func (s *Store) GC() ([]Key, error) {
 	}
 	var removed []Key
 	touched := map[types.UID]bool{}
+	rootChanged := false
 	for _, k := range keys {
 		if keep[k] {
 			continue
 		}
-		if err := os.Remove(s.checkpointPath(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// In either layout, or both.
+		if _, flat := flatName(k); flat {
+			err := os.Remove(s.checkpointPath(k))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return removed, fmt.Errorf("garbage-collect checkpoints: remove %s: %w", k, err)
+			}
+			rootChanged = rootChanged || err == nil
+		}
+		err := os.Remove(s.nestedPath(k))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return removed, fmt.Errorf("garbage-collect checkpoints: remove %s: %w", k, err)
 		}
+		if err == nil {
+			touched[k.UID] = true
+		}
 		removed = append(removed, k)
-		touched[k.UID] = true
 	}
 	for _, u := range emptyUIDs {
 		touched[u] = true
 	}
-	removedDir := false
+	removedDir := rootChanged
 	for u := range touched {
 		uidDir := filepath.Join(root, string(u))
 		err := os.Remove(uidDir)

@@ -150,16 +150,17 @@ func TestListAndRemove(t *testing.T) {
 	steps := []struct {
 		remove checkpoint.Key
 		want   []checkpoint.Key
-		uidDir types.UID // a UID directory whose existence is checked
+		uidDir types.UID // with rv: a checkpoint file whose existence is checked
+		rv     string
 		exists bool
 	}{
 		{remove: checkpoint.Key{}, want: []checkpoint.Key{{"uid-a", "1"}, {"uid-a", "9"}, {"uid-b", "10"}, {"uid-b", "2"}}},
-		{remove: checkpoint.Key{UID: "uid-a", ResourceVersion: "1"}, want: []checkpoint.Key{{"uid-a", "9"}, {"uid-b", "10"}, {"uid-b", "2"}}, uidDir: "uid-a", exists: true},
-		{remove: checkpoint.Key{UID: "uid-a", ResourceVersion: "9"}, want: []checkpoint.Key{{"uid-b", "10"}, {"uid-b", "2"}}, uidDir: "uid-a", exists: false},
+		{remove: checkpoint.Key{UID: "uid-a", ResourceVersion: "1"}, want: []checkpoint.Key{{"uid-a", "9"}, {"uid-b", "10"}, {"uid-b", "2"}}, uidDir: "uid-a", rv: "9", exists: true},
+		{remove: checkpoint.Key{UID: "uid-a", ResourceVersion: "9"}, want: []checkpoint.Key{{"uid-b", "10"}, {"uid-b", "2"}}, uidDir: "uid-a", rv: "9", exists: false},
 		// Removing what is not there is not an error.
 		{remove: checkpoint.Key{UID: "uid-a", ResourceVersion: "9"}, want: []checkpoint.Key{{"uid-b", "10"}, {"uid-b", "2"}}},
-		{remove: checkpoint.Key{UID: "uid-b", ResourceVersion: "10"}, want: []checkpoint.Key{{"uid-b", "2"}}, uidDir: "uid-b", exists: true},
-		{remove: checkpoint.Key{UID: "uid-b", ResourceVersion: "2"}, want: nil, uidDir: "uid-b", exists: false},
+		{remove: checkpoint.Key{UID: "uid-b", ResourceVersion: "10"}, want: []checkpoint.Key{{"uid-b", "2"}}, uidDir: "uid-b", rv: "2", exists: true},
+		{remove: checkpoint.Key{UID: "uid-b", ResourceVersion: "2"}, want: nil, uidDir: "uid-b", rv: "2", exists: false},
 	}
 	for i, st := range steps {
 		if st.remove != (checkpoint.Key{}) {
@@ -178,9 +179,9 @@ func TestListAndRemove(t *testing.T) {
 			t.Errorf("step %d: List (-want +got):\n%s", i, diff)
 		}
 		if st.uidDir != "" {
-			_, err := os.Stat(filepath.Join(s.Dir(), "checkpoints", string(st.uidDir)))
+			_, err := os.Stat(checkpointFile(s.Dir(), st.uidDir, st.rv))
 			if exists := err == nil; exists != st.exists {
-				t.Errorf("step %d: directory of %s exists = %v, want %v", i, st.uidDir, exists, st.exists)
+				t.Errorf("step %d: file of %s/%s exists = %v, want %v", i, st.uidDir, st.rv, exists, st.exists)
 			}
 		}
 	}
@@ -191,8 +192,14 @@ func TestListSkipsAndReportsInvalidEntries(t *testing.T) {
 	s, _ := openStore(t, dir)
 	mustSave(t, s, newConfigMap("uid-a", "1"))
 	cp := filepath.Join(dir, "checkpoints")
+	// A nested UID directory of an older version, with strays in it.
+	if err := os.Mkdir(filepath.Join(cp, "uid-a"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	strays := map[string]func(p string) error{
 		"stray-file":                    func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"uid-x_":                        func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"uid-a_fifo":                    func(p string) error { return syscall.Mkfifo(p, 0o600) },
 		"bad\x01uid":                    func(p string) error { return os.Mkdir(p, 0o700) },
 		"uid-a/sub-dir":                 func(p string) error { return os.Mkdir(p, 0o700) },
 		"uid-a/bad\nrv":                 func(p string) error { return os.WriteFile(p, nil, 0o600) },
@@ -218,7 +225,7 @@ func TestListSkipsAndReportsInvalidEntries(t *testing.T) {
 	if diff := cmp.Diff([]checkpoint.Key{{"uid-a", "1"}}, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
-	for _, name := range []string{"stray-file", "bad\\x01uid", "sub-dir", "uid-a/bad", "link"} {
+	for _, name := range []string{"stray-file", "bad\\x01uid", "sub-dir", "uid-a/bad", "link", "uid-x_", "uid-a_fifo"} {
 		if !strings.Contains(logs.String(), name) {
 			t.Errorf("the log does not report %q:\n%s", name, logs.String())
 		}
@@ -252,7 +259,7 @@ func TestGCRemovesStaleTempFiles(t *testing.T) {
 	// checkpoints/: no start lists that directory; GC removes them.
 	legacy := filepath.Join(dir, "checkpoints", atomicfile.TempPrefix+"3-77")
 	kept := []string{
-		filepath.Join(dir, "checkpoints", "uid-a", "1"),
+		checkpointFile(dir, "uid-a", "1"),
 		filepath.Join(dir, "tracking", "v1.37.2", "startups.json"),
 		filepath.Join(dir, "tracking", "other-version", tmp), // not this Store's
 		filepath.Join(dir, "unrelated", tmp),
@@ -309,8 +316,7 @@ func TestPermissions(t *testing.T) {
 	want := map[string]fs.FileMode{
 		".":                    fs.ModeDir | 0o700,
 		"checkpoints":          fs.ModeDir | 0o700,
-		"checkpoints/uid-a":    fs.ModeDir | 0o700,
-		"checkpoints/uid-a/1":  0o600,
+		"checkpoints/uid-a_1":  0o600,
 		"meta":                 fs.ModeDir | 0o700,
 		"meta/current":         0o600,
 		"meta/last-known-good": 0o600,
@@ -522,6 +528,9 @@ func TestGC(t *testing.T) {
 			// No empty UID directories are left behind.
 			uids, _ := os.ReadDir(filepath.Join(s.Dir(), "checkpoints"))
 			for _, u := range uids {
+				if !u.IsDir() {
+					continue
+				}
 				if rvs, _ := os.ReadDir(filepath.Join(s.Dir(), "checkpoints", u.Name())); len(rvs) == 0 {
 					t.Errorf("empty UID directory %s left after GC", u.Name())
 				}
@@ -679,5 +688,96 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if _, err := s.Load(checkpoint.KeyOf(pinned)); err != nil {
 		t.Errorf("the checkpoint LKG references: %v", err)
+	}
+}
+
+// TestNestedLayoutOfOlderVersions: checkpoints that older versions wrote at
+// checkpoints/<uid>/<rv> are found by Load, Exists, List, Inspect, Remove and
+// GC; a key in both layouts is listed once; new checkpoints are flat.
+func TestNestedLayoutOfOlderVersions(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openStore(t, dir)
+	old := newConfigMap("uid-old", "1")
+	mustSave(t, s, old)
+	nested := toNested(t, dir, "uid-old", "1")
+	both := newConfigMap("uid-both", "1")
+	mustSave(t, s, both)
+	mustSave(t, s, newConfigMap("uid-both", "1"))
+	if err := os.MkdirAll(filepath.Join(dir, "checkpoints", "uid-both"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(checkpointFile(dir, "uid-both", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "checkpoints", "uid-both", "1"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(checkpoint.KeyOf(old)); err != nil || got.UID != "uid-old" {
+		t.Fatalf("Load of a nested checkpoint: %v, %v", got, err)
+	}
+	if ok, err := s.Exists(checkpoint.KeyOf(old)); !ok || err != nil {
+		t.Fatalf("Exists of a nested checkpoint: %v, %v", ok, err)
+	}
+	keys, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]checkpoint.Key{{"uid-both", "1"}, {"uid-old", "1"}}, keys); diff != "" {
+		t.Fatalf("List (-want +got):\n%s", diff)
+	}
+	snap, err := checkpoint.Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Checkpoints) != 2 || snap.Checkpoints[0].Path != checkpointFile(dir, "uid-both", "1") || snap.Checkpoints[1].Path != nested {
+		t.Fatalf("Inspect: %+v", snap.Checkpoints)
+	}
+	// Current keeps the nested one; GC removes both copies of the other.
+	if err := s.SetCurrent(sourceFor(old)); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := s.GC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]checkpoint.Key{{"uid-both", "1"}}, removed); diff != "" {
+		t.Fatalf("GC removed (-want +got):\n%s", diff)
+	}
+	for _, p := range []string{checkpointFile(dir, "uid-both", "1"), filepath.Join(dir, "checkpoints", "uid-both")} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("GC left %s (%v)", p, err)
+		}
+	}
+	if err := s.Remove(checkpoint.KeyOf(old)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{nested, filepath.Dir(nested)} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Remove left %s (%v)", p, err)
+		}
+	}
+}
+
+// TestKeysWithoutAFlatName: a UID holding the separator, or a key too long
+// for one file name, keeps the nested layout, and round-trips.
+func TestKeysWithoutAFlatName(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openStore(t, dir)
+	for _, k := range []checkpoint.Key{
+		{UID: "uid_with_underscores", ResourceVersion: "1"},
+		{UID: types.UID(strings.Repeat("u", 200)), ResourceVersion: strings.Repeat("9", 100)},
+	} {
+		mustSave(t, s, newConfigMap(k.UID, k.ResourceVersion))
+		if _, err := os.Stat(filepath.Join(dir, "checkpoints", string(k.UID), k.ResourceVersion)); err != nil {
+			t.Errorf("%s not in the nested layout: %v", k, err)
+		}
+		if got, err := s.Load(k); err != nil || checkpoint.KeyOf(got) != k {
+			t.Errorf("Load(%s) = %v", k, err)
+		}
+	}
+	keys, err := s.List()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("List = %v, %v", keys, err)
 	}
 }

@@ -94,6 +94,14 @@ func newDamageFixture(t *testing.T) *damageFixture {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The last-known-good was checkpointed by an older version, in the
+	// nested layout (checkpoints/<uid>/<rv>); the others are flat.
+	if err := os.Mkdir(filepath.Join(dir, "checkpoints", "uid-good"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "checkpoints", "uid-good_1"), filepath.Join(dir, "checkpoints", "uid-good", "1")); err != nil {
+		t.Fatal(err)
+	}
 
 	f := &damageFixture{files: map[string][]byte{}, clock: clk}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -123,8 +131,8 @@ func newDamageFixture(t *testing.T) *damageFixture {
 		"bad-configs":                     "tracking/" + damageVersion + "/" + checkpoint.BadConfigsFile,
 		"startups":                        "tracking/" + damageVersion + "/" + checkpoint.StartupsFile,
 		"checkpoint of good":              "checkpoints/uid-good/1",
-		"checkpoint of current":           "checkpoints/uid-current/2",
-		"checkpoint of invalid":           "checkpoints/uid-invalid/3",
+		"checkpoint of current":           "checkpoints/uid-current_2",
+		"checkpoint of invalid":           "checkpoints/uid-invalid_3",
 		"checkpoints/":                    "checkpoints/",
 		"checkpoints/uid-good/":           "checkpoints/uid-good/",
 		"meta/":                           "meta/",

@@ -101,7 +101,8 @@ func openStore(t testing.TB, dir, version string, clk *testclock.FakePassiveCloc
 
 // newFixture writes the state dir, following the component's lifecycle:
 //
-//	checkpoints uid-a/1 (last-known-good), uid-b/2 (current; trial 5m, threshold 2), uid-c/3 (corrupted on disk)
+//	checkpoints uid-a/1 (last-known-good, nested layout of older versions), uid-b/2 (current; trial 5m,
+//	  threshold 2), uid-c/3 (corrupted on disk)
 //	tracking/v0.9.0: mark uid-c/3 (validation; an older version's mark, without payload key or problem); no startups
 //	tracking/v1.0.0: 1 startup before current was set; the startup that adopted current, then its
 //	  first run, then 3 crash restarts; marks uid-b/2/kubelet (crash loop) and uid-c/3/kubelet (validation)
@@ -182,8 +183,18 @@ func newFixture(t testing.TB) *fixture {
 	f.clock.SetTime(f.clock.Now().Add(time.Minute))
 	f.s = nil
 
+	// The last-known-good was checkpointed by an older version, in the
+	// nested layout (checkpoints/<uid>/<rv>); the others are flat
+	// (checkpoints/<uid>_<rv>).
+	nested := filepath.Join(f.dir, "checkpoints", "uid-a", "1")
+	if err := os.Mkdir(filepath.Dir(nested), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(f.dir, "checkpoints", "uid-a_1"), nested); err != nil {
+		t.Fatal(err)
+	}
 	// Change a byte of uid-c/3's payload: the checksum no longer matches.
-	path := filepath.Join(f.dir, "checkpoints", "uid-c", "3")
+	path := filepath.Join(f.dir, "checkpoints", "uid-c_3")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,7 +193,10 @@ func TestInspectReport(t *testing.T) {
 				t.Errorf("quarantine %q, problems %q; want none", rep.Quarantine, rep.Problems)
 			}
 			for _, c := range rep.Checkpoints {
-				fi, err := os.Stat(filepath.Join(f.dir, "checkpoints", string(c.UID), c.ResourceVersion))
+				fi, err := os.Stat(filepath.Join(f.dir, "checkpoints", string(c.UID)+"_"+c.ResourceVersion))
+				if errors.Is(err, fs.ErrNotExist) { // the nested layout of older versions
+					fi, err = os.Stat(filepath.Join(f.dir, "checkpoints", string(c.UID), c.ResourceVersion))
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -221,7 +221,7 @@ func TestRenderBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	cp := filepath.Join(damaged, "checkpoints", "uid-r", "7")
+	cp := filepath.Join(damaged, "checkpoints", "uid-r_7")
 	data, err := os.ReadFile(cp)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestRenderBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if err := os.RemoveAll(filepath.Join(missing, "checkpoints", "uid-r")); err != nil {
+	if err := os.RemoveAll(filepath.Join(missing, "checkpoints", "uid-r_7")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -277,7 +277,7 @@ func TestRenderBadInput(t *testing.T) {
 		},
 		{
 			name: "damaged checkpoint", args: []string{"--state-dir", "$D/damaged"}, wantCode: exitError,
-			wantStderr: "dynconfigctl: state dir $D/damaged: current's checkpoint uid-r/7 cannot be read: corrupt file $D/damaged/checkpoints/uid-r/7: checksum mismatch: " +
+			wantStderr: "dynconfigctl: state dir $D/damaged: current's checkpoint uid-r/7 cannot be read: corrupt file $D/damaged/checkpoints/uid-r_7: checksum mismatch: " +
 				"file says sha256 \"23069929449865c7130ef7d3d1f165e9de662cb5cd3dd739da181c70cab98f74\", payload has \"8dce030c2012500055e98b75d71aa371e5df736bf843df9ba58bd325860453cb\"\n",
 		},
 		{

@@ -175,6 +175,21 @@ func prepareDamageFixture(t *testing.T, bin string) *damageFixture {
 		t.Fatalf("SIGTERM: exit code %d, want 0", code)
 	}
 
+	// The last-known-good was checkpointed by an older version, in the
+	// nested layout (checkpoints/<uid>/<rv>); the others are flat
+	// (checkpoints/<uid>_<rv>), so both layouts are damaged.
+	flat, _ := filepath.Glob(filepath.Join(n.StateDir(), "checkpoints", string(damageGood.uid)+"_*"))
+	if len(flat) != 1 {
+		t.Fatalf("checkpoints of the good config: %v", flat)
+	}
+	nestedDir := filepath.Join(n.StateDir(), "checkpoints", string(damageGood.uid))
+	if err := os.Mkdir(nestedDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(flat[0], filepath.Join(nestedDir, strings.TrimPrefix(filepath.Base(flat[0]), string(damageGood.uid)+"_"))); err != nil {
+		t.Fatal(err)
+	}
+
 	// The state the matrix starts from, read back through the library.
 	snap, err := checkpoint.Inspect(n.StateDir())
 	if err != nil {
