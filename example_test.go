@@ -4,15 +4,13 @@ import (
 	"context"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet"
-	"github.com/dynconfig/dynconfig/merge"
-	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // Example embeds the Controller in a kubelet-like component (the README's
@@ -29,29 +27,16 @@ func embed(ctx context.Context) error {
 	var client kubernetes.Interface // from clientcmd and --kubeconfig
 	node, version := "node-1", "v1.37.0"
 
-	pipeline, err := kubelet.NewPipeline(merge.Options{}) // strict codec + layering
-	if err != nil {
-		return err
-	}
-	layers, err := dynconfig.NewLayers(pipeline, dynconfig.LocalConfig{
-		InitFile: "/etc/kubernetes/kubelet.yaml", DropInDir: "/etc/kubernetes/kubelet.conf.d",
-		InstanceFile: "/etc/kubernetes/kubelet-instance.yaml",
-	})
-	if err != nil {
-		return err
-	}
-	remote, err := source.NewNode(source.NodeOptions{Client: client, NodeName: node, PayloadKey: "kubelet"})
-	if err != nil {
-		return err // e.g. an invalid node name: never pass a nil source on
-	}
-	reporter, err := status.NewNodeReporter(status.NodeReporterOptions{Client: client, NodeName: node})
-	if err != nil {
-		return err
-	}
 	c, err := dynconfig.New(dynconfig.Options[kubeletv1beta1.KubeletConfiguration]{
-		Profile: kubelet.Profile{}, Layers: layers,
+		Component: "kubelet",         // ConfigOK, dynconfig.io/config-source, dynconfig.io/config-status
+		Profile:   kubelet.Profile{}, // the codec, defaults, validation and payload key, given once
+		Local: dynconfig.LocalConfig{
+			InitFile: "/etc/kubernetes/kubelet.yaml", DropInDir: "/etc/kubernetes/kubelet.conf.d",
+			InstanceFile: "/etc/kubernetes/kubelet-instance.yaml",
+		},
 		StateDir: "/var/lib/kubelet/dynamic-config", ComponentVersion: version,
-		Remote: remote, Reporter: reporter,
+		Cluster:    &dynconfig.Cluster{Client: client, NodeName: node}, // assignment, condition, status, Events
+		Registerer: prometheus.DefaultRegisterer,                       // metrics labelled component="kubelet"
 	})
 	if err != nil {
 		return err // every option is checked, typed nils included
