@@ -152,8 +152,15 @@ func TestReadState(t *testing.T) {
 			tracking := d.store.TrackingDir()
 			d.must(syscall.Mkfifo(filepath.Join(tracking, checkpoint.BadConfigsFile), 0o600))
 			d.must(os.WriteFile(filepath.Join(tracking, checkpoint.StartupsFile), []byte(`["yesterday"]`), 0o600))
-			// A checkpoint whose checksum does not match.
-			path := filepath.Join(d.dir, "checkpoints", "b", "rv-b")
+			// A checkpoint whose checksum does not match, wherever the
+			// store's layout puts it.
+			snap, err := checkpoint.Inspect(d.dir)
+			d.must(err)
+			cp, ok := snap.Checkpoint(checkpoint.Key{UID: "b", ResourceVersion: "rv-b"})
+			if !ok {
+				d.t.Fatal("checkpoint b/rv-b not found")
+			}
+			path := cp.Path
 			data, err := os.ReadFile(path)
 			d.must(err)
 			d.must(os.WriteFile(path, bytes.Replace(data, []byte(`"kubelet":"{}"`), []byte(`"kubelet":"[]"`), 1), 0o600))
