@@ -57,21 +57,24 @@ build() {
 	echo "ensure-bins: built $name in $((SECONDS - start))s ($(du -h "$out" | cut -f1))"
 }
 
-if stale kube-apiserver; then
-	# Stamp the Kubernetes release the binary is built from, so /version and
-	# the server's compatibility version tell the truth instead of
-	# v0.0.0-master.
+# version_ldflags prints the -X flags that stamp the Kubernetes release a
+# binary is built from, so /version, the API server's compatibility version
+# and the hollow kubelet's Node (nodeInfo.kubeletVersion) tell the truth
+# instead of v0.0.0-master.
+version_ldflags() {
+	local k8s_version pkg=k8s.io/component-base/version
 	k8s_version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 	[[ $k8s_version =~ ^v([0-9]+)\.([0-9]+)\. ]] || {
 		echo "ensure-bins: cannot parse k8s.io/kubernetes version $k8s_version" >&2
-		exit 1
+		return 1
 	}
-	pkg=k8s.io/component-base/version
-	build kube-apiserver \
-		"-X $pkg.gitVersion=$k8s_version" \
-		"-X $pkg.gitMajor=${BASH_REMATCH[1]}" \
-		"-X $pkg.gitMinor=${BASH_REMATCH[2]}" \
-		"-X $pkg.gitTreeState=clean"
+	echo "-X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=${BASH_REMATCH[1]}" \
+		"-X $pkg.gitMinor=${BASH_REMATCH[2]} -X $pkg.gitTreeState=clean"
+}
+
+if stale kube-apiserver; then
+	stamp="$(version_ldflags)"
+	build kube-apiserver "$stamp"
 else
 	echo "ensure-bins: $bin_dir/kube-apiserver is up to date"
 fi
@@ -94,7 +97,8 @@ for d in "$repo_root"/*; do
 done
 if stale hollow-kubelet cmd/hollow-kubelet kubeletfork "${library_dirs[@]}" \
 	"$repo_root/go.mod" "$repo_root/go.sum" "$repo_root"/*.go; then
-	build hollow-kubelet
+	stamp="$(version_ldflags)"
+	build hollow-kubelet "$stamp"
 else
 	echo "ensure-bins: $bin_dir/hollow-kubelet is up to date"
 fi

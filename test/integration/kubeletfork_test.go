@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,21 @@ func hollowKubeletBinary(t *testing.T) string {
 		t.Fatalf("the hollow kubelet: %v (%s)", err, cluster.EnsureBinsHint)
 	}
 	return bin
+}
+
+// kubernetesVersion is the version of k8s.io/kubernetes the test module
+// requires (test/go.mod), the kubelet code the hollow kubelet runs.
+func kubernetesVersion(t *testing.T) string {
+	t.Helper()
+	goMod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v\S+)`).FindSubmatch(goMod)
+	if m == nil {
+		t.Fatal("test/go.mod requires no k8s.io/kubernetes")
+	}
+	return string(m[1])
 }
 
 // freePort returns a TCP port that nothing listens on now.
@@ -330,6 +346,10 @@ func TestHollowKubeletFork(t *testing.T) {
 	r.waitNode(ctx, t, "the Node Ready on the local default config", localDefaultReport(), 110)
 	registered := time.Since(loopStart)
 	r.waitPhase(ctx, t, status.PhaseLocal, "")
+	if got, want := r.getNode(ctx, t).Status.NodeInfo.KubeletVersion, kubernetesVersion(t); got != want {
+		t.Errorf("Node kubeletVersion %q, want %q: the kubelet code of k8s.io/kubernetes this module requires, "+
+			"stamped by ensure-bins.sh (a stale bin/hollow-kubelet?)", got, want)
+	}
 	if diff := cmp.Diff([]string{"running"}, proctest.ExitCodes(r.loop.All())); diff != "" {
 		t.Fatalf("processes before any assignment (-want +got):\n%s\n%s", diff, r.describe())
 	}
