@@ -36,6 +36,18 @@
 // ConfigMap, roll back independently and keep both conditions and both
 // ConfigStatus annotations.
 //
+// TestHollowKubeletFork runs the real kubelet code on dynconfig
+// (bin/hollow-kubelet: kubemark's HollowKubelet whose KubeletConfiguration a
+// Controller chooses with the kubelet's own defaulting, validation and
+// conversion, package kubeletfork) under a restart loop on one Node: the
+// kubelet registers its Node Ready on the local config; maxPods 150 assigned
+// restarts it once, the capacity becomes 150 and the config is promoted;
+// ConfigOK and the ConfigStatus annotation survive the kubelet's own status
+// updates (every version of the Node is watched); a config the kubelet's
+// ValidateKubeletConfiguration rejects is refused without a restart; a config
+// the kubelet exits on is rolled back after threshold+1 crashed starts and
+// the Node is Ready again. $HOLLOW_KUBELET_LOGS=DIR keeps each process's log.
+//
 // TestScale is a benchmark run only when DYNCONFIG_SCALE=N is set: N
 // Controllers in one process, one reassignment of all their Nodes, with
 // latency percentiles, API requests per node (asserted against a budget of
