@@ -184,6 +184,9 @@ func Main(cmd *cobra.Command) {
 // points to --help; ExitError for any other error, written as one last line
 // "NAME: error". klog is flushed first, so the error line comes last.
 //
+// Execute tells a usage error by its coming before cmd's RunE ran, so it is
+// for a command without subcommands, such as those NewCommand builds.
+//
 // When ctx carries a logger (klog.NewContext; tests use ktesting), commands
 // built by NewCommand log through it and only validate the logging flags;
 // else they apply them to klog (once per process).
