@@ -17,6 +17,7 @@ import (
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/crashloop"
 	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/source/sourcetest"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -66,12 +67,6 @@ func benchStateDir(b *testing.B, dir string, stale, marks int) source.Assignment
 	}
 	return source.Assignment{Source: srcs[0], ConfigMap: cms[0]}
 }
-
-// staticRemote always assigns the same config, with no I/O.
-type staticRemote struct{ a source.Assignment }
-
-func (r staticRemote) Assigned(context.Context) (source.Assignment, error) { return r.a, nil }
-func (r staticRemote) Run(ctx context.Context, _ func()) error             { <-ctx.Done(); return nil }
 
 // BenchmarkBootstrapReadPath measures what every startup reads from the
 // state dir, through the store the Controller uses: take the lock (and
@@ -125,12 +120,15 @@ type nopReporter struct{}
 func (nopReporter) ReportConfigOK(context.Context, status.Report) error { return nil }
 
 // benchmarkBootstrap measures the whole Bootstrap of a Controller whose
-// source assigns current without I/O: what a user pays per start (lock,
+// source assigns current from memory: what a user pays per start (lock,
 // layout check, local config, startup record, pointers, marks, one
 // checkpoint load and verify, decode, decision, report).
 func benchmarkBootstrap(b *testing.B, stale, marks int) {
 	dir := filepath.Join(b.TempDir(), "state")
 	a := benchStateDir(b, dir, stale, marks)
+	remote := sourcetest.NewFake("config") // assigns current from memory
+	remote.PutConfigMap(a.ConfigMap)
+	remote.Assign(a.Source)
 	clk := clocktesting.NewFakeClock(time.Now())
 	b.ReportAllocs()
 	defer reportCPU(b)()
@@ -138,7 +136,7 @@ func benchmarkBootstrap(b *testing.B, stale, marks int) {
 		clk.Step(time.Hour) // outside any trial window: no crash loop
 		c, err := New(Options[testConfig]{
 			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1.37.0",
-			Remote: staticRemote{a}, Reporter: nopReporter{}, Clock: clk,
+			Remote: remote, Reporter: nopReporter{}, Clock: clk,
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -1,7 +1,6 @@
 package dynconfig
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,18 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/source/sourcetest"
 	"github.com/dynconfig/dynconfig/status"
 )
 
 // unreachable is a Remote whose assignment cannot be read, like an API
 // server that is down during Bootstrap.
-type unreachable struct{}
-
-func (unreachable) Assigned(context.Context) (source.Assignment, error) {
-	return source.Assignment{}, errors.New("connection refused")
+// unreachable is a Remote whose API server is down.
+func unreachable() *sourcetest.Fake {
+	f := sourcetest.NewFake("config")
+	f.SetReadError(errors.New("connection refused"))
+	return f
 }
-func (unreachable) Run(ctx context.Context, _ func()) error { <-ctx.Done(); return nil }
 
 // stateFiles returns the state files of a node that runs b (current, in its
 // trial) with a as last-known-good, a bad mark and some startups.
@@ -152,7 +151,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			}
 			c := base.controller(func(o *Options[testConfig]) {
 				if !reachable {
-					o.Remote = unreachable{}
+					o.Remote = unreachable()
 				}
 			})
 			done := make(chan struct{})
