@@ -350,6 +350,10 @@ func TestHollowKubeletFork(t *testing.T) {
 		t.Errorf("Node kubeletVersion %q, want %q: the kubelet code of k8s.io/kubernetes this module requires, "+
 			"stamped by ensure-bins.sh (a stale bin/hollow-kubelet?)", got, want)
 	}
+	// The Controller's startups and bad marks are kept per kubelet version.
+	if _, err := os.Stat(filepath.Join(r.stateDir, "tracking", "hollow-kubelet-"+kubernetesVersion(t))); err != nil {
+		t.Errorf("tracking dir of this kubelet version: %v", err)
+	}
 	if diff := cmp.Diff([]string{"running"}, proctest.ExitCodes(r.loop.All())); diff != "" {
 		t.Fatalf("processes before any assignment (-want +got):\n%s\n%s", diff, r.describe())
 	}

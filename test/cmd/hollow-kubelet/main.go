@@ -28,8 +28,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +41,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/version"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
@@ -56,8 +59,15 @@ import (
 )
 
 // componentVersion names the Controller's tracking dir: bad marks and
-// startups recorded by another build of the kubelet are not trusted.
-const componentVersion = "hollow-kubelet-v1.37.0"
+// startups recorded by another kubelet version are not trusted. It is the
+// version ensure-bins.sh stamps (component-base's gitVersion), with any
+// character that does not belong in a directory name replaced.
+var componentVersion = "hollow-kubelet-" + strings.Map(func(r rune) rune {
+	if r < 0x80 && (r == '.' || r == '-' || r == '_' || r == '+' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+		return r
+	}
+	return '_'
+}, version.Get().GitVersion)
 
 // flags are the command line: where things are, not config fields, except
 // --port.
