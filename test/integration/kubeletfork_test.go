@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,9 +102,17 @@ func watchNode(ctx context.Context, t *testing.T, h *harness, name string) *node
 		t.Fatalf("watching Node %s: %v", name, err)
 	}
 	done := make(chan struct{})
-	t.Cleanup(func() { w.Stop(); <-done })
+	var stopping atomic.Bool
+	t.Cleanup(func() { stopping.Store(true); w.Stop(); <-done })
 	go func() {
 		defer close(done)
+		defer func() {
+			if !stopping.Load() { // versions after this would go unchecked
+				hist.mu.Lock()
+				hist.err = fmt.Errorf("the watch of Node %s ended before the test", name)
+				hist.mu.Unlock()
+			}
+		}()
 		for ev := range w.ResultChan() {
 			node, ok := ev.Object.(*corev1.Node)
 			if !ok || ev.Type == watch.Deleted {
