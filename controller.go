@@ -63,7 +63,8 @@ func New[T any](opts Options[T]) (*Controller[T], error) {
 // config it runs now. With Options.RequireHealthy, a config becomes
 // last-known-good only after its trial and this call; every config the
 // component moves to (by a restart or a reload) needs its own call, made
-// after Bootstrap returned it or Reload applied it. Safe to call any number
+// once Bootstrap returned it, or from Reload (before it returns) or after
+// it for a reloaded config. Safe to call any number
 // of times, from any goroutine.
 func (c *Controller[T]) MarkHealthy() {
 	c.mu.Lock()
@@ -454,9 +455,20 @@ func (c *Controller[T]) observe(ctx context.Context, d lkg.Decision, cur, lastKn
 	}
 }
 
+// resetHealth makes the config about to run need its own MarkHealthy. It
+// is called before the component gets the config (Bootstrap returns it,
+// Reload applies it), so that a MarkHealthy made while applying it counts.
+func (c *Controller[T]) resetHealth() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.healthy = false
+	c.healthC = make(chan struct{})
+}
+
 // startRunning records that this process now runs d's config: its trial
-// uptime starts now, it needs its own MarkHealthy, and when it is current
-// its first run is recorded (crash-loop counting starts there).
+// uptime starts now, and when it is current its first run is recorded
+// (crash-loop counting starts there). Its health was reset (resetHealth)
+// before the component got it.
 func (c *Controller[T]) startRunning(ctx context.Context, v *view, d lkg.Decision) {
 	now := c.opts.Clock.Now()
 	if !d.UsingLastKnownGood && d.Run != nil && v.current.FirstRun.IsZero() {
@@ -470,8 +482,6 @@ func (c *Controller[T]) startRunning(ctx context.Context, v *view, d lkg.Decisio
 	defer c.mu.Unlock()
 	c.st.current = v.current
 	c.st.running = lkg.Running{Source: d.Run, Since: now}
-	c.healthy = false
-	c.healthC = make(chan struct{})
 }
 
 // snapshot returns a copy of the state, with the running config's health.
@@ -737,6 +747,7 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 // process restarts (lkg.AfterReloadFailure).
 func (c *Controller[T]) reload(ctx context.Context, v *view, d lkg.Decision, cfg *T) error {
 	logger := klog.FromContext(ctx)
+	c.resetHealth()
 	err := c.opts.Reload(ctx, cfg)
 	if err == nil {
 		c.startRunning(ctx, v, d)
@@ -766,6 +777,7 @@ func (c *Controller[T]) reload(ctx context.Context, v *view, d lkg.Decision, cfg
 	if err != nil {
 		return err
 	}
+	c.resetHealth()
 	if err := c.opts.Reload(ctx, cfg2); err != nil {
 		logger.Error(err, "Reloading the rollback target failed too", "config", describe(d2.Run))
 		return c.restart(ctx)

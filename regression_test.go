@@ -188,6 +188,45 @@ func TestRegressionHealthGatePerConfig(t *testing.T) {
 	})
 }
 
+// A component that applies a config in Reload and finds it healthy there
+// may call MarkHealthy before Reload returns: that call counts for the
+// config it reloaded (it was lost, found by the app package's authors).
+func TestRegressionMarkHealthyInsideReload(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, nil)
+	n.configMap("b", "uid-b", goodValue2, nil)
+	n.assign("a", "uid-a")
+	var c *Controller[testConfig]
+	c = n.controller(func(o *Options[testConfig]) {
+		o.RequireHealthy = true
+		o.Reload = func(context.Context, *testConfig) error { c.MarkHealthy(); return nil }
+	})
+	r, _ := n.run(c)
+	defer r.stop(t)
+	c.MarkHealthy() // for a, which Bootstrap returned
+	waitFor(t, n.clock.HasWaiters)
+	n.clock.Step(2 * time.Minute)
+	waitFor(t, func() bool {
+		p, err := c.store.LastKnownGood()
+		return err == nil && uidOfSource(p.Source) == "uid-a"
+	})
+	n.assign("b", "uid-b")
+	waitFor(t, func() bool { return n.reporter.last().Message == "using current (UID: uid-b)" })
+	waitFor(t, n.clock.HasWaiters)
+	n.clock.Step(2 * time.Minute)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, err := c.store.LastKnownGood()
+		if err == nil && uidOfSource(p.Source) == "uid-b" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b, marked healthy inside its Reload, not promoted after its trial: last-known-good %s", uidOfSource(p.Source))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // cpuTime is the CPU time this process has used.
 func cpuTime(t *testing.T) time.Duration {
 	t.Helper()
