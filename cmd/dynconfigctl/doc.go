@@ -11,8 +11,10 @@
 //	dynconfigctl assign --node N --configmap [NS/]NAME [--key K] [--component C]
 //	dynconfigctl assign --node N --clear [--component C]
 //	dynconfigctl status [NODE...] [--selector L] [--component C] [-o wide|json|yaml]
+//	dynconfigctl rollout start|status|pause|resume|abort|undo|history ... (package rollout/cli)
 //
-// The commands that talk to the API server (assign, status, render --node)
+// The commands that talk to the API server (assign, status, render --node,
+// rollout)
 // take kubectl's client flags (--kubeconfig, --context, --namespace,
 // --cluster, --user, --server, --token, --as, --request-timeout, ...)
 // through k8s.io/cli-runtime's genericclioptions.ConfigFlags, with

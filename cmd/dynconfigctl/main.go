@@ -14,6 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	rolloutcli "github.com/dynconfig/dynconfig/rollout/cli"
 )
 
 // Exit codes.
@@ -61,13 +63,17 @@ func usagef(format string, args ...any) error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, d deps) int {
 	root := newRootCommand(stdout, stderr, d)
 	root.SetArgs(args)
+	ran := markRun(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "dynconfigctl: %v\n", err)
 	var u *usageError
-	if errors.As(err, &u) {
+	// An error before the command ran is cobra's check of its flags or
+	// arguments (commands built elsewhere, such as rollout's, use
+	// cobra.ExactArgs): a usage error too.
+	if errors.As(err, &u) || !*ran {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage
 	}
@@ -94,6 +100,7 @@ Against the API server (the kubectl client flags --kubeconfig, --context,
 --namespace, ... select the cluster):
   assign       assign a ConfigMap to a node's component, or clear it
   status       the fleet's configs in one table: assigned, active, LKG, phase
+  rollout      roll a ConfigMap out to nodes in steps (ConfigRollout), steer it
 
 Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
 (unknown command or flag, wrong number of arguments, malformed argument).`,
@@ -125,8 +132,29 @@ Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
 		newValidateCommand(d.stdin, stdout, stderr),
 		newStatusCommand(stdout, stderr, d),
 		newRenderCommand(stdout, d),
+		rolloutcli.NewCommand(rolloutcli.Options{Out: stdout, ErrOut: stderr}),
 	)
 	return root
+}
+
+// markRun wraps the RunE of every command under root so that the returned
+// flag says whether one of them was called.
+func markRun(root *cobra.Command) *bool {
+	ran := new(bool)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				*ran = true
+				return run(cmd, args)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return ran
 }
 
 // exactArgs is cobra.ExactArgs with a usage error that names the arguments.

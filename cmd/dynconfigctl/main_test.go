@@ -212,9 +212,40 @@ func TestHelpExplains(t *testing.T) {
 	if code := run(context.Background(), []string{"--help"}, &stdout, &stderr, testDeps(t, nil)); code != exitOK {
 		t.Fatalf("exit code %d", code)
 	}
-	for _, cmd := range []string{"inspect", "forget-bad", "reset", "validate", "render", "assign", "status"} {
+	for _, cmd := range []string{"inspect", "forget-bad", "reset", "validate", "render", "assign", "status", "rollout"} {
 		if !strings.Contains(stdout.String(), "\n  "+cmd+" ") {
 			t.Errorf("dynconfigctl --help does not list %s:\n%s", cmd, stdout.String())
 		}
+	}
+}
+
+// TestRolloutWired: rollout (package rollout/cli) is a command of
+// dynconfigctl, with the same exit codes: cobra's own argument checks are
+// usage errors.
+func TestRolloutWired(t *testing.T) {
+	for _, tt := range []struct {
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{args: []string{"rollout", "--help"}, wantCode: exitOK, wantStdout: "  start       "},
+		{args: []string{"rollout", "start"}, wantCode: exitUsage, wantStderr: "dynconfigctl: accepts 1 arg(s), received 0\nRun 'dynconfigctl rollout start --help' for usage.\n"},
+		{args: []string{"rollout", "status", "a", "b"}, wantCode: exitUsage, wantStderr: "dynconfigctl: accepts 1 arg(s), received 2\nRun 'dynconfigctl rollout status --help' for usage.\n"},
+		{args: []string{"rollout", "pause", "--bogus", "r"}, wantCode: exitUsage, wantStderr: "dynconfigctl: unknown flag: --bogus\nRun 'dynconfigctl rollout pause --help' for usage.\n"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &stdout, &stderr, testDeps(t, nil))
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.wantStdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tt.wantStdout, stdout.String())
+			}
+			if tt.wantStderr != stderr.String() {
+				t.Errorf("stderr %q, want %q", stderr.String(), tt.wantStderr)
+			}
+		})
 	}
 }
