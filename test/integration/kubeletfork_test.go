@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -458,6 +459,31 @@ func TestHollowKubeletFork(t *testing.T) {
 	r.waitPhase(ctx, t, status.PhaseRolledBack, good.UID)
 	if rolledBack.Exited() {
 		t.Fatalf("the kubelet rolled back to maxPods 150 exited\n%s", r.describe())
+	}
+
+	// The Events of the two restarts onto a new config and the two
+	// rollbacks, recorded by the Controller on the Node.
+	changeTo := func(cm *corev1.ConfigMap) string {
+		return status.ConfigChangedMessage(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+			Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: "kubelet"}})
+	}
+	lkg := status.LastKnownGoodMessage(status.Ref{UID: good.UID}, status.LocalDefault)
+	wantEvents := map[string][]string{
+		status.EventReasonConfigChanged: {changeTo(good), changeTo(crash)},
+		status.EventReasonConfigRolledBack: {
+			status.ValidateFailedReason(invalid.UID) + "; " + lkg,
+			status.CrashLoopReason(crash.UID) + "; " + lkg,
+		},
+	}
+	for reason, want := range wantEvents {
+		var got []string
+		pollUntil(t, reason+" events", func() (bool, string) {
+			got = eventMessages(h.nodeEvents(ctx, t, r.nodeName, reason))
+			return len(got) >= len(want), fmt.Sprintf("%q", got)
+		}, r.describe)
+		if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+			t.Errorf("%s events of Node %s (-want +got):\n%s", reason, r.nodeName, diff)
+		}
 	}
 
 	updates, problems := history.check()
