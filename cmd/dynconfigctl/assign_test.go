@@ -237,3 +237,42 @@ func TestAssignClearAlsoClearsLegacyConfigSource(t *testing.T) {
 		})
 	}
 }
+
+// Only the kubelet reads spec.configSource: clearing another component's
+// assignment leaves it, and the kubelet's annotation, alone.
+func TestAssignClearOtherComponent(t *testing.T) {
+	legacy := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "old", UID: "uid-old", KubeletConfigKey: "kubelet"}}
+	kubeletValue := `{"configMap":{"namespace":"kube-system","name":"k","uid":"uk","kubeletConfigKey":"kubelet"}}`
+	proxyValue := `{"configMap":{"namespace":"kube-system","name":"p","uid":"up","kubeletConfigKey":"config.conf"}}`
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{configSourceAnnotation: kubeletValue, configSourceAnnotation + ".kube-proxy": proxyValue}},
+		Spec:       corev1.NodeSpec{ConfigSource: legacy.DeepCopy()},
+	}
+	client := fake.NewClientset(n)
+	var out bytes.Buffer
+	if err := runAssign(context.Background(), &out, client, assignOptions{node: "n1", clear: true, component: "kube-proxy"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "node n1: removed annotation dynconfig.io/config-source.kube-proxy (was " + proxyValue + "); the node will run its local config\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	got, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{configSourceAnnotation: kubeletValue}, got.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	if got.Spec.ConfigSource == nil {
+		t.Error("clearing kube-proxy's assignment removed the kubelet's spec.configSource")
+	}
+	// Nothing to clear for kube-proxy now, though the kubelet has both.
+	out.Reset()
+	if err := runAssign(context.Background(), &out, client, assignOptions{node: "n1", clear: true, component: "kube-proxy"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "node n1: annotation dynconfig.io/config-source.kube-proxy is not set; nothing to clear\n"; out.String() != want {
+		t.Errorf("second clear: %q, want %q", out.String(), want)
+	}
+}

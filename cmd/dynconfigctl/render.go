@@ -245,15 +245,14 @@ func nodeBase(ctx context.Context, client corev1client.CoreV1Interface, node str
 		return nil, "", fmt.Errorf("get node %s: %w", node, err)
 	}
 	key := source.AnnotationKeyFor(p.component)
-	v, ok := n.Annotations[key]
-	if !ok {
-		return nil, fmt.Sprintf("node %s has no %s annotation (its local config)", node, key), nil
-	}
-	src, err := decodeAssignmentAnnotation(v)
+	src, from, err := assignmentOf(n, p.component)
 	if err != nil {
-		return nil, "", fmt.Errorf("node %q annotation %s: %w", node, key, err)
+		return nil, "", err
 	}
 	if src == nil {
+		if from == "" {
+			return nil, fmt.Sprintf("node %s has no %s annotation (its local config)", node, key), nil
+		}
 		return nil, fmt.Sprintf("node %s annotation %s is empty (its local config)", node, key), nil
 	}
 	ref := src.ConfigMap
@@ -272,8 +271,12 @@ func nodeBase(ctx context.Context, client corev1client.CoreV1Interface, node str
 		return nil, "", fmt.Errorf("node %s: its assignment of ConfigMap %s/%s: %w", node, ref.Namespace, ref.Name, err)
 	}
 	name := fmt.Sprintf("configmap %s/%s key %s", cm.Namespace, cm.Name, payloadKey)
+	how := "assigned to node " + node
+	if from == fromLegacyConfigSource {
+		how += " by its legacy spec.configSource"
+	}
 	return &merge.Document{Name: name, Data: []byte(cm.Data[payloadKey])},
-		fmt.Sprintf("%s (UID %s, resourceVersion %s), assigned to node %s", name, cm.UID, cm.ResourceVersion, node), nil
+		fmt.Sprintf("%s (UID %s, resourceVersion %s), %s", name, cm.UID, cm.ResourceVersion, how), nil
 }
 
 // stateDirBase reads the state dir's current checkpoint without its lock

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes/fake"
@@ -64,6 +65,9 @@ func newRenderEnv(t *testing.T) *renderEnv {
 		node("n4", map[string]string{"dynconfig.io/config-source": `{"configMap":{"namespace":"kube-system","name":"kubelet-r","uid":"uid-old"}}`}),
 		node("n5", map[string]string{"dynconfig.io/config-source": `{"configMap":{"namespace":"kube-system","name":"kubelet-r","uid":"uid-r","kubeletConfigKey":"other"}}`}),
 		node("n6", map[string]string{"dynconfig.io/config-source": `{"configMap":{"namespace":"kube-system","name":"kubelet-r"}}`}),
+		// The legacy spec.configSource, which the kubelet's Node source
+		// falls back to without the annotation.
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n7"}, Spec: corev1.NodeSpec{ConfigSource: sourceOf(e.remote)}},
 	}
 	return e
 }
@@ -128,6 +132,16 @@ func TestRender(t *testing.T) {
 			name: "node without assignment", args: []string{"--node", "n2", "--config", "$D/base.yaml"},
 			wantBase: "node n2 has no dynconfig.io/config-source annotation (its local config); --config $D/base.yaml",
 			want:     map[string][2]any{"maxPods": {float64(50), "$D/base.yaml"}},
+		},
+		{
+			name: "node's legacy spec.configSource", args: []string{"--node", "n7", "--config", "$D/base.yaml"},
+			wantBase: "configmap kube-system/kubelet-r key kubelet (UID uid-r, resourceVersion 7), assigned to node n7 by its legacy spec.configSource",
+			want:     map[string][2]any{"maxPods": {float64(110), "configmap kube-system/kubelet-r key kubelet"}},
+		},
+		{
+			name: "kube-proxy does not read spec.configSource", args: []string{"--node", "n7", "--component", "kube-proxy", "--config", "$D/proxy.yaml"},
+			wantBase: "node n7 has no dynconfig.io/config-source.kube-proxy annotation (its local config); --config $D/proxy.yaml",
+			want:     map[string][2]any{"mode": {"nftables", "$D/proxy.yaml"}},
 		},
 		{
 			name: "kube-proxy", args: []string{"--component", "kube-proxy", "--config", "$D/proxy.yaml"},

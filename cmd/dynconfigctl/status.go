@@ -59,8 +59,9 @@ what the component reports in its config-status annotation
 
   NODE        the node
   COMPONENT   the component (kubelet, kube-proxy, ...)
-  ASSIGNED    the ConfigMap the node's assignment annotation names, or
-              "local"; "(pending)" when the component has not reported it yet
+  ASSIGNED    the ConfigMap the node's assignment annotation names (for the
+              kubelet without one, the legacy spec.configSource, marked so),
+              or "local"; "(pending)" until the component reports it
   ACTIVE      the config the component runs ("local": its local config)
   LKG         its last-known-good config, the rollback target
   CONDITION   the component's condition and its status
@@ -148,7 +149,11 @@ type componentStatus struct {
 	// Assignment is the node's assignment annotation for the component,
 	// decoded; nil when there is none (the local config).
 	Assignment *corev1.NodeConfigSource `json:"assignment,omitempty"`
-	// AssignmentError says why the annotation could not be decoded.
+	// AssignmentFrom is where Assignment comes from: the annotation, or,
+	// for the kubelet without one, the legacy spec.configSource, which the
+	// Node source falls back to.
+	AssignmentFrom string `json:"assignmentFrom,omitempty"`
+	// AssignmentError says why the assignment could not be decoded.
 	AssignmentError string `json:"assignmentError,omitempty"`
 	// Status is what the component published; nil when nothing.
 	Status *status.ConfigStatus `json:"status,omitempty"`
@@ -238,7 +243,8 @@ func listNodes(ctx context.Context, client kubernetes.Interface, o statusOptions
 }
 
 // componentsOf returns the components a node carries an assignment or a
-// config-status annotation of: the kubelet first, then by name.
+// config-status annotation of (the kubelet also for a legacy
+// spec.configSource): the kubelet first, then by name.
 func componentsOf(n *corev1.Node) []string {
 	seen := map[string]bool{}
 	for key := range n.Annotations {
@@ -255,6 +261,9 @@ func componentsOf(n *corev1.Node) []string {
 				}
 			}
 		}
+	}
+	if n.Spec.ConfigSource != nil {
+		seen[status.KubeletComponent] = true
 	}
 	var out []string
 	for c := range seen {
@@ -279,16 +288,12 @@ func componentsOf(n *corev1.Node) []string {
 func statusOf(n *corev1.Node, component string) (componentStatus, []error) {
 	row := componentStatus{Node: n.Name, Component: component}
 	var errs []error
-	key := source.AnnotationKeyFor(component)
-	if v, ok := n.Annotations[key]; ok {
-		src, err := decodeAssignmentAnnotation(v)
-		if err != nil {
-			err = fmt.Errorf("node %q annotation %s: %w", n.Name, key, err)
-			row.AssignmentError = err.Error()
-			errs = append(errs, err)
-		} else {
-			row.Assignment = src
-		}
+	src, from, err := assignmentOf(n, component)
+	if err != nil {
+		row.AssignmentError = err.Error()
+		errs = append(errs, err)
+	} else {
+		row.Assignment, row.AssignmentFrom = src, from
 	}
 	s, err := status.ReadConfigStatus(n, component)
 	if err != nil {
@@ -301,6 +306,35 @@ func statusOf(n *corev1.Node, component string) (componentStatus, []error) {
 		row.Condition = &cc
 	}
 	return row, errs
+}
+
+// The places an assignment comes from (componentStatus.AssignmentFrom).
+const (
+	fromAnnotation         = "annotation"
+	fromLegacyConfigSource = "spec.configSource"
+)
+
+// assignmentOf returns a component's assignment on node as the Node source
+// reads it: its annotation when present; for the kubelet without one, the
+// legacy spec.configSource (clusters from before 1.24 may still carry it);
+// else nil. The error names the node and where the assignment is.
+func assignmentOf(n *corev1.Node, component string) (*corev1.NodeConfigSource, string, error) {
+	key := source.AnnotationKeyFor(component)
+	if v, ok := n.Annotations[key]; ok {
+		src, err := decodeAssignmentAnnotation(v)
+		if err != nil {
+			return nil, "", fmt.Errorf("node %q annotation %s: %w", n.Name, key, err)
+		}
+		return src, fromAnnotation, nil
+	}
+	if key != source.AnnotationKey || n.Spec.ConfigSource == nil {
+		return nil, "", nil
+	}
+	src := n.Spec.ConfigSource.DeepCopy()
+	if err := source.Validate(src); err != nil {
+		return nil, "", fmt.Errorf("node %q spec.configSource: %w", n.Name, err)
+	}
+	return src, fromLegacyConfigSource, nil
 }
 
 // decodeAssignmentAnnotation decodes an assignment annotation as the Node
@@ -387,6 +421,9 @@ func (r componentStatus) columns(wide bool) []string {
 		assigned = cellInvalid
 	case r.Assignment != nil:
 		assigned = describeSource(r.Assignment, false)
+		if r.AssignmentFrom == fromLegacyConfigSource {
+			assigned += " (spec.configSource)"
+		}
 	}
 	if r.Status != nil && r.AssignmentError == "" && !sameConfigMap(r.Assignment, r.Status.Assigned) {
 		assigned += " (pending)"

@@ -321,3 +321,40 @@ func TestStatusPages(t *testing.T) {
 		t.Errorf("rows (-want +got):\n%s\n%s", diff, out.String())
 	}
 }
+
+// TestStatusLegacyConfigSource: for the kubelet, a Node without the
+// annotation but with the legacy spec.configSource is assigned that source,
+// as the Node source reads it; other components never read it.
+func TestStatusLegacyConfigSource(t *testing.T) {
+	legacy := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "old", UID: "uid-old", KubeletConfigKey: "kubelet"}}
+	withLegacy := func(name string, annotations map[string]string, src *corev1.NodeConfigSource) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: corev1.NodeSpec{ConfigSource: src}}
+	}
+	nodes := []*corev1.Node{
+		withLegacy("n1", nil, legacy),
+		// The annotation wins, even empty.
+		withLegacy("n2", map[string]string{"dynconfig.io/config-source": ""}, legacy),
+		// kube-proxy does not read spec.configSource.
+		withLegacy("n3", map[string]string{"dynconfig.io/config-status.kube-proxy": statusValue(t, status.ConfigStatus{Phase: status.PhaseLocal})}, nil),
+		withLegacy("n4", nil, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "no-uid"}}),
+	}
+	nodes[2].Spec.ConfigSource = legacy
+	stdout, stderr, code := runStatusCommand(t, []string{"status"}, nodes...)
+	wantOut := `NODE   COMPONENT    ASSIGNED                              ACTIVE   LKG      CONDITION   PHASE
+n1     kubelet      kube-system/old (spec.configSource)   <none>   <none>   <none>      <none>
+n2     kubelet      local                                 <none>   <none>   <none>      <none>
+n3     kubelet      kube-system/old (spec.configSource)   <none>   <none>   <none>      <none>
+n3     kube-proxy   local                                 local    local    <none>      Local
+n4     kubelet      <invalid>                             <none>   <none>   <none>      <none>
+`
+	wantErr := `dynconfigctl: node "n4" spec.configSource: invalid NodeConfigSource.ConfigMap, all of uid, namespace and name must be non-empty, missing: uid` + "\n"
+	if code != exitError {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if diff := cmp.Diff(wantOut, stdout); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantErr, stderr); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+}
