@@ -110,9 +110,8 @@ type Component[T any] struct {
 
 	// RequireHealthy delays the promotion of a config to last-known-good
 	// until the component served it: the command calls MarkHealthy once
-	// Start returned and /healthz serves, after each restart. With Reload
-	// it must be false (the Controller needs the mark after it recorded a
-	// reload, which a Reload callback cannot give).
+	// Start returned and /healthz serves, after each restart, and once
+	// Reload applied a config in process.
 	RequireHealthy bool
 
 	// Start, when set, prepares the component to run cfg, the config
@@ -220,14 +219,11 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, stdout, std
 
 // NewCommand returns the command of component c. Each call has its own
 // flags, so a test can build and run it several times in one process. It
-// panics when c lacks Name or Profile, or when both Reload and
-// RequireHealthy are set: mistakes of the program, not of its user.
+// panics when c lacks Name or Profile: mistakes of the program, not of
+// its user.
 func NewCommand[T any](c Component[T]) *cobra.Command {
 	if c.Name == "" || c.Profile == nil {
 		panic("app.NewCommand: Component.Name and Component.Profile are required")
-	}
-	if c.Reload != nil && c.RequireHealthy {
-		panic("app.NewCommand: Component.RequireHealthy cannot be used with Component.Reload")
 	}
 	if c.Component == "" {
 		c.Component = c.Name

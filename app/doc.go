@@ -70,7 +70,5 @@
 // The HTTP server has no authentication or TLS: keep --address on
 // loopback. Logging flags are applied to klog once per process; a caller
 // that puts a logger in the context (tests with ktesting) keeps it, and the
-// flags are only validated. Component.RequireHealthy works with restarts
-// only: the Controller needs the health mark after it recorded a reload,
-// which a Reload callback cannot give.
+// flags are only validated.
 package app

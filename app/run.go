@@ -92,6 +92,7 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 		restarting.Store(true)
 		cancel()
 	}
+	var ctrl *dynconfig.Controller[T]
 	if c.Reload != nil {
 		opts.Reload = func(ctx context.Context, cfg *T) error {
 			if err := c.Reload(ctx, cfg); err != nil {
@@ -101,14 +102,22 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 				return err
 			}
 			klog.FromContext(ctx).Info("Reloaded the config in process")
+			if c.RequireHealthy {
+				// Applied and served, as after a restart's Start: the
+				// reloaded config's own health mark (the Controller
+				// counts a mark made inside Reload for the config it
+				// reloads).
+				ctrl.MarkHealthy()
+			}
 			return nil
 		}
 	}
 
-	ctrl, err := dynconfig.New(opts)
+	created, err := dynconfig.New(opts)
 	if err != nil {
 		return err
 	}
+	ctrl = created
 	defer ctrl.Close()
 	cfg, err := ctrl.Bootstrap(ctx)
 	if err != nil {

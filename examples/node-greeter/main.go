@@ -42,6 +42,7 @@ func newCommand(options func(*app.Component[NodeGreeterConfiguration])) *cobra.C
 				}
 			}
 		},
+		RequireHealthy: true, // promoted only once applied and served
 		Reload: func(_ context.Context, cfg *NodeGreeterConfiguration) error {
 			current.Store(cfg)
 			return nil

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/dynconfig/dynconfig/app"
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -116,6 +117,9 @@ func greeting(addr string) (string, error) {
 func TestOwnConditionAndAnnotations(t *testing.T) {
 	first := configMap("greeting-1", "c0000000-0000-4000-8000-000000000001", "Hi")
 	second := configMap("greeting-2", "c0000000-0000-4000-8000-000000000002", "Bonjour")
+	// A short trial: the reloaded config is promoted once its trial ran,
+	// with the health mark the command gives after each reload.
+	second.Annotations = map[string]string{components.TrialDurationAnnotation: "1s"}
 	kubeletCM := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "kubelet", UID: "c0000000-0000-4000-8000-0000000000ff", ResourceVersion: "1"},
 		Data:       map[string]string{"kubelet": "not a greeter config"},
@@ -189,7 +193,7 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 			}
 			own, ok := conds[ownType]
 			if !ok || own.Status != corev1.ConditionTrue || cs == nil || cs.Assigned == nil || cs.Assigned.ConfigMap == nil ||
-				cs.Assigned.ConfigMap.UID != cm.UID || cs.Phase != status.PhaseTrial {
+				cs.Assigned.ConfigMap.UID != cm.UID || (cs.Phase != status.PhaseTrial && cs.Phase != status.PhasePromoted) {
 				return false, fmt.Sprintf("conditions %+v, config status %+v", conds, cs)
 			}
 			if kc := conds[status.ConditionType]; kc.Reason != kubeletCondition.Reason {
@@ -215,6 +219,11 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 		return err == nil && got == "Bonjour", fmt.Sprintf("greeting %q, %v", got, err)
 	})
 	waitFor(t, "NodeGreeterConfigOK and the greeter's ConfigStatus for "+second.Name, wantAssigned(second))
+	waitFor(t, second.Name+" promoted after its trial (RequireHealthy with Reload)", func() (bool, string) {
+		_, cs, err := nodeState()
+		return err == nil && cs != nil && cs.Phase == status.PhasePromoted &&
+			cs.LastKnownGood != nil && cs.LastKnownGood.ConfigMap.UID == second.UID, fmt.Sprintf("config status %+v, %v", cs, err)
+	})
 
 	events, err := client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 	if err != nil {
