@@ -68,8 +68,9 @@
 //   - render writes nothing; with --state-dir it reads the state dir
 //     without its lock through checkpoint.Inspect (checksums verified).
 //   - status reads the assignment annotation as the Node source does
-//     (strict) and the status with status.ReadConfigStatus; a row it cannot
-//     decode is shown as <invalid> and named in the error, never skipped.
+//     (strict; for the kubelet without one, the legacy spec.configSource)
+//     and the status with status.ReadConfigStatus; a row it cannot decode
+//     is shown as <invalid> and named in the error, never skipped.
 //
 // # What it does not do
 //
