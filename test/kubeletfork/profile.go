@@ -26,6 +26,8 @@ import (
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
+
+	"github.com/dynconfig/dynconfig/merge"
 )
 
 // PayloadKey is the ConfigMap data key of the config, as for
@@ -83,6 +85,19 @@ func (Profile) Default(obj *kubeletv1beta1.KubeletConfiguration) {
 		}
 	}
 }
+
+// DefaultDropInMerge applies the kubelet's defaulting to a config merged
+// from a defaulted base and --config-dir drop-ins: the v1beta1 defaulting
+// alone, as the kubelet does after merging its drop-ins (its eviction
+// defaults reach the config file only, so a drop-in that sets one
+// evictionHard signal keeps the base's default signals). The merge package
+// calls it instead of Default when a merge has drop-ins.
+func (Profile) DefaultDropInMerge(obj *kubeletv1beta1.KubeletConfiguration) {
+	scheme.Default(obj)
+}
+
+// Profile defaults drop-in merges as the kubelet does.
+var _ merge.DropInDefaulter[kubeletv1beta1.KubeletConfiguration] = Profile{}
 
 // Validate converts obj to the kubelet's internal type and runs the
 // kubelet's validation.ValidateKubeletConfiguration on it with the

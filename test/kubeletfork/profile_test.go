@@ -4,9 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/merge"
 )
 
 // defaulted returns an empty config defaulted by the profile, with the
@@ -73,5 +77,43 @@ func TestToInternal(t *testing.T) {
 	}
 	if kc.MaxPods != 150 {
 		t.Errorf("ToInternal modified its input")
+	}
+}
+
+// TestDropInMerge merges a drop-in over a base without evictionHard, as the
+// kubelet's --config-dir does: the base is defaulted first, so a drop-in
+// that sets one signal keeps the default ones, and the merge is defaulted
+// again with the v1beta1 defaults alone, so a drop-in's null leaves no hard
+// eviction thresholds (Default would bring the defaults back).
+func TestDropInMerge(t *testing.T) {
+	p, err := merge.New[kubeletv1beta1.KubeletConfiguration](Profile{}, merge.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	oneSignal := map[string]string{}
+	for k, v := range eviction.DefaultEvictionHard {
+		oneSignal[k] = v
+	}
+	oneSignal["memory.available"] = "1Gi"
+	for _, tc := range []struct {
+		name, dropIn string
+		want         map[string]string
+	}{
+		{"one signal", "evictionHard:\n  memory.available: 1Gi\n", oneSignal},
+		{"null", "evictionHard: null\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := p.Merge(merge.Layers{
+				Base:    &merge.Document{Name: "base", Data: []byte(header + "failCgroupV1: false\n")},
+				DropIns: []merge.Document{{Name: "10-eviction.conf", Data: []byte(header + tc.dropIn)}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, res.Object.EvictionHard, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("evictionHard after the drop-in (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
