@@ -136,7 +136,8 @@
 // looks at the validating process's own flags, which says nothing about the
 // kubelet's).
 //
-// preloadedImagesVerificationAllowlist: plain image names are checked with a
-// close approximation of the container image reference grammar, not the
-// grammar itself.
+// preloadedImagesVerificationAllowlist: plain image names are parsed with the
+// container image reference grammar the kubelet uses
+// (github.com/distribution/reference), so an entry is refused exactly when
+// the kubelet refuses it.
 package kubelet

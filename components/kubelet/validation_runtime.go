@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -158,23 +159,24 @@ func (v *validator) validateImageCredentialPolicy() {
 // allowlistPatternProblem says what is wrong with one entry of
 // preloadedImagesVerificationAllowlist, or returns "". An entry is an image
 // name without tag or digest ("registry.example.com/team/app"), or a prefix
-// of whole path segments ending in "/*" ("registry.example.com/team/*").
+// ending in "/*" ("registry.example.com/team/*").
 //
-// Upstream parses plain names with the distribution reference grammar; this
-// is a close approximation of it: a registry host (it has a '.' or ':' or is
-// "localhost") may contain upper case, path segments are lower-case
-// alphanumerics separated by '.', '_' or '-'.
+// As upstream (the kubelet's image pull manager): a plain name is parsed with
+// the container image reference grammar of github.com/distribution/reference
+// (reference.Parse, which does not normalise: "pause" stays "pause", a
+// registry host may contain upper case, the repository path may not); a
+// wildcard entry is matched as a plain string prefix, so nothing is checked
+// in it but that the only '*' is the trailing one and that something comes
+// before "/*".
 func allowlistPatternProblem(pattern string) string {
 	if pattern != strings.TrimSpace(pattern) {
 		return "must not have leading or trailing white space"
 	}
 	name, wildcard := strings.CutSuffix(pattern, "/*")
 	if strings.Contains(name, "*") {
-		return "the only wildcard allowed is a trailing \"/*\" that covers whole path segments"
+		return "the only wildcard allowed is a trailing \"/*\""
 	}
 	if wildcard {
-		// Upstream matches wildcard entries as plain string prefixes and
-		// checks nothing more.
 		if name == "" {
 			return "a wildcard pattern needs at least a registry host before \"/*\""
 		}
@@ -183,46 +185,17 @@ func allowlistPatternProblem(pattern string) string {
 	if name == "" {
 		return "must not be empty"
 	}
-	if strings.Contains(name, "@") {
-		return "must not contain a digest"
+	ref, err := reference.Parse(name)
+	if err != nil {
+		return "must be a container image name: " + err.Error()
 	}
-	segments := strings.Split(name, "/")
-	start := 0
-	if len(segments) > 1 && isRegistryHost(segments[0]) {
-		start = 1
+	if _, ok := ref.(reference.Digested); ok {
+		return "must be an image name without digest"
 	}
-	for i, seg := range segments {
-		if i < start {
-			continue
-		}
-		if seg == "" {
-			return "must not contain empty path segments or end with '/'"
-		}
-		if i == len(segments)-1 && strings.Contains(seg, ":") {
-			return "must not contain a tag"
-		}
-		if !validPathSegment(seg) {
-			return fmt.Sprintf("path segment %q must be lower-case letters and digits, separated by '.', '_' or '-'", seg)
-		}
+	if _, ok := ref.(reference.Tagged); ok {
+		return "must be an image name without tag"
 	}
 	return ""
-}
-
-func isRegistryHost(s string) bool {
-	return strings.ContainsAny(s, ".:") || s == "localhost" || strings.ToLower(s) != s
-}
-
-func validPathSegment(s string) bool {
-	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-	if s == "" || !alnum(s[0]) || !alnum(s[len(s)-1]) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !alnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
 }
 
 // validateLogsAndHandlers checks container log rotation, the pod log
