@@ -312,6 +312,10 @@ func (r *hollowRun) waitPhase(ctx context.Context, t *testing.T, phase status.Co
 //     on the port of its server): the adopting start and threshold
 //     restarts crash, the next one rolls back, and the Node is Ready again
 //     on the last-known-good config.
+//
+// Along the way it checks the ConfigStatus phases (Local, Promoted,
+// RolledBack), the Controller's ConfigChanged and ConfigRolledBack Events,
+// the Node's kubeletVersion and the tracking dir of that version.
 func TestHollowKubeletFork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real kubelet against the API server: skipped with -short")
