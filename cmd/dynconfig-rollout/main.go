@@ -73,8 +73,10 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often to try to take or renew the Lease")
 	fs.StringVar(&f.metricsAddress, "metrics-address", ":8080", "serve /metrics and /healthz here; empty disables")
 	fs.IntVar(&f.workers, "workers", 1, "rollouts planned at once")
-	fs.Float64Var(&f.qps, "kube-api-qps", 50, "API requests per second")
-	fs.IntVar(&f.burst, "kube-api-burst", 100, "API request burst")
+	// A rollout makes one Node patch per node (two when it reverts): the
+	// rate bounds how fast a step of many nodes is assigned.
+	fs.Float64Var(&f.qps, "kube-api-qps", 100, "API requests per second")
+	fs.IntVar(&f.burst, "kube-api-burst", 200, "API request burst")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -65,6 +65,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Workers is how many rollouts are planned at once. Default 1.
 	Workers int
+	// PatchParallelism is how many Node patches one plan makes at once
+	// (the client's rate limit still applies). Default 16.
+	PatchParallelism int
 	// Resync plans every rollout at least this often. Default 5 minutes.
 	Resync time.Duration
 	// Clock is the time source. Default: the real clock.
@@ -90,8 +93,31 @@ type Controller struct {
 	opts    Options
 	metrics *metrics
 	scheme  *runtime.Scheme
-	// requests counts the requests each rollout's plans made, for tests.
-	requests atomic.Int64
+	// What Stats returns.
+	assigns, reverts, statusWrites, reconcileNanos atomic.Int64
+	planNanos, writeNanos, patchNanos              atomic.Int64
+}
+
+// Stats are counts since the Controller was created, across leadership
+// terms (the same as its metrics, without a Prometheus registry).
+type Stats struct {
+	// Assignments and Reverts are the Node patches that succeeded.
+	Assignments, Reverts int64
+	// StatusWrites are the ConfigRollout status updates that succeeded.
+	StatusWrites int64
+	// ReconcileTime is the time spent planning and writing, in all; of
+	// it, PlanTime reading the caches and planning, StatusWriteTime
+	// waiting for status updates and PatchTime for Node patches.
+	ReconcileTime, PlanTime, StatusWriteTime, PatchTime time.Duration
+}
+
+// Stats returns the Controller's counts.
+func (c *Controller) Stats() Stats {
+	return Stats{
+		Assignments: c.assigns.Load(), Reverts: c.reverts.Load(), StatusWrites: c.statusWrites.Load(),
+		ReconcileTime: time.Duration(c.reconcileNanos.Load()), PlanTime: time.Duration(c.planNanos.Load()),
+		StatusWriteTime: time.Duration(c.writeNanos.Load()), PatchTime: time.Duration(c.patchNanos.Load()),
+	}
 }
 
 // New checks opts and returns a Controller; Run starts it.
@@ -131,6 +157,12 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.Workers == 0 {
 		opts.Workers = 1
+	}
+	if opts.PatchParallelism < 0 {
+		return nil, fmt.Errorf("Options.PatchParallelism: must not be negative, got %d", opts.PatchParallelism)
+	}
+	if opts.PatchParallelism == 0 {
+		opts.PatchParallelism = 16
 	}
 	if opts.Resync < 0 {
 		return nil, fmt.Errorf("Options.Resync: must not be negative, got %v", opts.Resync)
@@ -268,7 +300,9 @@ func (c *Controller) run(ctx context.Context) error {
 		AddFunc: func(obj any) { r.roCache.OnAddOrUpdate(obj.(runtime.Object)); r.enqueue(obj) },
 		UpdateFunc: func(_, obj any) {
 			r.roCache.OnAddOrUpdate(obj.(runtime.Object))
-			r.enqueue(obj)
+			// A rollout that ends (or finishes reverting) may let a
+			// refused one start: plan them all (they are few).
+			r.enqueueAll()
 		},
 		DeleteFunc: func(obj any) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -437,7 +471,11 @@ func (r *runner) node(name string) *corev1.Node {
 // reconcile plans one rollout and writes the result.
 func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, error) {
 	start := time.Now()
-	defer func() { r.c.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
+	defer func() {
+		d := time.Since(start)
+		r.c.reconcileNanos.Add(int64(d))
+		r.c.metrics.reconcile.Observe(d.Seconds())
+	}()
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "rollout", key)
 	obj, exists, err := r.roCache.GetByKey(key)
 	if err != nil {
@@ -468,20 +506,22 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	}
 
 	res := plan.Plan(in)
+	changed := !apiequality.Semantic.DeepEqual(ro.Status, res.Status)
+	r.c.planNanos.Add(int64(time.Since(start)))
 
-	if !apiequality.Semantic.DeepEqual(ro.Status, res.Status) {
-		if err := r.writeStatus(ctx, obj.(*unstructured.Unstructured), res.Status); err != nil {
+	if changed {
+		t := time.Now()
+		err := r.writeStatus(ctx, obj.(*unstructured.Unstructured), res.Status)
+		r.c.writeNanos.Add(int64(time.Since(t)))
+		if err != nil {
 			return 0, err
 		}
 	}
 	ro.Status = res.Status
 	r.c.metrics.observe(ro)
-	var errs []error
-	for _, p := range res.Patches {
-		if err := r.patchNode(ctx, ro, p); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	t := time.Now()
+	errs := r.patchNodes(ctx, ro, res.Patches)
+	r.c.patchNanos.Add(int64(time.Since(t)))
 	for _, e := range res.Events {
 		t := corev1.EventTypeNormal
 		if e.Warning {
@@ -536,7 +576,17 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 	var nodes []*corev1.Node
 	for _, obj := range r.rollouts.GetStore().List() {
 		ro, err := toRollout(obj)
-		if err != nil || (ro.Namespace == self.Namespace && ro.Name == self.Name) || !ro.Status.Phase.Active() {
+		if err != nil || (ro.Namespace == self.Namespace && ro.Name == self.Name) {
+			continue
+		}
+		reverting := false
+		for _, rec := range ro.Status.Nodes {
+			if rec.State == v1alpha1.NodeReverting {
+				reverting = true
+				break
+			}
+		}
+		if !ro.Status.Phase.Active() && !reverting {
 			continue
 		}
 		sel, err := selectorOf(ro)
@@ -550,7 +600,7 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		}
 		o := plan.Other{
 			Namespace: ro.Namespace, Name: ro.Name, Component: ro.Spec.Component, Created: ro.CreationTimestamp.Time,
-			Phase: ro.Status.Phase, Started: ro.Status.ConfigMap != nil, Nodes: map[string]bool{},
+			Phase: ro.Status.Phase, Started: ro.Status.ConfigMap != nil, Reverting: reverting, Nodes: map[string]bool{},
 		}
 		for _, n := range nodes {
 			if sel.Matches(labels.Set(n.Labels)) {
@@ -574,7 +624,6 @@ func (r *runner) writeStatus(ctx context.Context, u *unstructured.Unstructured, 
 	}
 	next := u.DeepCopy()
 	next.Object["status"] = raw
-	r.c.requests.Add(1)
 	got, err := r.c.opts.Dynamic.Resource(v1alpha1.GroupVersionResource()).Namespace(u.GetNamespace()).
 		UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: "dynconfig-rollout"})
 	switch {
@@ -586,8 +635,33 @@ func (r *runner) writeStatus(ctx context.Context, u *unstructured.Unstructured, 
 		return fmt.Errorf("update the status of ConfigRollout %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
 	r.c.metrics.writes.WithLabelValues("ok").Inc()
+	r.c.statusWrites.Add(1)
 	r.roCache.Mutation(got)
 	return nil
+}
+
+// patchNodes makes the patches, PatchParallelism at a time, and returns
+// their errors.
+func (r *runner) patchNodes(ctx context.Context, ro *v1alpha1.ConfigRollout, patches []plan.Patch) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, r.c.opts.PatchParallelism)
+	for _, p := range patches {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := r.patchNode(ctx, ro, p); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // patchNode sets or removes the component's assignment annotation.
@@ -601,7 +675,6 @@ func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p pl
 	if err != nil {
 		return err
 	}
-	r.c.requests.Add(1)
 	got, err := r.c.opts.Client.CoreV1().Nodes().Patch(ctx, p.Node, types.MergePatchType, body,
 		metav1.PatchOptions{FieldManager: "dynconfig-rollout"})
 	if apierrors.IsNotFound(err) {
@@ -613,10 +686,11 @@ func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p pl
 		return fmt.Errorf("%s node %s (annotation %s) for ConfigRollout %s/%s: %w", kind, p.Node, key, ro.Namespace, ro.Name, err)
 	}
 	r.c.metrics.patches.WithLabelValues(kind, "ok").Inc()
+	if p.Revert {
+		r.c.reverts.Add(1)
+	} else {
+		r.c.assigns.Add(1)
+	}
 	r.nodeCache.Mutation(got)
 	return nil
 }
-
-// Requests returns how many write requests the controller made (status
-// updates and Node patches) since it was created.
-func (c *Controller) Requests() int64 { return c.requests.Load() }

@@ -34,6 +34,7 @@ func TestNewValidates(t *testing.T) {
 		{"lease timings", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.LeaseDuration = 5 * time.Second })}, "want LeaseDuration (5s) > RenewDeadline (10s)"},
 		{"negative workers", Options{Client: client, Dynamic: dyn, Workers: -1}, "Options.Workers"},
 		{"negative resync", Options{Client: client, Dynamic: dyn, Resync: -time.Second}, "Options.Resync"},
+		{"negative parallelism", Options{Client: client, Dynamic: dyn, PatchParallelism: -1}, "Options.PatchParallelism"},
 		{"ok", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(*LeaderElection) {})}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,7 +43,7 @@ func TestNewValidates(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.opts.Workers != 1 || c.opts.Resync != 5*time.Minute || c.opts.LeaderElection.RetryPeriod != 2*time.Second {
+				if c.opts.Workers != 1 || c.opts.PatchParallelism != 16 || c.opts.Resync != 5*time.Minute || c.opts.LeaderElection.RetryPeriod != 2*time.Second {
 					t.Errorf("defaults not applied: %+v", c.opts)
 				}
 				return

@@ -77,6 +77,9 @@ type Other struct {
 	Phase v1alpha1.RolloutPhase
 	// Started is whether it has started (its status pins a ConfigMap).
 	Started bool
+	// Reverting is whether some of its nodes are still being put back:
+	// until they are, it holds them, whatever its phase.
+	Reverting bool
 	// Nodes are the nodes it selects or holds a record of.
 	Nodes map[string]bool
 }
@@ -437,10 +440,10 @@ func (p *planner) overlap() string {
 		if o.Namespace == mine.Namespace && o.Name == mine.Name {
 			continue
 		}
-		if !o.Phase.Active() || orDefault(o.Component) != component(&mine.Spec) {
+		if !(o.Phase.Active() || o.Reverting) || orDefault(o.Component) != component(&mine.Spec) {
 			continue
 		}
-		if !o.Started && !goesFirst(o, mine) {
+		if !o.Started && !o.Reverting && !goesFirst(o, mine) {
 			continue
 		}
 		shared := 0
@@ -461,7 +464,7 @@ func (p *planner) overlap() string {
 		return ""
 	}
 	slices.Sort(blockers)
-	return fmt.Sprintf("refused: %s is active on some of the same nodes for %s; this rollout starts when it ends or is deleted",
+	return fmt.Sprintf("refused: %s is active (or still reverting) on some of the same nodes for %s; this rollout starts when it ends or is deleted",
 		strings.Join(blockers, " and "), component(&mine.Spec))
 }
 

@@ -502,6 +502,9 @@ func TestConflict(t *testing.T) {
 		{"disjoint", Other{Namespace: "ns", Name: "a", Created: older, Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: map[string]bool{"node-9": true}}, false},
 		{"other component", Other{Namespace: "ns", Name: "a", Component: "kube-proxy", Created: older, Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: all}, false},
 		{"finished", Other{Namespace: "ns", Name: "a", Created: older, Phase: v1alpha1.PhaseCompleted, Started: true, Nodes: all}, false},
+		// A halted rollout still putting nodes back holds them: starting
+		// now would race its revert patches.
+		{"halted, still reverting", Other{Namespace: "ns", Name: "a", Created: newer, Phase: v1alpha1.PhaseHalted, Started: true, Reverting: true, Nodes: all}, true},
 		{"itself", Other{Namespace: "ns", Name: "ro", Created: t0, Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: all}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,6 +519,7 @@ func TestConflict(t *testing.T) {
 				}
 				// Once the other ends, it starts.
 				w.others[0].Phase = v1alpha1.PhaseCompleted
+				w.others[0].Reverting = false
 				w.plan()
 				c = meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionConflict)
 			}

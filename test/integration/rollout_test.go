@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,10 +76,11 @@ func TestRollout(t *testing.T) {
 			t.Fatalf("completed with %+v", countsOf(got))
 		}
 		f.wantAll(ctx, f.newCM)
+		st := rc.Stats()
 		assigns, reverts := rc.patches()
-		writes := rc.c.Requests() - int64(assigns+reverts)
-		t.Logf("%d nodes, steps 1, 10%%, 50%%, 100%%, maxUnavailable %d, trial %s: completed in %v; %d assignment patches, %d reverts, %d status writes (%.2f requests per node)",
-			n, maxU, rolloutTrial, took.Round(time.Millisecond), assigns, reverts, writes, float64(rc.c.Requests())/float64(n))
+		t.Logf("%d nodes, steps 1, 10%%, 50%%, 100%%, maxUnavailable %d, trial %s: completed in %v; %d assignment patches, %d reverts, %d status writes (%.2f writes per node), %v planning and writing",
+			n, maxU, rolloutTrial, took.Round(time.Millisecond), assigns, reverts, st.StatusWrites,
+			float64(st.Assignments+st.Reverts+st.StatusWrites)/float64(n), st.ReconcileTime.Round(time.Millisecond))
 		if assigns != n || reverts != 0 {
 			t.Errorf("%d assignment patches and %d reverts for %d nodes, want one assignment each", assigns, reverts, n)
 		}
@@ -257,7 +256,7 @@ func TestRollout(t *testing.T) {
 	})
 }
 
-func installRolloutCRD(ctx context.Context, t *testing.T, h *harness) {
+func installRolloutCRD(ctx context.Context, t testing.TB, h *harness) {
 	t.Helper()
 	b, err := os.ReadFile(rolloutCRD)
 	if err != nil {
@@ -650,43 +649,12 @@ func logHistory(t *testing.T, ro *v1alpha1.ConfigRollout) {
 }
 
 // rolloutController is one replica of the rollout controller.
-type rolloutController struct {
-	c   *controller.Controller
-	reg *prometheus.Registry
-}
+type rolloutController struct{ *controller.Controller }
 
 // patches returns the assignment and revert patches it made.
 func (r *rolloutController) patches() (assign, revert int) {
-	mfs, err := r.reg.Gather()
-	if err != nil {
-		return -1, -1
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "dynconfig_rollout_node_patches_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := labelMap(m)
-			if labels["result"] != "ok" {
-				continue
-			}
-			switch labels["kind"] {
-			case "assign":
-				assign += int(m.GetCounter().GetValue())
-			case "revert":
-				revert += int(m.GetCounter().GetValue())
-			}
-		}
-	}
-	return assign, revert
-}
-
-func labelMap(m *dto.Metric) map[string]string {
-	out := map[string]string{}
-	for _, l := range m.GetLabel() {
-		out[l.GetName()] = l.GetValue()
-	}
-	return out
+	st := r.Stats()
+	return int(st.Assignments), int(st.Reverts)
 }
 
 // cuttable is a transport that fails every request once cut: the replica
@@ -722,9 +690,8 @@ func startRolloutController(ctx context.Context, t *testing.T, h *harness, ident
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
 	c, err := controller.New(controller.Options{
-		Client: client, Dynamic: dyn, Registerer: reg,
+		Client: client, Dynamic: dyn,
 		LeaderElection: &controller.LeaderElection{
 			Namespace: metav1.NamespaceDefault, Name: objectName(t, "lease"), Identity: identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
@@ -742,5 +709,5 @@ func startRolloutController(ctx context.Context, t *testing.T, h *harness, ident
 			t.Errorf("rollout controller %s: %v", identity, err)
 		}
 	})
-	return &rolloutController{c: c, reg: reg}
+	return &rolloutController{c}
 }
