@@ -1,11 +1,3 @@
-// Package cli is `dynconfigctl rollout`: start a ConfigRollout, follow it
-// (status, status -w, history) and steer it (pause, resume, abort, undo).
-// NewCommand returns the cobra command; dynconfigctl adds it to its root.
-//
-// The commands only read and write ConfigRollout objects (through a dynamic
-// client); the rollout controller (cmd/dynconfig-rollout) does the rest.
-// What a command writes is a merge patch of the spec, so two operators
-// steering one rollout do not overwrite each other's other fields.
 package cli
 
 import (
