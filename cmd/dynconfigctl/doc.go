@@ -7,7 +7,7 @@
 //	dynconfigctl forget-bad DIR UID/RV[/PAYLOADKEY] [--component-version V]
 //	dynconfigctl reset DIR [--component-version V]
 //	dynconfigctl validate FILE...
-//	dynconfigctl render [--node N | --state-dir DIR] [--config F] [--config-dir D] [--instance F] [--component C] [-o yaml|json]
+//	dynconfigctl render [--node N | --state-dir DIR] [--config F] [--config-dir D] [--instance F] [--set PATH=VALUE]... [--component C] [-o yaml|json]
 //	dynconfigctl assign --node N --configmap [NS/]NAME [--key K] [--component C]
 //	dynconfigctl assign --node N --clear [--component C]
 //	dynconfigctl status [NODE...] [--selector L] [--component C] [-o wide|json|yaml]

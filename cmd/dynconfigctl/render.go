@@ -34,8 +34,11 @@ type renderOptions struct {
 	// config, configDir and instance are the local layers, as the
 	// component's --config, --config-dir and instance file.
 	config, configDir, instance string
-	output                      string
-	timeout                     time.Duration
+	// sets are --set PATH=VALUE: the component's command-line flags, the
+	// top layer.
+	sets    []string
+	output  string
+	timeout time.Duration
 }
 
 func newRenderCommand(stdout io.Writer, d deps) *cobra.Command {
@@ -58,9 +61,10 @@ The base config is, in this order:
                    local. The state dir is read without its lock.
   --config FILE    the local config file (the component's --config)
 
---config-dir (the kubelet's drop-in directory, *.conf in lexical order) and
---instance (the instance-specific file of the KEP) are applied over the base,
-as the component applies them. --component (kubelet or kube-proxy) selects
+--config-dir (the kubelet's drop-in directory, *.conf in lexical order),
+--instance (the instance-specific file of the KEP) and --set PATH=VALUE (what
+the component's command-line flags set) are applied over the base, in this
+order, as the component applies them. --component (kubelet or kube-proxy) selects
 the config type, the payload key and the assignment annotation.
 
 The output is the merged, defaulted config as YAML, followed by the layer
@@ -77,7 +81,10 @@ field), 2 on a usage error.`,
   dynconfigctl render --state-dir /var/lib/kubelet/dynamic-config --config /etc/kubernetes/kubelet.conf
 
   # A kube-proxy config and its instance file, offline.
-  dynconfigctl render --component kube-proxy --config proxy.yaml --instance node-1.yaml`,
+  dynconfigctl render --component kube-proxy --config proxy.yaml --instance node-1.yaml
+
+  # With the flags of the kubelet's unit: --max-pods=150 --feature-gates=KubeletTracing=true.
+  dynconfigctl render --config kubelet.yaml --set maxPods=150 --set 'featureGates[KubeletTracing]=true'`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := o.validate(cmd)
@@ -106,6 +113,7 @@ field), 2 on a usage error.`,
 	f.StringVar(&o.config, "config", "", "the local config file, the base when no remote config is found")
 	f.StringVar(&o.configDir, "config-dir", "", "a drop-in directory, applied over the base (*.conf, lexical order)")
 	f.StringVar(&o.instance, "instance", "", "an instance-specific config file, applied last (strategic merge patch)")
+	f.StringArrayVar(&o.sets, "set", nil, "a field the component's command line sets, PATH=VALUE (VALUE in YAML: 150, true, \"10s\", [a, b]); repeatable; the top layer")
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: yaml (with the provenance as comments) or json")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the API server (with --node)")
 	clientFlags = addClientFlags(cmd)
@@ -138,7 +146,28 @@ func (o renderOptions) validate(cmd *cobra.Command) (profile, error) {
 	if o.timeout <= 0 {
 		return profile{}, usagef("--timeout must be positive, got %v", o.timeout)
 	}
+	if _, err := parseSets(o.sets); err != nil {
+		return profile{}, err
+	}
 	return p, nil
+}
+
+// parseSets parses --set PATH=VALUE into the overrides of the flags layer;
+// each is named "--set PATH" in the provenance.
+func parseSets(sets []string) ([]merge.Override, error) {
+	var out []merge.Override
+	for _, s := range sets {
+		path, value, ok := strings.Cut(s, "=")
+		if !ok || strings.TrimSpace(path) == "" {
+			return nil, usagef("--set %q: want PATH=VALUE (for example maxPods=150 or featureGates[KubeletTracing]=true)", s)
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(value), &v); err != nil {
+			return nil, usagef("--set %q: VALUE is not YAML: %s", s, strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
+		}
+		out = append(out, merge.Override{Path: path, Value: v, Source: "--set " + path})
+	}
+	return out, nil
 }
 
 // renderResult is the document of -o json.
@@ -190,6 +219,11 @@ func runRender(ctx context.Context, w io.Writer, p profile, o renderOptions, fet
 		}
 		layers.Instance = &merge.Document{Name: o.instance, Data: data}
 	}
+	flags, err := parseSets(o.sets)
+	if err != nil {
+		return err
+	}
+	layers.Flags = flags
 	res, err := p.merge(layers, o.configDir, merge.Options{})
 	if err != nil {
 		return err

@@ -109,6 +109,14 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			name: "flags on top", args: []string{"--config", "$D/base.yaml", "--instance", "$D/inst.yaml", "--set", "port=10260", "--set", "featureGates[KubeletTracing]=true", "--set", "evictionHard[memory.available]=200Mi"},
+			wantBase: "--config $D/base.yaml",
+			want: map[string][2]any{
+				"port": {float64(10260), "--set port"}, "maxPods": {float64(50), "$D/base.yaml"},
+				"featureGates": {map[string]any{"KubeletTracing": true}, ""},
+			},
+		},
+		{
 			name: "defaults only", args: nil, wantBase: "none (the built-in defaults)",
 			want: map[string][2]any{"maxPods": {float64(110), "defaults"}, "port": {float64(10250), "defaults"}},
 		},
@@ -173,7 +181,7 @@ func TestRender(t *testing.T) {
 				if v := got.Config[path]; !cmp.Equal(v, want[0]) {
 					t.Errorf("%s = %v, want %v", path, v, want[0])
 				}
-				if layer := got.Provenance[path]; layer != expand(want[1].(string)) {
+				if layer := got.Provenance[path]; want[1] != "" && layer != expand(want[1].(string)) {
 					t.Errorf("%s set by %q, want %q", path, layer, expand(want[1].(string)))
 				}
 			}
@@ -268,6 +276,12 @@ func TestRenderBadInput(t *testing.T) {
 		{name: "empty --config", args: []string{"--config", ""}, wantCode: exitUsage, wantStderr: "dynconfigctl: --config must not be empty" + usage},
 		{name: "empty --node", args: []string{"--node="}, wantCode: exitUsage, wantStderr: "dynconfigctl: --node must not be empty" + usage},
 		{name: "bad output", args: []string{"-o", "wide"}, wantCode: exitUsage, wantStderr: `dynconfigctl: --output "wide": want yaml or json` + usage},
+		{name: "--set without =", args: []string{"--set", "maxPods"}, wantCode: exitUsage, wantStderr: `dynconfigctl: --set "maxPods": want PATH=VALUE (for example maxPods=150 or featureGates[KubeletTracing]=true)` + usage},
+		{name: "--set without a path", args: []string{"--set", "=1"}, wantCode: exitUsage, wantStderr: `dynconfigctl: --set "=1": want PATH=VALUE (for example maxPods=150 or featureGates[KubeletTracing]=true)` + usage},
+		{name: "--set value not YAML", args: []string{"--set", "maxPods=["}, wantCode: exitUsage, wantStderr: `dynconfigctl: --set "maxPods=[": VALUE is not YAML: yaml: line 1: did not find expected node content` + usage},
+		{name: "--set unknown field", args: []string{"--set", "maxpods=1"}, wantCode: exitError, wantStderr: "dynconfigctl: --set maxpods: field path \"maxpods\": no field \"maxpods\" in v1beta1.KubeletConfiguration\n"},
+		{name: "--set wrong type", args: []string{"--set", "maxPods=many"}, wantCode: exitError, wantStderr: "dynconfigctl: --set maxPods: maxPods: expected int32, got string \"many\"\n"},
+		{name: "--set invalid value", args: []string{"--set", "port=-5"}, wantCode: exitError, wantStderr: "dynconfigctl: merged config: port: Invalid value: -5: must be between 1 and 65535, inclusive (set by --set port)\n"},
 		{name: "argument", args: []string{"n1"}, wantCode: exitUsage, wantStderr: `dynconfigctl: render takes no arguments, got ["n1"]` + usage},
 		{name: "missing --config", args: []string{"--config", "$D/nope.yaml"}, wantCode: exitError, wantStderr: "dynconfigctl: read --config $D/nope.yaml: no such file or directory\n"},
 		{name: "--config is a directory", args: []string{"--config", "$D/conf.d"}, wantCode: exitError, wantStderr: "dynconfigctl: read --config $D/conf.d: is a directory\n"},
