@@ -89,12 +89,30 @@
 //     encoded defaulted base (test/conformance compares the kubelet profile
 //     with the kubelet's own merge) and what
 //     strategicpatch.StrategicMergePatch would produce for the instance,
-//     except where those fail or drop input: maps of lists such as the
-//     kubelet's staticPodURLHeader merge by key, $patch: replace on an unset
-//     field sets it, $patch: delete removes the field (upstream leaves an
-//     empty object), and values of types with custom JSON decoding are
-//     replaced as a whole.
+//     except for the differences listed below.
 //   - Every error names the document (or flag) and the field path.
+//
+// # Differences from strategicpatch
+//
+// The instance layer departs from strategicpatch.StrategicMergePatch (the
+// KEP's way of merging an instance file) only in these cases, each a fix
+// where strategicpatch fails, drops what the user wrote, or lets the base
+// decide what an instance value means. test/conformance
+// (TestKubeletInstanceMerge) compares the two on generated KubeletConfiguration
+// documents and fails on any difference this table does not list.
+//
+//	| difference                        | merge                                   | strategicpatch                                |
+//	|-----------------------------------|-----------------------------------------|-----------------------------------------------|
+//	| maps of lists                     | merge by key (staticPodURLHeader)       | fails: "data type is not struct"              |
+//	| $patch: replace on an unset field | sets the field                          | drops the field                               |
+//	| null in a $patch: replace object  | not set                                 | kept: a map key with an empty value           |
+//	| null in a list element            | as in a complete document (zero value)  | dropped if the base lacks the list, else kept |
+//	| $patch: delete                    | removes the field                       | leaves {}: a pointer field set to zeros       |
+//	| $patch in a list element          | error naming the element                | dropped or kept as a field, by the base       |
+//	| custom JSON decoding              | replaced as a whole                     | merged as an object                           |
+//
+// The last row cannot arise with the kubelet's type, whose custom-decoded
+// values (durations, quantities) are all JSON strings.
 //
 // # Not guaranteed
 //

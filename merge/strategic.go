@@ -11,17 +11,9 @@ import (
 // alike, whatever their values are), lists are replaced unless their field
 // says patchStrategy:"merge", null deletes, and $patch directives work.
 //
-// It follows k8s.io/apimachinery's strategicpatch.StrategicMergePatch, with
-// these deliberate differences, all of which are cases where the upstream
-// function fails or silently drops what the user wrote:
-//   - maps whose values are lists or objects (staticPodURLHeader) merge by
-//     key; upstream fails with "merging an object in json but data type is
-//     not struct";
-//   - an object with $patch: replace for a field that is not set yet sets it;
-//     upstream drops the field;
-//   - $patch: delete removes the field; upstream leaves an empty object,
-//     which for a pointer field means "set, with zero values";
-//   - values of types with custom JSON decoding are replaced as a whole.
+// It follows k8s.io/apimachinery's strategicpatch.StrategicMergePatch except
+// for the differences the table "Differences from strategicpatch" of the
+// package documentation lists.
 //
 // Unknown fields never get here: the checker has reported them.
 type strategic struct {
