@@ -32,6 +32,7 @@ type statusOptions struct {
 	selector  string
 	component string
 	output    string
+	noHeaders bool
 	timeout   time.Duration
 	// pageSize is how many Nodes one List returns (500, as kubectl).
 	pageSize int64
@@ -49,7 +50,7 @@ func newStatusCommand(stdout, stderr io.Writer, d deps) *cobra.Command {
 	o := statusOptions{timeout: 30 * time.Second, pageSize: 500}
 	var clientFlags *genericclioptions.ConfigFlags
 	cmd := &cobra.Command{
-		Use:   "status [NODE...] [--selector L] [--component C] [-o wide|json|yaml]",
+		Use:   "status [NODE...] [--selector L] [--component C] [-o wide|json|yaml] [--no-headers]",
 		Short: "Show the config of every component on every node, from the API server",
 		Long: `status lists, for each node and each component on it that uses dynconfig,
 what the component reports in its config-status annotation
@@ -106,6 +107,7 @@ printed; the error names the node and annotation), 2 on a usage error.`,
 	f.StringVarP(&o.selector, "selector", "l", "", "the nodes to show, by label selector (as kubectl's, e.g. pool=blue,zone!=a)")
 	f.StringVar(&o.component, "component", "", "show this component only (default: every component)")
 	f.StringVarP(&o.output, "output", "o", outputTable, "output format: wide, json or yaml (default: a table)")
+	f.BoolVar(&o.noHeaders, "no-headers", false, "print the table (and -o wide) without its header line")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the API server")
 	clientFlags = addClientFlags(cmd)
 	return cmd
@@ -114,7 +116,11 @@ printed; the error names the node and annotation), 2 on a usage error.`,
 // validate checks the flags and arguments.
 func (o statusOptions) validate() error {
 	switch o.output {
-	case outputTable, outputWide, outputJSON, outputYAML:
+	case outputTable, outputWide:
+	case outputJSON, outputYAML:
+		if o.noHeaders {
+			return usagef("--no-headers goes with a table, not -o %s", o.output)
+		}
 	default:
 		return usagef("--output %q: want wide, json or yaml", o.output)
 	}
@@ -187,7 +193,7 @@ func runStatus(ctx context.Context, stdout, stderr io.Writer, client kubernetes.
 			problems = append(problems, errs...)
 		}
 	}
-	if err := printStatus(stdout, rows, o.output); err != nil {
+	if err := printStatus(stdout, rows, o.output, o.noHeaders); err != nil {
 		return err
 	}
 	if len(rows) == 0 && (o.output == outputTable || o.output == outputWide) {
@@ -361,7 +367,7 @@ func decodeAssignmentAnnotation(v string) (*corev1.NodeConfigSource, error) {
 }
 
 // printStatus prints the rows in the format of -o.
-func printStatus(w io.Writer, rows []componentStatus, output string) error {
+func printStatus(w io.Writer, rows []componentStatus, output string, noHeaders bool) error {
 	switch output {
 	case outputJSON:
 		b, err := json.MarshalIndent(statusList{Items: nonNil(rows)}, "", "  ")
@@ -388,7 +394,9 @@ func printStatus(w io.Writer, rows []componentStatus, output string) error {
 	if wide {
 		header = append(header, "TRIAL-ENDS", "REASON")
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	if !noHeaders {
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+	}
 	for _, r := range rows {
 		fmt.Fprintln(tw, strings.Join(r.columns(wide), "\t"))
 	}

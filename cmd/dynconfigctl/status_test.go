@@ -126,6 +126,10 @@ n1     kube-proxy   kube-system/proxy-p   kube-system/proxy-p   local   KubeProx
 n2     kubelet     kube-system/kubelet-b (pending)   kube-system/kubelet-b   kube-system/kubelet-b   ConfigOK=False   RolledBack
 `,
 		},
+		{
+			name: "no headers", args: []string{"--component", "kube-proxy", "--no-headers"},
+			wantStdout: "n1    kube-proxy   kube-system/proxy-p   kube-system/proxy-p   local   KubeProxyConfigOK=True   Trial\n",
+		},
 		{name: "nothing selected", args: []string{"-l", "pool=red"}, wantStderr: "No dynconfig component found on 0 node(s).\n"},
 		{name: "no such component", args: []string{"--component", "kube-scheduler"}, wantStderr: "No component kube-scheduler found on 4 node(s).\n"},
 		{name: "json, nothing", args: []string{"-o", "json", "-l", "pool=red"}, wantStdout: "{\n  \"items\": []\n}\n"},
@@ -221,6 +225,7 @@ func TestStatusBadInput(t *testing.T) {
 			name: "bad selector", args: []string{"-l", "=blue"}, wantCode: exitUsage,
 			wantStderr: "dynconfigctl: --selector \"=blue\": found '=', expected: !, identifier, or 'end of string'\nRun 'dynconfigctl status --help' for usage.\n",
 		},
+		{name: "no headers with json", args: []string{"-o", "json", "--no-headers"}, wantCode: exitUsage, wantStderr: "dynconfigctl: --no-headers goes with a table, not -o json\nRun 'dynconfigctl status --help' for usage.\n"},
 		{name: "selector and nodes", args: []string{"-l", "pool=blue", "n1"}, wantCode: exitUsage, wantStderr: "dynconfigctl: --selector does not go with NODE arguments\nRun 'dynconfigctl status --help' for usage.\n"},
 		{name: "empty node", args: []string{""}, wantCode: exitUsage, wantStderr: "dynconfigctl: a NODE must not be empty\nRun 'dynconfigctl status --help' for usage.\n"},
 		{
