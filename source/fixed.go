@@ -166,6 +166,11 @@ func (f *FixedSource) Run(ctx context.Context, changed func()) error {
 	}
 }
 
+// syncPatience bounds how long a consumer waits for a new ConfigMap watch
+// to sync before it is called back anyway (it then reads the ConfigMap
+// from the API server).
+const syncPatience = 3 * time.Second
+
 // configMapWatch is an informer on one ConfigMap. It runs from
 // watchConfigMap until stop.
 type configMapWatch struct {
@@ -215,10 +220,22 @@ func watchConfigMap(ctx context.Context, client kubernetes.Interface, namespace,
 	syncWaited := make(chan struct{})
 	go func() {
 		defer close(syncWaited)
-		select {
-		case <-inf.HasSyncedChecker().Done():
-			notify()
-		case <-ctx.Done():
+		// A watch that cannot sync (the ConfigMap may not be listed or
+		// watched, the API server is away) must not hold the caller back:
+		// after syncPatience it is called anyway, and reads go to the API
+		// server until the cache syncs.
+		patience := time.NewTimer(syncPatience)
+		defer patience.Stop()
+		for {
+			select {
+			case <-inf.HasSyncedChecker().Done():
+				notify()
+				return
+			case <-patience.C:
+				notify()
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	klog.FromContext(ctx).V(2).Info("Watching ConfigMap", "namespace", namespace, "name", name)

@@ -166,7 +166,8 @@ func (s *NodeSource) cachedNode() (*corev1.Node, bool) {
 }
 
 // assignmentOf returns node's assignment, unvalidated: the annotation's,
-// else the legacy spec.configSource, else nil.
+// else, for the kubelet's annotation only, the legacy spec.configSource
+// (the old feature's field, which named the kubelet's config), else nil.
 func (s *NodeSource) assignmentOf(node *corev1.Node) (*corev1.NodeConfigSource, error) {
 	if v, ok := node.Annotations[s.opts.Annotation]; ok {
 		src, err := decodeAssignment([]byte(v))
@@ -174,6 +175,9 @@ func (s *NodeSource) assignmentOf(node *corev1.Node) (*corev1.NodeConfigSource, 
 			return nil, invalid("invalid NodeConfigSource in annotation %s of Node %s: %v", s.opts.Annotation, node.Name, err)
 		}
 		return src, nil
+	}
+	if s.opts.Annotation != AnnotationKey {
+		return nil, nil
 	}
 	return node.Spec.ConfigSource.DeepCopy(), nil
 }
@@ -289,24 +293,32 @@ func (s *NodeSource) Run(ctx context.Context, changed func()) error {
 		case <-resync.C():
 			resync.Reset(wait.Jitter(s.opts.Resync, resyncJitter))
 		}
-		s.retarget(ictx, notify)
+		if s.retarget(ictx, notify) {
+			// A new ConfigMap is assigned and its watch just started: its
+			// first sync calls notify (or its wait gives up, see
+			// watchConfigMap), and the consumer then reads the ConfigMap
+			// from the cache instead of with a GET of its own: a change
+			// costs the watch, not a GET and the watch.
+			continue
+		}
 		changed()
 	}
 }
 
 // retarget points the ConfigMap watch at the ConfigMap the cached
 // assignment names: started when it names a new one, stopped when it names
-// none. Until the node cache has synced, the watch is left as it is.
-func (s *NodeSource) retarget(ctx context.Context, notify func()) {
+// none. Until the node cache has synced, the watch is left as it is. It
+// reports whether it started a watch, which calls notify once it synced.
+func (s *NodeSource) retarget(ctx context.Context, notify func()) (started bool) {
 	namespace, name, known := s.watchTarget()
 	if !known {
-		return
+		return false
 	}
 	s.mu.Lock()
 	cur := s.watch
 	s.mu.Unlock()
 	if cur != nil && cur.namespace == namespace && cur.name == name {
-		return
+		return false
 	}
 	var next *configMapWatch
 	if name != "" {
@@ -323,6 +335,7 @@ func (s *NodeSource) retarget(ctx context.Context, notify func()) {
 		cur.stop()
 		klog.FromContext(ctx).V(2).Info("Stopped watching ConfigMap", "namespace", cur.namespace, "name", cur.name)
 	}
+	return next != nil
 }
 
 // watchTarget returns the ConfigMap the cached assignment names ("" when

@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -810,5 +811,76 @@ func BenchmarkDecodeAssignment(b *testing.B) {
 		if _, err := decodeAssignment(data); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNodeRunReadsANewConfigMapFromItsWatch: when the assignment moves to
+// another ConfigMap, Run calls back once the new ConfigMap's watch has
+// synced, so the consumer's Assigned reads it from the cache: no GET of
+// the ConfigMap (issue 13: a change costs 3 requests, not 4). Before, the
+// callback came at once and Assigned fetched the ConfigMap itself.
+func TestNodeRunReadsANewConfigMapFromItsWatch(t *testing.T) {
+	cmA := cmap("ns-a", "cm-a", "uid-a", "11", map[string]string{"kubelet": "a1"})
+	cmB := cmap("ns-b", "cm-b", "uid-b", "12", map[string]string{"kubelet": "b1"})
+	client := fake.NewClientset(cmA, cmB, testNode(annotationOf(t, ref("ns-a", "cm-a", "uid-a", "")), nil))
+	var gets atomic.Int32
+	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		gets.Add(1)
+		return false, nil, nil
+	})
+	s := newNodeSource(t, client, NodeOptions{Clock: testingclock.NewFakeClock(time.Now())})
+	o := observe(t, s)
+	o.waitFor("ns-a/cm-a uid=uid-a rv=11 data=map[kubelet:a1]")
+	before := gets.Load()
+	updateNode(t, client, "22", setAnnotation(t, ref("ns-b", "cm-b", "uid-b", "")))
+	o.waitFor("ns-b/cm-b uid=uid-b rv=12 data=map[kubelet:b1]")
+	if n := gets.Load() - before; n != 0 {
+		t.Fatalf("%d GETs of ConfigMaps for the move to cm-b; want 0 (read from its watch)", n)
+	}
+}
+
+// TestNodeRunNewConfigMapWatchForbidden: a ConfigMap that may not be
+// watched does not hold the consumer back for longer than syncPatience: it
+// is called back and reads the ConfigMap with a GET.
+func TestNodeRunNewConfigMapWatchForbidden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits syncPatience (3s) of real time")
+	}
+	cmA := cmap("ns-a", "cm-a", "uid-a", "11", map[string]string{"kubelet": "a1"})
+	node := testNode(nil, nil)
+	node.Annotations = map[string]string{}
+	client := fake.NewClientset(cmA, node)
+	forbidden := func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no list or watch"))
+	}
+	client.PrependReactor("list", "configmaps", forbidden)
+	client.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no watch"))
+	})
+	s := newNodeSource(t, client, NodeOptions{Clock: testingclock.NewFakeClock(time.Now())})
+	o := observe(t, s)
+	o.waitFor("empty")
+	start := time.Now()
+	updateNode(t, client, "22", setAnnotation(t, ref("ns-a", "cm-a", "uid-a", "")))
+	o.waitFor("ns-a/cm-a uid=uid-a rv=11 data=map[kubelet:a1]")
+	if took := time.Since(start); took > syncPatience+2*time.Second {
+		t.Fatalf("called back %v after the assignment; want within syncPatience (%v) and a little", took, syncPatience)
+	}
+}
+
+// TestNodeLegacyConfigSourceIsTheKubelets: the legacy spec.configSource
+// named the kubelet's config; another component's source never adopts it
+// (it did: kube-proxy ran the kubelet's ConfigMap when a Node still had
+// the old field and no kube-proxy annotation).
+func TestNodeLegacyConfigSourceIsTheKubelets(t *testing.T) {
+	cmA := cmap("ns-a", "cm-a", "uid-a", "11", map[string]string{"kubelet": "a1", "kube-proxy": "p1"})
+	client := fake.NewClientset(cmA, testNode(nil, ref("ns-a", "cm-a", "uid-a", "")))
+	kubelet := newNodeSource(t, client, NodeOptions{})
+	if a, err := kubelet.Assigned(context.Background()); err != nil || a.Source == nil {
+		t.Fatalf("kubelet: %s, want the legacy spec.configSource", describe(a, err))
+	}
+	proxy := newNodeSource(t, client, NodeOptions{Annotation: AnnotationKeyFor("kube-proxy"), PayloadKey: "kube-proxy"})
+	if a, err := proxy.Assigned(context.Background()); err != nil || a.Source != nil {
+		t.Fatalf("kube-proxy: %s, want the empty assignment", describe(a, err))
 	}
 }
