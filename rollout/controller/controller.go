@@ -488,6 +488,10 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
+	if settled(ro) {
+		r.c.metrics.observe(ro)
+		return 0, nil
+	}
 	sel, err := selectorOf(ro)
 	if err != nil {
 		r.recorder.Eventf(ro, corev1.EventTypeWarning, "InvalidSelector", "%v", err)
@@ -537,6 +541,23 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		return 0, errors.Join(errs...)
 	}
 	return res.RequeueAfter, nil
+}
+
+// settled reports whether a rollout has nothing left to do: a final phase,
+// a spec the status already answers, and no node on its way (assigning,
+// in trial, reverting). Every node change plans every rollout; this keeps
+// finished ones cheap.
+func settled(ro *v1alpha1.ConfigRollout) bool {
+	if ro.Status.Phase.Active() || ro.Status.ObservedGeneration != ro.Generation {
+		return false
+	}
+	for _, rec := range ro.Status.Nodes {
+		switch rec.State {
+		case v1alpha1.NodeAssigning, v1alpha1.NodeTrial, v1alpha1.NodeReverting:
+			return false
+		}
+	}
+	return true
 }
 
 // observeNodes lists the selected nodes and the recorded ones.

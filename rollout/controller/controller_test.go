@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -71,5 +73,37 @@ func TestStripConfigMapData(t *testing.T) {
 	}
 	if len(cm.Data["kubelet"]) != 1<<20 {
 		t.Errorf("the informer's object was modified")
+	}
+}
+
+func TestSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		phase v1alpha1.RolloutPhase
+		gen   int64
+		state v1alpha1.NodeState
+		want  bool
+	}{
+		{"completed", v1alpha1.PhaseCompleted, 1, v1alpha1.NodePromoted, true},
+		{"halted, reverted", v1alpha1.PhaseHalted, 1, v1alpha1.NodeReverted, true},
+		{"halted, reverting", v1alpha1.PhaseHalted, 1, v1alpha1.NodeReverting, false},
+		{"aborted, a node in trial", v1alpha1.PhaseAborted, 1, v1alpha1.NodeTrial, false},
+		{"completed, undo asked", v1alpha1.PhaseCompleted, 2, v1alpha1.NodePromoted, false},
+		{"progressing", v1alpha1.PhaseProgressing, 1, v1alpha1.NodePromoted, false},
+		{"new", "", 0, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Generation: tc.gen}}
+			ro.Status.Phase, ro.Status.ObservedGeneration = tc.phase, 1
+			if tc.state != "" {
+				ro.Status.Nodes = []v1alpha1.NodeRecord{{Name: "n", State: tc.state}}
+			}
+			if tc.gen == 0 {
+				ro.Status.ObservedGeneration = 0
+			}
+			if got := settled(ro); got != tc.want {
+				t.Errorf("settled = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
