@@ -227,16 +227,6 @@ func TestRegressionMarkHealthyInsideReload(t *testing.T) {
 	}
 }
 
-// cpuTime is the CPU time this process has used.
-func cpuTime(t *testing.T) time.Duration {
-	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // Defect 4 (real clock): waiting for MarkHealthy after the trial costs no
 // CPU.
 func TestRegressionWaitForHealthyDoesNotSpin(t *testing.T) {
@@ -259,9 +249,9 @@ func TestRegressionWaitForHealthyDoesNotSpin(t *testing.T) {
 	r, _ := n.run(c)
 	defer r.stop(t)
 	time.Sleep(500 * time.Millisecond) // the trial is over; no MarkHealthy
-	before := cpuTime(t)
+	before := processCPUTime()
 	time.Sleep(2 * time.Second)
-	used := cpuTime(t) - before
+	used := processCPUTime() - before
 	t.Logf("waiting 2s for MarkHealthy used %v of CPU", used)
 	// A spinning wait uses a core: about 2s. The budget leaves room for
 	// the runtime and other goroutines of the test binary on a loaded
