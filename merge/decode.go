@@ -169,8 +169,13 @@ func (c *checker) checkObject(n *node, t *typeInfo, listField *fieldInfo) {
 			}
 			continue
 		}
-		if m.val.kind == nNull && c.mode == modeDocument {
-			continue // a complete document: null is the same as absent
+		if m.val.kind == nNull && (c.mode == modeDocument || c.atomic > 0) {
+			// A complete document, or an element of a list that every
+			// merge replaces as a whole (a complete value in any layer):
+			// null is the same as absent. As jsonpatch.MergePatch, which
+			// prunes such nulls, and strategicpatch where the base lacks
+			// the list.
+			continue
 		}
 		if t.kind == tkMap {
 			c.push(pathSeg{name: m.key, kind: segKey})

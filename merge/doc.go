@@ -68,7 +68,10 @@
 //	kubelet.yaml: port: expected int32, got string "ten"
 //
 // Field names are matched case-sensitively, as Kubernetes decoders do. apiVersion and
-// kind must be the profile's. In a complete document null means "not set".
+// kind must be the profile's. In a complete document null means "not set",
+// and so it does, in every layer, inside an element of a list that the
+// merges replace as a whole (reservedMemory: [{limits: {cpu: null}}] sets
+// no cpu limit), as jsonpatch.MergePatch prunes such nulls.
 // Options.Lenient decodes documents with unknown or duplicate fields anyway
 // and returns what it ignored as warnings. The trees are merged without being
 // serialized and converted to the Go type once, at the end, with
@@ -106,7 +109,7 @@
 //	| maps of lists                     | merge by key (staticPodURLHeader)       | fails: "data type is not struct"              |
 //	| $patch: replace on an unset field | sets the field                          | drops the field                               |
 //	| null in a $patch: replace object  | not set                                 | kept: a map key with an empty value           |
-//	| null in a list element            | as in a complete document (zero value)  | dropped if the base lacks the list, else kept |
+//	| null in a list element            | not set, as in a complete document      | kept as a value if the base has the list      |
 //	| $patch: delete                    | removes the field                       | leaves {}: a pointer field set to zeros       |
 //	| $patch in a list element          | error naming the element                | dropped or kept as a field, by the base       |
 //	| custom JSON decoding              | replaced as a whole                     | merged as an object                           |

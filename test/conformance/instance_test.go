@@ -296,11 +296,12 @@ func rewriteNullsInReplaced(_, inst map[string]any) bool {
 	return changed
 }
 
-// rewriteNullsInLists: a list is replaced as a whole and its elements read
-// as in a complete document, where a null map value is a key with the zero
-// value (as the kubelet's decoder reads it). strategicpatch does that when
-// the base has the list, and drops those nulls when it does not. The rewrite
-// gives the base an empty list there.
+// rewriteNullsInLists: a list is replaced as a whole and its elements are
+// complete values, in which null means "not set", as in a complete document
+// and as jsonpatch.MergePatch (drop-ins) prunes them. strategicpatch drops
+// those nulls only where the base lacks the list; where the base has it, it
+// keeps them as values (a map key with an empty value once decoded). The
+// rewrite drops them there.
 func rewriteNullsInLists(base, inst map[string]any) bool {
 	changed := false
 	walkObjects(base, inst, func(b any, obj map[string]any) {
@@ -310,11 +311,10 @@ func rewriteNullsInLists(base, inst map[string]any) bool {
 		}
 		for _, k := range sortedKeys(obj) {
 			l, isList := obj[k].([]any)
-			if _, has := bm[k]; !isList || has || !hasNull(l) {
+			if _, has := bm[k].([]any); !isList || !has || !hasNull(l) {
 				continue
 			}
-			bm[k] = []any{}
-			changed = true
+			changed = dropNulls(l) || changed
 		}
 	})
 	return changed
@@ -528,4 +528,50 @@ func overlap(g *jsonGen, base, inst map[string]any) {
 		g.directive(p)
 		inst[k] = p
 	}
+	// Lists the base has, again in the instance with nulls in their
+	// elements' objects.
+	for _, k := range sortedKeys(base) {
+		l, ok := base[k].([]any)
+		if _, set := inst[k]; !ok || set || !g.chance(0.5) {
+			continue
+		}
+		var b []byte
+		if b, ok = jsonRoundTrip(l); ok {
+			var c []any
+			if json.Unmarshal(b, &c) == nil && nullFirstScalar(c) {
+				inst[k] = c
+			}
+		}
+	}
+}
+
+func jsonRoundTrip(v any) ([]byte, bool) {
+	b, err := json.Marshal(v)
+	return b, err == nil
+}
+
+// nullFirstScalar sets the first scalar member (by key) of every object in v
+// to null, and reports whether it set any.
+func nullFirstScalar(v any) bool {
+	set := false
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			switch v[k].(type) {
+			case map[string]any, []any:
+				set = nullFirstScalar(v[k]) || set
+			case nil:
+			default:
+				if !set {
+					v[k] = nil
+					set = true
+				}
+			}
+		}
+	case []any:
+		for _, e := range v {
+			set = nullFirstScalar(e) || set
+		}
+	}
+	return set
 }
