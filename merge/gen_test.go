@@ -16,9 +16,9 @@ import (
 // small key pools so that layers overlap, and (in patches) some nulls.
 type gen struct {
 	r *rand.Rand
-	// nulls allows null values in objects (deletions in patches). They are
-	// never generated inside lists, where jsonpatch.MergePatch departs from
-	// RFC 7386 (it prunes them) and typed decoding then differs.
+	// nulls allows null values in objects: deletions in patches, and "not
+	// set" inside the elements of lists (which jsonpatch.MergePatch prunes,
+	// as merge drops them).
 	nulls bool
 	// directives allows $patch: replace/delete on objects, for instance
 	// documents; only where the original has the field (see strategic.go).
@@ -76,7 +76,7 @@ func (g *gen) value(t *typeInfo, depth int) (any, bool) {
 		n := g.r.Intn(3)
 		out := []any{}
 		for i := 0; i < n; i++ {
-			if v, ok := g.valueNoNulls(t.elem, depth+1); ok {
+			if v, ok := g.value(t.elem, depth+1); ok {
 				out = append(out, v)
 			}
 		}
@@ -119,13 +119,6 @@ func (g *gen) value(t *typeInfo, depth int) (any, bool) {
 		return out, true
 	}
 	return nil, false
-}
-
-func (g *gen) valueNoNulls(t *typeInfo, depth int) (any, bool) {
-	saved := g.nulls
-	g.nulls = false
-	defer func() { g.nulls = saved }()
-	return g.value(t, depth)
 }
 
 // document returns a random document of the kubelet type as YAML.
