@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -220,6 +221,35 @@ func TestRollout(t *testing.T) {
 		// The first one is no longer active: the second starts.
 		f.waitPhase(ctx, second, v1alpha1.PhaseCompleted)
 		f.waitAll(ctx, other)
+	})
+
+	t.Run("least-privilege identity", func(t *testing.T) {
+		// The controller on the ServiceAccount and grants of
+		// deploy/rollout/rbac.yaml, holding the Lease it names.
+		ctx := testContext(t, 5*time.Minute)
+		if _, err := h.cl.ApplyManifests(ctx, rolloutRBAC); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := h.cl.ServiceAccountConfig(ctx, "kube-system", "dynconfig-rollout")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitAllowed(ctx, t, cfg)
+		f := startFleet(ctx, t, h, "lp", 4, func(node string) bool { return strings.HasSuffix(node, "-001") })
+		rc := startRolloutControllerAs(ctx, t, cfg, "kube-system", "dynconfig-rollout", "lp", nil)
+		ro := f.rollout("lp", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
+		})
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseHalted)
+		if !strings.Contains(got.Status.Message, f.names[1]) {
+			t.Errorf("halt message %q, want node %s", got.Status.Message, f.names[1])
+		}
+		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 2)
+		f.waitAll(ctx, f.oldCM)
+		f.wantEvent(ctx, ro, "Halted")
+		if assigns, reverts := rc.patches(); assigns != 2 || reverts != 2 {
+			t.Errorf("%d assignments, %d reverts; want 2 and 2", assigns, reverts)
+		}
 	})
 
 	t.Run("failover", func(t *testing.T) {
@@ -674,11 +704,18 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// startRolloutController runs a replica with leader election on a short
-// Lease until the test ends.
+// startRolloutController runs a replica as the admin with leader election
+// on a short Lease of the test's own until the test ends.
 func startRolloutController(ctx context.Context, t *testing.T, h *harness, identity string, cut *cuttable) *rolloutController {
 	t.Helper()
-	cfg := limited(h.cl.Config, 100, 200)
+	return startRolloutControllerAs(ctx, t, h.cl.Config, metav1.NamespaceDefault, objectName(t, "lease"), identity, cut)
+}
+
+// startRolloutControllerAs runs a replica on cfg's identity holding the
+// Lease namespace/name.
+func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Config, namespace, lease, identity string, cut *cuttable) *rolloutController {
+	t.Helper()
+	cfg = limited(cfg, 100, 200)
 	if cut != nil {
 		cfg.Wrap(cut.wrap)
 	}
@@ -693,7 +730,7 @@ func startRolloutController(ctx context.Context, t *testing.T, h *harness, ident
 	c, err := controller.New(controller.Options{
 		Client: client, Dynamic: dyn,
 		LeaderElection: &controller.LeaderElection{
-			Namespace: metav1.NamespaceDefault, Name: objectName(t, "lease"), Identity: identity,
+			Namespace: namespace, Name: lease, Identity: identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		},
 	})
@@ -710,4 +747,28 @@ func startRolloutController(ctx context.Context, t *testing.T, h *harness, ident
 		}
 	})
 	return &rolloutController{c}
+}
+
+// rolloutRBAC is the controller's identity and grants.
+const rolloutRBAC = "../../deploy/rollout/rbac.yaml"
+
+// waitAllowed waits until RBAC lets cfg's identity do what the controller
+// does first (RBAC objects take effect shortly after they are stored).
+func waitAllowed(ctx context.Context, t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	client := newClient(t, cfg, 50, 100)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		if _, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return false, nil
+		}
+		if _, err := client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+			return false, fmt.Errorf("the controller's identity may list Leases: more than its grants say")
+		}
+		_, err := dyn.Resource(v1alpha1.GroupVersionResource()).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the controller's ServiceAccount never got its grants: %v", err)
+	}
 }
