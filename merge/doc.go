@@ -111,11 +111,14 @@
 //	| null in a $patch: replace object  | not set                                 | kept: a map key with an empty value           |
 //	| null in a list element            | not set, as in a complete document      | kept as a value if the base has the list      |
 //	| $patch: delete                    | removes the field                       | leaves {}: a pointer field set to zeros       |
-//	| $patch in a list element          | error naming the element                | dropped or kept as a field, by the base       |
+//	| $patch in a list element          | error naming the element                | element dropped, or "$patch" kept as a field  |
 //	| custom JSON decoding              | replaced as a whole                     | merged as an object                           |
 //
-// The last row cannot arise with the kubelet's type, whose custom-decoded
-// values (durations, quantities) are all JSON strings.
+// Where strategicpatch's result depends on the base (the last column of
+// the null and "$patch" rows: what it keeps where the base has the list or
+// the field), merge gives the instance's value one meaning whatever the base
+// holds. The last row cannot arise with the kubelet's type, whose
+// custom-decoded values (durations, quantities) are all JSON strings.
 //
 // # Not guaranteed
 //
