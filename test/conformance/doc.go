@@ -25,6 +25,16 @@
 //     loader, eviction defaults, JSON merge patches and v1beta1 defaults,
 //     in cmd/kubelet/app's order), on generated base files and drop-in sets,
 //     compared on the kubelet's internal type.
+//   - TestKubeletInstanceMerge: merge.Pipeline's instance layer against
+//     strategicpatch.StrategicMergePatch on the typed KubeletConfiguration
+//     (the KEP "Instance-Specific ComponentConfig"'s way), on generated base
+//     and instance documents with nulls and $patch directives; the only
+//     differences allowed are the table "Differences from strategicpatch"
+//     of merge/doc.go, which TestInstanceDifferencesDocumented keeps in step.
+//   - TestKubeletAllowlistPatterns: the kubelet profile's check of
+//     preloadedImagesVerificationAllowlist entries against the kubelet's
+//     image pull manager (ValidateAllowlistImagesPatterns), on generated
+//     entries near the image reference grammar.
 //   - TestKubeProxyDefaults, TestKubeProxyValidation: the same for the
 //     kube-proxy profile against kube-proxy's v1alpha1 defaulting and its
 //     Validate (after the platform defaults and the global feature gate
