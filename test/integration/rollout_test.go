@@ -31,6 +31,7 @@ import (
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/controller"
 	"github.com/dynconfig/dynconfig/source"
@@ -118,6 +119,70 @@ func TestRollout(t *testing.T) {
 		}
 		f.wantEvent(ctx, ro, "Halted")
 		f.wantEvent(ctx, ro, "Reverting")
+	})
+
+	t.Run("canary crash-loops (real processes)", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("real processes: skipped with -short")
+		}
+		ctx := testContext(t, 8*time.Minute)
+		bin := buildKubeletLike(t)
+		dir := t.TempDir()
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		const threshold = 1
+		f := &fleet{t: t, h: h, dyn: dynamic.NewForConfigOrDie(h.cl.Config), label: "rollout-test-crash", prefix: "crash"}
+		f.oldCM = h.createTrialConfigMap(ctx, t, objectName(t, "old"), kubeletPayload(42), "1s", threshold)
+		f.newCM = h.createTrialConfigMap(ctx, t, objectName(t, "crash"),
+			kubeletPayload(77)+"providerID: "+demoCrashProviderID+"\n", "10m", threshold)
+		loops := map[string]*proctest.RestartLoop{}
+		for i := range 3 {
+			name := fmt.Sprintf("ro-crash-%03d", i)
+			f.names = append(f.names, name)
+			if _, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name: name, Labels: map[string]string{f.label: "true"},
+				Annotations: map[string]string{source.AnnotationKey: assignmentFor(f.oldCM)},
+			}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			loops[name] = proctest.StartLoop(t, bin, []string{
+				"--kubeconfig=" + kubeconfig, "--node-name=" + name, "--dynamic-config-dir=" + filepath.Join(dir, name),
+				"--port=0", "--status-file=" + filepath.Join(dir, name+".json"),
+			}, nil)
+		}
+		f.waitAll(ctx, f.oldCM)
+		starts := map[string]int{}
+		for name, l := range loops {
+			starts[name] = len(l.All())
+		}
+		rc := startRolloutController(ctx, t, h, "a", nil)
+		ro := f.rollout("crash", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
+			s.ProgressDeadlineSeconds = ptr.To(int32(300))
+		})
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseHalted)
+		if !strings.Contains(got.Status.Message, f.names[0]) || !strings.Contains(got.Status.Message, "RolledBack") {
+			t.Errorf("halt message %q: want the canary %s rolled back by its component", got.Status.Message, f.names[0])
+		}
+		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 1)
+		if len(got.Status.Nodes) != 1 || got.Status.Nodes[0].Name != f.names[0] {
+			t.Fatalf("records %+v, want the canary only", got.Status.Nodes)
+		}
+		f.waitAll(ctx, f.oldCM)
+		if assigns, reverts := rc.patches(); assigns != 1 || reverts != 1 {
+			t.Errorf("%d assignments and %d reverts, want 1 and 1 (the canary)", assigns, reverts)
+		}
+		if n := len(loops[f.names[0]].All()) - starts[f.names[0]]; n < threshold+2 {
+			t.Errorf("the canary started %d times after the assignment, want at least %d (a crash loop)", n, threshold+2)
+		}
+		for _, name := range f.names[1:] {
+			if n := len(loops[name].All()); n != starts[name] {
+				t.Errorf("node %s was started %d times more: it should never have seen the crash config\n%s",
+					name, n-starts[name], proctest.DescribeProcs(loops[name].All()))
+			}
+		}
 	})
 
 	t.Run("maxFailures 2 halts on the third failure", func(t *testing.T) {
