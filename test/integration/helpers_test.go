@@ -26,6 +26,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/merge"
@@ -496,26 +497,21 @@ func waitPointer(t *testing.T, dir, name string, uid types.UID) {
 	}
 }
 
-// checkpoints lists the checkpoint files of a state dir as "<uid>/<rv>".
+// checkpoints lists the checkpoints of a state dir as "<uid>/<rv>", read
+// through checkpoint.Inspect, so the test does not depend on the layout
+// (checkpoints/<uid>_<rv>, or checkpoints/<uid>/<rv> of older versions).
 func checkpoints(t *testing.T, dir string) []string {
 	t.Helper()
-	root := filepath.Join(dir, "checkpoints")
-	var keys []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			rel, err := filepath.Rel(root, path)
-			if err != nil {
-				return err
-			}
-			keys = append(keys, filepath.ToSlash(rel))
-		}
+	snap, err := checkpoint.Inspect(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	}
+	if err != nil {
 		t.Fatalf("listing checkpoints: %v", err)
+	}
+	var keys []string
+	for _, c := range snap.Checkpoints {
+		keys = append(keys, c.Key.String())
 	}
 	return keys
 }
