@@ -300,24 +300,5 @@ func TestInvalidLocalConfigStops(t *testing.T) {
 // TestExitCodes runs the binary on --help, --version and a wrong command
 // line: exit codes 0, 0 and 2, through app.Main.
 func TestExitCodes(t *testing.T) {
-	bin := testBinary.Build(t)
-	for _, tc := range []struct {
-		args       []string
-		wantCode   int
-		wantStdout string // a prefix
-		wantStderr string
-	}{
-		{args: []string{"--help"}, wantCode: 0, wantStdout: "kube-proxy-like serves /healthz"},
-		{args: []string{"--version"}, wantCode: 0, wantStdout: "kube-proxy-like v"},
-		{args: []string{"--dynamic-config-dir=" + t.TempDir(), "--no-such-flag"}, wantCode: 2,
-			wantStderr: "kube-proxy-like: unknown flag: --no-such-flag\nRun 'kube-proxy-like --help' for usage.\n"},
-	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			code, stdout, stderr := proctest.RunToExit(t, bin, tc.args...)
-			if code != tc.wantCode || !strings.HasPrefix(stdout, tc.wantStdout) || stderr != tc.wantStderr {
-				t.Errorf("exit code %d, stdout %q, stderr %q; want %d, stdout starting with %q, stderr %q",
-					code, proctest.Tail(stdout, 3), stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
-			}
-		})
-	}
+	proctest.ExpectComponentExitCodes(t, testBinary.Build(t), "kube-proxy-like", "kube-proxy-like serves /healthz")
 }

@@ -549,24 +549,5 @@ func metricHasLabel(exposition, metric, label string) bool {
 // TestExitCodes runs the binary on --help, --version and a wrong command
 // line: exit codes 0, 0 and 2, through app.Main.
 func TestExitCodes(t *testing.T) {
-	bin := testBinary.Build(t)
-	for _, tc := range []struct {
-		args       []string
-		wantCode   int
-		wantStdout string // a prefix
-		wantStderr string
-	}{
-		{args: []string{"--help"}, wantCode: 0, wantStdout: "kubelet-like serves /healthz"},
-		{args: []string{"--version"}, wantCode: 0, wantStdout: "kubelet-like v"},
-		{args: []string{"--dynamic-config-dir=" + t.TempDir(), "--no-such-flag"}, wantCode: 2,
-			wantStderr: "kubelet-like: unknown flag: --no-such-flag\nRun 'kubelet-like --help' for usage.\n"},
-	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			code, stdout, stderr := proctest.RunToExit(t, bin, tc.args...)
-			if code != tc.wantCode || !strings.HasPrefix(stdout, tc.wantStdout) || stderr != tc.wantStderr {
-				t.Errorf("exit code %d, stdout %q, stderr %q; want %d, stdout starting with %q, stderr %q",
-					code, proctest.Tail(stdout, 3), stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
-			}
-		})
-	}
+	proctest.ExpectComponentExitCodes(t, testBinary.Build(t), "kubelet-like", "kubelet-like serves /healthz")
 }

@@ -1,9 +1,7 @@
 package proctest
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"testing"
 
@@ -78,52 +76,6 @@ func TestExpectStartError(t *testing.T) {
 			}
 			if rec.fatal != tc.wantFatal || msg != tc.wantMsg {
 				t.Errorf("fatal %t, message %q; want %t, %q", rec.fatal, msg, tc.wantFatal, tc.wantMsg)
-			}
-		})
-	}
-}
-
-// TestExpectExecuteError runs in-process commands that fail as a bad
-// invocation must (and ways they do not) and checks what
-// ExpectExecuteError reports.
-func TestExpectExecuteError(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		runErr       error
-		print        string
-		want         string
-		wantFailures []string
-	}{{
-		name:   "the error",
-		runErr: errors.New("--flag: bad value"),
-		want:   "bad value",
-	}, {
-		name: "success",
-		want: "bad value",
-		wantFailures: []string{"exit code 0, want 1",
-			`stderr = "", want an error line containing "bad value"`},
-	}, {
-		name:         "another error and output",
-		runErr:       errors.New("other"),
-		print:        "serving",
-		want:         "bad value",
-		wantFailures: []string{`stderr = "thing: other\n", want an error line containing "bad value"`, `stdout = "serving", want nothing`},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			// A component's Execute: its output, then its error on stderr
-			// with exit code 1.
-			execute := func(stdout, stderr io.Writer) int {
-				_, _ = io.WriteString(stdout, tc.print)
-				if tc.runErr != nil {
-					_, _ = fmt.Fprintf(stderr, "thing: %v\n", tc.runErr)
-					return 1
-				}
-				return 0
-			}
-			rec := &recordingTB{TB: t}
-			ExpectExecuteError(rec, execute, "thing: ", tc.want)
-			if diff := cmp.Diff(tc.wantFailures, rec.failures); diff != "" {
-				t.Errorf("failures (-want +got):\n%s", diff)
 			}
 		})
 	}
