@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -307,32 +308,13 @@ func TestUsageError(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in two
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // started is a command running in process.
 type started struct {
 	addr   string
 	cancel context.CancelFunc
 	done   chan int
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *proctest.SyncBuffer
+	stderr *proctest.SyncBuffer
 }
 
 // start runs cmd in process until the test ends, and waits until it
@@ -341,7 +323,7 @@ func start(t *testing.T, cmd *cobra.Command, args ...string) *started {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	s := &started{cancel: cancel, done: make(chan int, 1), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	s := &started{cancel: cancel, done: make(chan int, 1), stdout: &proctest.SyncBuffer{}, stderr: &proctest.SyncBuffer{}}
 	go func() { s.done <- Execute(ctx, cmd, args, s.stdout, s.stderr) }()
 	t.Cleanup(func() {
 		cancel()

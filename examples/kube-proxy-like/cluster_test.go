@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,25 +20,6 @@ import (
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader in two
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestReportsItsOwnCondition runs kube-proxy-like in process against a
 // fake API server, once on the shared ConfigMap (--configmap) and once on
@@ -92,7 +71,7 @@ func TestReportsItsOwnCondition(t *testing.T) {
 
 			_, ctx := ktesting.NewTestContext(t)
 			ctx, cancel := context.WithCancel(ctx)
-			var stdout, stderr lockedBuffer
+			var stdout, stderr proctest.SyncBuffer
 			done := make(chan int, 1)
 			args := append([]string{"--dynamic-config-dir=" + t.TempDir(), "--kubeconfig=fake", "--node-name=" + nodeName, "--port=0"}, tc.args...)
 			go func() { done <- app.Execute(ctx, app.NewCommand(c), args, &stdout, &stderr) }()

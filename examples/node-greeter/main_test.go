@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -50,25 +50,6 @@ func assignment(t *testing.T, cm *corev1.ConfigMap) string {
 		t.Fatal(err)
 	}
 	return string(data)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in two
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitFor polls cond every 20ms for up to 15s.
@@ -136,7 +117,7 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	var stdout, stderr syncBuffer
+	var stdout, stderr proctest.SyncBuffer
 	done := make(chan int, 1)
 	cmd := newCommand(func(c *app.Component[NodeGreeterConfiguration]) {
 		c.NewClient = func(string) (kubernetes.Interface, error) { return client, nil }

@@ -21,19 +21,22 @@ const WaitTimeout = 30 * time.Second
 // again after it exited (systemd's RestartSec, shortened).
 const RestartDelay = 20 * time.Millisecond
 
-// syncBuffer is a bytes.Buffer safe for a writing child and a reading test.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for one goroutine (or child process)
+// writing and another reading; its zero value is empty and ready.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -43,8 +46,8 @@ func (b *syncBuffer) String() string {
 type Proc struct {
 	cmd    *exec.Cmd
 	pid    int
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout SyncBuffer
+	stderr SyncBuffer
 	done   chan struct{} // closed when the process has exited
 	code   int           // exit code, valid after done; -1 when a signal ended it
 }
