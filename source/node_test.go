@@ -341,6 +341,21 @@ func (o *observer) waitFor(want string) {
 	}
 }
 
+// settle reads changed calls until none came for quiet.
+func (o *observer) settle(quiet time.Duration) {
+	o.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case <-o.calls:
+		case <-time.After(quiet):
+			return
+		case <-deadline:
+			o.t.Fatalf("changed calls did not stop within %v", waitLimit)
+		}
+	}
+}
+
 // describe is an Assigned result in a short comparable form.
 func describe(a Assignment, err error) string {
 	switch {
@@ -831,6 +846,11 @@ func TestNodeRunReadsANewConfigMapFromItsWatch(t *testing.T) {
 	s := newNodeSource(t, client, NodeOptions{Clock: testingclock.NewFakeClock(time.Now())})
 	o := observe(t, s)
 	o.waitFor("ns-a/cm-a uid=uid-a rv=11 data=map[kubelet:a1]")
+	// Let the calls of the start end: a call in flight when the Node
+	// changes reads the new assignment before Run moved the watch, and
+	// fetches the ConfigMap itself (a race this change narrows, not
+	// removes; TestScale allows for it).
+	o.settle(300 * time.Millisecond)
 	before := gets.Load()
 	updateNode(t, client, "22", setAnnotation(t, ref("ns-b", "cm-b", "uid-b", "")))
 	o.waitFor("ns-b/cm-b uid=uid-b rv=12 data=map[kubelet:b1]")
