@@ -671,8 +671,10 @@ func (c *Controller[T]) promote(ctx context.Context) {
 	c.mu.Unlock()
 	c.opts.Metrics.SetLastKnownGood(cur)
 	logger.Info("Current config promoted to last-known-good", "config", describe(cur))
-	c.report(ctx) // the phase moves from Trial to Promoted
+	// Collect before reporting: whoever sees the node promoted sees the
+	// state dir without the checkpoints the promotion let go.
 	c.collectGarbage(ctx)
+	c.report(ctx) // the phase moves from Trial to Promoted
 }
 
 // collectGarbage removes the checkpoints that no pointer references.
