@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/dynconfig/dynconfig/internal/kubeflags"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 )
 
@@ -87,16 +87,10 @@ type commands struct {
 }
 
 func clientsFromFlags(f *genericclioptions.ConfigFlags) (Clients, error) {
-	loader := f.ToRawKubeConfigLoader()
-	cfg, err := loader.ClientConfig()
+	cfg, ns, err := kubeflags.RESTConfig(f, "dynconfigctl")
 	if err != nil {
-		return Clients{}, fmt.Errorf("load kubeconfig: %w", err)
+		return Clients{}, err
 	}
-	ns, _, err := loader.Namespace()
-	if err != nil {
-		return Clients{}, fmt.Errorf("load kubeconfig: namespace: %w", err)
-	}
-	cfg = rest.AddUserAgent(cfg, "dynconfigctl")
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return Clients{}, fmt.Errorf("create API client: %w", err)
