@@ -70,10 +70,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, d deps) i
 	}
 	fmt.Fprintf(stderr, "dynconfigctl: %v\n", err)
 	var u *usageError
+	var ru *rolloutcli.UsageError
 	// An error before the command ran is cobra's check of its flags or
 	// arguments (commands built elsewhere, such as rollout's, use
 	// cobra.ExactArgs): a usage error too.
-	if errors.As(err, &u) || !*ran {
+	if errors.As(err, &u) || errors.As(err, &ru) || !*ran {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage
 	}

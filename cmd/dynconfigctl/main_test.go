@@ -233,6 +233,12 @@ func TestRolloutWired(t *testing.T) {
 		{args: []string{"rollout", "start"}, wantCode: exitUsage, wantStderr: "dynconfigctl: accepts 1 arg(s), received 0\nRun 'dynconfigctl rollout start --help' for usage.\n"},
 		{args: []string{"rollout", "status", "a", "b"}, wantCode: exitUsage, wantStderr: "dynconfigctl: accepts 1 arg(s), received 2\nRun 'dynconfigctl rollout status --help' for usage.\n"},
 		{args: []string{"rollout", "pause", "--bogus", "r"}, wantCode: exitUsage, wantStderr: "dynconfigctl: unknown flag: --bogus\nRun 'dynconfigctl rollout pause --help' for usage.\n"},
+		// Flag values the command checks itself are usage errors too (they
+		// exited 1).
+		{args: []string{"rollout", "start", "r1", "--configmap", "c", "--steps", "0"}, wantCode: exitUsage,
+			wantStderr: "dynconfigctl: --steps: step 0: \"0\": want a positive node count or a percentage\nRun 'dynconfigctl rollout start --help' for usage.\n"},
+		{args: []string{"rollout", "status", "r1", "-w", "--interval", "0"}, wantCode: exitUsage,
+			wantStderr: "dynconfigctl: --interval: must be positive, got 0s\nRun 'dynconfigctl rollout status --help' for usage.\n"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

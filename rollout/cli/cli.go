@@ -33,6 +33,14 @@ type Clients struct {
 	Namespace string
 }
 
+// UsageError is an error of the command line found once a command runs (a
+// flag value it checks itself, such as --steps); a caller exits with its
+// usage status (2) for it.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
 // Options configures NewCommand.
 type Options struct {
 	// Out receives results, ErrOut nothing yet (errors are returned).
@@ -139,7 +147,7 @@ func (c *commands) start() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ro, err := so.rollout(args[0])
 			if err != nil {
-				return err
+				return &UsageError{Err: err}
 			}
 			ri, ns, err := c.rollouts()
 			if err != nil {
@@ -343,7 +351,7 @@ func (c *commands) status() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if interval <= 0 {
-				return fmt.Errorf("--interval: must be positive, got %v", interval)
+				return &UsageError{Err: fmt.Errorf("--interval: must be positive, got %v", interval)}
 			}
 			ri, ns, err := c.rollouts()
 			if err != nil {
