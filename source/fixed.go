@@ -194,7 +194,11 @@ func watchConfigMap(ctx context.Context, client kubernetes.Interface, namespace,
 		informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
 	inf := factory.Core().V1().ConfigMaps().Informer()
-	mine := func(obj any) bool { return objectKey(obj) == namespace+"/"+name }
+	// Until the first sync, events are the initial list being delivered:
+	// the consumer is called once it is in the cache (below), not for each
+	// event, when a read would miss the cache and go to the API server.
+	var synced atomic.Bool
+	mine := func(obj any) bool { return synced.Load() && objectKey(obj) == namespace+"/"+name }
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if mine(obj) {
@@ -229,6 +233,7 @@ func watchConfigMap(ctx context.Context, client kubernetes.Interface, namespace,
 		for {
 			select {
 			case <-inf.HasSyncedChecker().Done():
+				synced.Store(true)
 				notify()
 				return
 			case <-patience.C:
