@@ -3,6 +3,7 @@ package conformance
 import (
 	"flag"
 	"fmt"
+	"github.com/dynconfig/dynconfig/test/kubeletfork"
 	"math/rand"
 	"os"
 
@@ -19,7 +20,6 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
-	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/test/conformance/kubeletgates"
@@ -100,24 +100,8 @@ var scheme = func() *runtime.Scheme {
 // defaults: DefaultEvictionHard when evictionHard is unset, else merged
 // under it when mergeDefaultEvictionSettings is true.
 func upstreamDefault(obj *kubeletv1beta1.KubeletConfiguration) {
-	scheme.Default(obj)
-	upstreamEvictionDefaults(obj)
-}
-
-func upstreamEvictionDefaults(obj *kubeletv1beta1.KubeletConfiguration) {
-	switch {
-	case obj.EvictionHard == nil:
-		obj.EvictionHard = make(map[string]string, len(eviction.DefaultEvictionHard))
-		for k, v := range eviction.DefaultEvictionHard {
-			obj.EvictionHard[k] = v
-		}
-	case obj.MergeDefaultEvictionSettings != nil && *obj.MergeDefaultEvictionSettings:
-		for k, v := range eviction.DefaultEvictionHard {
-			if _, ok := obj.EvictionHard[k]; !ok {
-				obj.EvictionHard[k] = v
-			}
-		}
-	}
+	// The hollow-kubelet fork's profile is exactly that defaulting.
+	kubeletfork.Profile{}.Default(obj)
 }
 
 // toInternal converts a v1beta1 configuration to the kubelet's internal type
