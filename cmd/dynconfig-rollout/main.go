@@ -95,7 +95,12 @@ func run(ctx context.Context, args []string) error {
 	}
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	cfg = rest.AddUserAgent(cfg, "dynconfig-rollout")
-	client, err := kubernetes.NewForConfig(cfg)
+	// Nodes and Events in protobuf, as kube-controller-manager does; the
+	// dynamic client of ConfigRollouts speaks JSON whatever this says.
+	typed := rest.CopyConfig(cfg)
+	typed.ContentType = "application/vnd.kubernetes.protobuf"
+	typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(typed)
 	if err != nil {
 		return fmt.Errorf("create API client: %w", err)
 	}

@@ -74,6 +74,15 @@ func limited(cfg *rest.Config, qps float32, burst int) *rest.Config {
 	return cfg
 }
 
+// protobuf returns a copy of cfg that speaks protobuf with the API server
+// for built-in types, as the kubelet and kube-controller-manager do.
+func protobuf(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return cfg
+}
+
 // newClient returns a clientset over a copy of cfg with its own rate limit.
 func newClient(tb testing.TB, cfg *rest.Config, qps float32, burst int) kubernetes.Interface {
 	tb.Helper()

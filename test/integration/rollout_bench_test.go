@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -46,16 +47,32 @@ func envInt(key string, def int) int {
 	return def
 }
 
+// benchTrial is how long the simulated components of
+// BenchmarkRolloutController/trial=... keep a config in trial.
+var benchTrial = time.Duration(envInt("DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS", 2000)) * time.Millisecond
+
 // BenchmarkRolloutController measures what the rollout controller adds to a
 // rollout: 1000 Nodes whose components are simulated by one informer that
-// reports a new assignment promoted at once (through nodes/status, as
-// status.NodeReporter does), so that every step's time is the controller's
-// and the API server's, with no trial to wait for. Each iteration rolls one
-// ConfigMap out in 5 steps (1, 10%, 25%, 50%, 100%; maxUnavailable 10%),
-// alternating between two ConfigMaps. It reports seconds per step, the
-// controller's API requests per node (counted by the API server: its Node
-// PATCHes, status updates and Events), the time spent planning and
-// writing per step, and the heap the controller's caches hold.
+// reports through nodes/status, as status.NodeReporter does. Each
+// iteration rolls one ConfigMap out in 5 steps (1, 10%, 25%, 50%, 100%;
+// maxUnavailable 10%), alternating between two ConfigMaps. Two cases:
+//
+//   - trial=0s: a component reports a new assignment promoted at once. There
+//     is nothing to wait for: the step times are the controller's and the API
+//     server's alone, and the client's rate limit never refills (the worst
+//     case; production has trial periods between batches).
+//   - trial=2s: a component reports Trial at once and promoted 2 s later, as
+//     a real one after its trial period. A step must wait for each of its
+//     batches of maxUnavailable nodes in turn (12 waits over the 5 steps);
+//     overhead-s/step is the step time beyond those waits.
+//
+// Both report seconds per step, the controller's API requests per node
+// (counted by the API server: its Node PATCHes, status updates and Events),
+// the time it spent planning and writing per step, the CPU of this process
+// (the controller and the simulated components) and the heap the
+// controller's caches hold. DYNCONFIG_ROLLOUT_BENCH_QPS sets the
+// controller's client rate limit (default 100, dynconfig-rollout's
+// default; burst twice that), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial.
 //
 //	cd test && go test -run XXX -bench RolloutController -benchtime 1x ./integration/
 func BenchmarkRolloutController(b *testing.B) {
@@ -76,11 +93,15 @@ func BenchmarkRolloutController(b *testing.B) {
 		}
 		cms[i] = cm
 	}
-	promoted := func(cm *corev1.ConfigMap) string {
+	reported := func(cm *corev1.ConfigMap, phase status.ConfigPhase) string {
 		src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 			Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: kubelet.PayloadKey,
 		}}
-		v, err := (&status.ConfigStatus{Phase: status.PhasePromoted, Assigned: src, Active: src, LastKnownGood: src}).MarshalAnnotation()
+		st := &status.ConfigStatus{Phase: phase, Assigned: src, Active: src}
+		if phase == status.PhasePromoted {
+			st.LastKnownGood = src
+		}
+		v, err := st.MarshalAnnotation()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -93,17 +114,26 @@ func BenchmarkRolloutController(b *testing.B) {
 	if err := parallel(benchNodes, func(i int) error {
 		_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: names[i], Labels: map[string]string{label: "true"},
-			Annotations: map[string]string{source.AnnotationKey: assignmentFor(cms[1]), status.ConfigStatusAnnotation: promoted(cms[1])},
+			Annotations: map[string]string{source.AnnotationKey: assignmentFor(cms[1]), status.ConfigStatusAnnotation: reported(cms[1], status.PhasePromoted)},
 		}}, metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		b.Fatal(err)
 	}
 
-	// The simulated components: report promoted whatever is assigned.
-	simClient := newClient(b, cl.Config, 1000, 2000)
-	byUID := map[types.UID]string{cms[0].UID: promoted(cms[0]), cms[1].UID: promoted(cms[1])}
-	work := make(chan string, benchNodes)
+	// The simulated components: whatever is assigned, report it in trial
+	// (unless the trial is 0) and promoted once the trial is over.
+	simClient := newClient(b, protobuf(cl.Config), 1000, 2000)
+	promoted := map[types.UID]string{cms[0].UID: reported(cms[0], status.PhasePromoted), cms[1].UID: reported(cms[1], status.PhasePromoted)}
+	inTrial := map[types.UID]string{cms[0].UID: reported(cms[0], status.PhaseTrial), cms[1].UID: reported(cms[1], status.PhaseTrial)}
+	var trial atomic.Int64 // the current case's trial, in nanoseconds
+	type simWork struct {
+		node    string
+		uid     types.UID
+		promote bool
+	}
+	work := make(chan simWork, benchNodes)
+	var pending sync.Map // node name → the UID it is working on
 	factory := informers.NewSharedInformerFactoryWithOptions(simClient, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = label }))
 	nodes := factory.Core().V1().Nodes()
@@ -113,8 +143,12 @@ func BenchmarkRolloutController(b *testing.B) {
 		if json.Unmarshal([]byte(n.Annotations[source.AnnotationKey]), &src) != nil || src.ConfigMap == nil {
 			return
 		}
-		if want := byUID[src.ConfigMap.UID]; want != "" && n.Annotations[status.ConfigStatusAnnotation] != want {
-			work <- n.Name
+		uid, cur := src.ConfigMap.UID, n.Annotations[status.ConfigStatusAnnotation]
+		if promoted[uid] == "" || cur == promoted[uid] || cur == inTrial[uid] {
+			return
+		}
+		if _, busy := pending.LoadOrStore(n.Name, uid); !busy {
+			work <- simWork{node: n.Name, uid: uid}
 		}
 	}
 	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onNode, UpdateFunc: func(_, o any) { onNode(o) }}); err != nil {
@@ -124,6 +158,10 @@ func BenchmarkRolloutController(b *testing.B) {
 	defer stopSim()
 	factory.Start(simCtx.Done())
 	factory.WaitForCacheSync(simCtx.Done())
+	report := func(node, value string) {
+		patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]string{status.ConfigStatusAnnotation: value}}})
+		_, _ = simClient.CoreV1().Nodes().Patch(simCtx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	}
 	var sims sync.WaitGroup
 	for range 16 {
 		sims.Go(func() {
@@ -131,17 +169,19 @@ func BenchmarkRolloutController(b *testing.B) {
 				select {
 				case <-simCtx.Done():
 					return
-				case name := <-work:
-					n, err := nodes.Lister().Get(name)
-					if err != nil {
+				case w := <-work:
+					if d := time.Duration(trial.Load()); d > 0 && !w.promote {
+						report(w.node, inTrial[w.uid])
+						time.AfterFunc(d, func() {
+							select {
+							case work <- simWork{node: w.node, uid: w.uid, promote: true}:
+							case <-simCtx.Done():
+							}
+						})
 						continue
 					}
-					var src corev1.NodeConfigSource
-					if json.Unmarshal([]byte(n.Annotations[source.AnnotationKey]), &src) != nil || src.ConfigMap == nil {
-						continue
-					}
-					patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]string{status.ConfigStatusAnnotation: byUID[src.ConfigMap.UID]}}})
-					_, _ = simClient.CoreV1().Nodes().Patch(simCtx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+					report(w.node, promoted[w.uid])
+					pending.Delete(w.node)
 				}
 			}
 		})
@@ -159,104 +199,138 @@ func BenchmarkRolloutController(b *testing.B) {
 
 	steps := []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("10%")),
 		nodesStep(intstr.FromString("25%")), nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
-	var stepTimes []time.Duration
-	var total time.Duration
-	var requestsPerNode float64
-	var byController requestCount
-	reconcileBefore := rc.Stats().ReconcileTime
-	cpuBefore := processCPU()
-	b.ResetTimer()
-	for i := range b.N {
-		if err := quiesce(ctx, h.client); err != nil {
-			b.Fatal(err)
-		}
-		before, _, err := scrape(ctx, h.client)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cm := cms[i%2]
-		name := fmt.Sprintf("bench-%d", i)
-		ro := &v1alpha1.ConfigRollout{
-			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-			Spec: v1alpha1.ConfigRolloutSpec{
-				ConfigMapName: cm.Name, Steps: steps, MaxUnavailable: ptr.To(intstr.FromString("10%")),
-				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}},
-			},
-		}
-		obj, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(ro)
-		if err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		if _, err := ri.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		last, lastStep := start, int32(0)
-		for {
-			u, err := ri.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var got v1alpha1.ConfigRollout
-			if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
-				b.Fatal(err)
-			}
-			if got.Status.CurrentStep != lastStep {
-				now := time.Now()
-				for range got.Status.CurrentStep - lastStep {
-					stepTimes = append(stepTimes, now.Sub(last))
+	// The batches a step must wait for in turn: its new nodes, at most
+	// maxUnavailable (10%) in trial at once.
+	const maxUnavailable = benchNodes / 10
+	batches, done := 0, 0
+	for _, target := range []int{1, benchNodes / 10, benchNodes / 4, benchNodes / 2, benchNodes} {
+		batches += (target - done + maxUnavailable - 1) / maxUnavailable
+		done = target
+	}
+	rollouts := 0
+	for _, d := range []time.Duration{0, benchTrial} {
+		b.Run(fmt.Sprintf("trial=%v", d), func(b *testing.B) {
+			trial.Store(int64(d))
+			var stepTimes []time.Duration
+			var total time.Duration
+			var requestsPerNode float64
+			var byController requestCount
+			statsBefore := rc.Stats()
+			cpuBefore := processCPU()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				if err := quiesce(ctx, h.client); err != nil {
+					b.Fatal(err)
 				}
-				last, lastStep = now, got.Status.CurrentStep
+				before, _, err := scrape(ctx, h.client)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				cm := cms[rollouts%2]
+				name := fmt.Sprintf("bench-%d", rollouts)
+				rollouts++
+				times, took := runBenchRollout(ctx, b, ri, name, cm.Name, steps, label)
+				stepTimes = append(stepTimes, times...)
+				total += took
+				b.StopTimer()
+				if err := quiesce(ctx, h.client); err != nil {
+					b.Fatal(err)
+				}
+				after, _, err := scrape(ctx, h.client)
+				if err != nil {
+					b.Fatal(err)
+				}
+				byController = requestCount{}
+				var n float64
+				for k, v := range after.sub(before) {
+					if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
+						k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
+						byController[k] = v
+						n += v
+					}
+				}
+				requestsPerNode = n / benchNodes
+				b.StartTimer()
 			}
-			if got.Status.Phase == v1alpha1.PhaseCompleted {
-				break
+			b.StopTimer()
+			stats := rc.Stats()
+			// The test process: the controller, the simulated components and
+			// the benchmark's watch (the API server and etcd run apart).
+			cpu := (processCPU() - cpuBefore).Seconds()
+			nSteps := float64(len(stepTimes))
+			waits := time.Duration(b.N*batches) * d
+			b.ReportMetric(total.Seconds()/nSteps, "s/step")
+			b.ReportMetric((total-waits).Seconds()/nSteps, "overhead-s/step")
+			b.ReportMetric((stats.ReconcileTime-statsBefore.ReconcileTime).Seconds()/nSteps, "reconcile-s/step")
+			b.ReportMetric(requestsPerNode, "requests/node")
+			b.ReportMetric(cpu/nSteps, "process-cpu-s/step")
+			b.ReportMetric(float64(int64(heapAfter)-int64(heapBefore))/(1<<20), "controller-heap-MiB")
+			var st []string
+			for _, d := range stepTimes {
+				st = append(st, d.Round(time.Millisecond).String())
 			}
-			if !got.Status.Phase.Active() {
-				b.Fatalf("rollout %s: %s: %s", name, got.Status.Phase, got.Status.Message)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		total += time.Since(start)
-		b.StopTimer()
-		if err := quiesce(ctx, h.client); err != nil {
-			b.Fatal(err)
-		}
-		after, _, err := scrape(ctx, h.client)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d := after.sub(before)
-		byController = requestCount{}
-		var n float64
-		for k, v := range d {
-			if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
-				k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
-				byController[k] = v
-				n += v
-			}
-		}
-		requestsPerNode = n / benchNodes
-		b.StartTimer()
+			b.Logf("%d nodes, QPS %v, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; the controller's requests in the last rollout: %s; its own count: %+v",
+				benchNodes, benchQPS, b.N, batches, d, strings.Join(st, " "), byController, stats)
+		})
 	}
-	b.StopTimer()
-	reconcile := (rc.Stats().ReconcileTime - reconcileBefore).Seconds()
-	// The test process: the controller, the simulated components and the
-	// benchmark's polling (the API server and etcd run apart).
-	cpu := (processCPU() - cpuBefore).Seconds()
-	nSteps := float64(len(stepTimes))
-	b.ReportMetric(total.Seconds()/nSteps, "s/step")
-	b.ReportMetric(reconcile/nSteps, "reconcile-s/step")
-	b.ReportMetric(requestsPerNode, "requests/node")
-	b.ReportMetric(cpu/nSteps, "process-cpu-s/step")
-	b.ReportMetric(float64(int64(heapAfter)-int64(heapBefore))/(1<<20), "controller-heap-MiB")
-	var st []string
-	for _, d := range stepTimes {
-		st = append(st, d.Round(time.Millisecond).String())
-	}
-	b.Logf("%d nodes, %d rollouts of 5 steps: step times %s; the controller's requests in the last rollout: %s; its own count: %+v",
-		benchNodes, b.N, strings.Join(st, " "), byController, rc.Stats())
 	runtime.KeepAlive(rc)
+}
+
+// runBenchRollout creates a ConfigRollout and follows it with a watch until
+// it completes; it returns the time of each step and of the whole.
+func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name, configMap string, steps []v1alpha1.RolloutStep, label string) ([]time.Duration, time.Duration) {
+	ro := &v1alpha1.ConfigRollout{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1alpha1.ConfigRolloutSpec{
+			ConfigMapName: configMap, Steps: steps, MaxUnavailable: ptr.To(intstr.FromString("10%")),
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}},
+		},
+	}
+	obj, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(ro)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Follow the rollout with a watch: polling its status (a thousand node
+	// records) would load the API server the benchmark measures.
+	w, err := ri.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
+	if _, err := ri.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var stepTimes []time.Duration
+	last, lastStep := start, int32(0)
+	for ev := range w.ResultChan() {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			b.Fatalf("watching rollout %s: %v", name, ev.Object)
+		}
+		var got v1alpha1.ConfigRollout
+		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
+			b.Fatal(err)
+		}
+		if got.Status.CurrentStep != lastStep {
+			now := time.Now()
+			for range got.Status.CurrentStep - lastStep {
+				stepTimes = append(stepTimes, now.Sub(last))
+			}
+			last, lastStep = now, got.Status.CurrentStep
+		}
+		switch {
+		case got.Status.Phase == v1alpha1.PhaseCompleted:
+			return stepTimes, time.Since(start)
+		case !got.Status.Phase.Active():
+			b.Fatalf("rollout %s: %s: %s", name, got.Status.Phase, got.Status.Message)
+		}
+	}
+	b.Fatalf("rollout %s: the watch ended before the rollout completed", name)
+	return nil, 0
 }
 
 // processCPU is the user and system CPU time of this process.
@@ -274,7 +348,7 @@ func startRolloutControllerTB(ctx context.Context, tb testing.TB, h *harness) *c
 	tb.Helper()
 	cfg := limited(h.cl.Config, benchQPS, 2*int(benchQPS))
 	c, err := controller.New(controller.Options{
-		Client: newClient(tb, cfg, benchQPS, 2*int(benchQPS)), Dynamic: dynamic.NewForConfigOrDie(cfg),
+		Client: newClient(tb, protobuf(cfg), benchQPS, 2*int(benchQPS)), Dynamic: dynamic.NewForConfigOrDie(cfg),
 	})
 	if err != nil {
 		tb.Fatal(err)
