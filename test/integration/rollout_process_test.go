@@ -1,0 +1,376 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+)
+
+// rolloutPackage is the rollout controller's command.
+const rolloutPackage = "github.com/dynconfig/dynconfig/cmd/dynconfig-rollout"
+
+// The Lease timings of the replicas in processes: short, so that a
+// failover takes seconds.
+const (
+	procLeaseDuration = 3 * time.Second
+	procRenewDeadline = 2 * time.Second
+	procRetryPeriod   = 500 * time.Millisecond
+)
+
+// nodePatches is the series of the assignment and revert patches: PATCH of
+// the Node itself. The simulated components write only nodes/status.
+var nodePatches = requestKey{verb: "PATCH", resource: "nodes"}
+
+// TestRolloutProcessFailover runs two replicas of the dynconfig-rollout
+// binary with leader election and ends the leader mid-rollout: with
+// SIGKILL (the Lease is not released; the other replica takes it when it
+// expires) and with SIGTERM (the leader releases the Lease and exits 0;
+// the other takes it at once). Either way the rollout completes with one
+// assignment PATCH per node, and the revert records survive for undo.
+func TestRolloutProcessFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes: skipped with -short")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dynconfig-rollout")
+	built := make(chan error, 1)
+	go func() {
+		// go test puts the go command of its toolchain first on the PATH.
+		out, err := exec.Command("go", "build", "-o", bin, rolloutPackage).CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build %s: %w\n%s", rolloutPackage, err, out)
+		}
+		built <- err
+	}()
+	h := newHarness(t)
+	ctx := testContext(t, 5*time.Minute)
+	installRolloutCRD(ctx, t, h)
+	if err := <-built; err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("SIGKILL of the leader", func(t *testing.T) {
+		const n = 10
+		ctx := testContext(t, 4*time.Minute)
+		f := startFleet(ctx, t, h, "pkill", n, nil)
+		lease := objectName(t, "lease")
+		lw := watchLease(ctx, t, h, lease)
+		replicas := startReplicas(t, bin, kubeconfig, lease, "a", "b")
+		first := lw.waitHolder(t, "a replica holds the Lease", func(id string) bool { return replicas[id] != nil })
+		before := requestCountsOf(ctx, t, h)
+		ro := f.rollout("kill", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
+			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		})
+		f.waitFor(ctx, ro, "4 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 4 })
+
+		victim := leaseHolder(ctx, t, h, lease)
+		if replicas[victim] == nil {
+			t.Fatalf("the Lease is held by %q, not by a replica (first holder %s)", victim, first)
+		}
+		survivor := otherReplica(victim)
+		replicas[victim].Kill() // SIGKILL: no release of the Lease, no last write
+		killed := time.Now()
+		atKill, err := f.get(ctx, ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(atKill.Status.Nodes) >= n || atKill.Status.Phase != v1alpha1.PhaseProgressing {
+			t.Fatalf("at the kill the rollout had %d records for %d nodes, phase %s: nothing left for the other replica",
+				len(atKill.Status.Nodes), n, atKill.Status.Phase)
+		}
+		if code := replicas[victim].Code(); code != -1 {
+			t.Errorf("replica %s exited with code %d, want -1 (killed by a signal)", victim, code)
+		}
+		took := lw.waitHolder(t, "replica "+survivor+" takes the Lease", func(id string) bool { return id == survivor }).Sub(killed)
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
+		f.wantAll(ctx, f.newCM)
+		t.Logf("killed replica %s at %d of %d records; %s took the Lease %v later (lease duration %v)",
+			victim, len(atKill.Status.Nodes), n, survivor, took.Round(time.Millisecond), procLeaseDuration)
+		if rel := lw.releasedBy(victim); rel {
+			t.Errorf("the Lease was released after the SIGKILL of %s: holders %v", victim, lw.holders())
+		}
+
+		// Every node ended on the new ConfigMap, so each got at least one
+		// assignment; as many PATCHes as nodes means exactly one each, and
+		// no revert.
+		d := requestCountsOf(ctx, t, h).sub(before)
+		if got := d[nodePatches]; got != n {
+			t.Errorf("%v Node PATCHes for %d nodes, want exactly one assignment each and no revert; all requests: %v", got, n, d)
+		}
+		if u := d[requestKey{verb: "UPDATE", resource: "nodes"}]; u != 0 {
+			t.Errorf("%v Node UPDATEs, want none", u)
+		}
+		checkRecords(t, got, f, v1alpha1.NodePromoted)
+
+		// The revert records survived the kill: undo puts every node back
+		// on its previous source, with one revert PATCH each.
+		f.patchSpec(ctx, ro, `{"spec":{"undo":true}}`)
+		f.waitPhase(ctx, ro, v1alpha1.PhaseReverted)
+		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, n)
+		f.waitAll(ctx, f.oldCM)
+		if got := requestCountsOf(ctx, t, h).sub(before)[nodePatches]; got != 2*n {
+			t.Errorf("%v Node PATCHes after the undo, want %d (one assignment and one revert each)", got, 2*n)
+		}
+		if replicas[survivor].Exited() {
+			t.Errorf("replica %s exited with code %d", survivor, replicas[survivor].Code())
+		}
+	})
+
+	t.Run("SIGTERM of the leader", func(t *testing.T) {
+		const n = 6
+		ctx := testContext(t, 4*time.Minute)
+		f := startFleet(ctx, t, h, "pterm", n, nil)
+		lease := objectName(t, "lease")
+		lw := watchLease(ctx, t, h, lease)
+		replicas := startReplicas(t, bin, kubeconfig, lease, "a", "b")
+		lw.waitHolder(t, "a replica holds the Lease", func(id string) bool { return replicas[id] != nil })
+		before := requestCountsOf(ctx, t, h)
+		ro := f.rollout("term", func(s *v1alpha1.ConfigRolloutSpec) {
+			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
+			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		})
+		f.waitFor(ctx, ro, "2 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 2 })
+
+		victim := leaseHolder(ctx, t, h, lease)
+		if replicas[victim] == nil {
+			t.Fatalf("the Lease is held by %q, not by a replica", victim)
+		}
+		survivor := otherReplica(victim)
+		termed := time.Now()
+		if code := replicas[victim].Terminate(t); code != 0 {
+			t.Errorf("replica %s exited with code %d after SIGTERM, want 0", victim, code)
+		}
+		exited := time.Since(termed)
+		took := lw.waitHolder(t, "replica "+survivor+" takes the Lease", func(id string) bool { return id == survivor }).Sub(termed)
+		t.Logf("SIGTERM of replica %s: exited after %v; %s took the Lease %v after the signal (lease duration %v)",
+			victim, exited.Round(time.Millisecond), survivor, took.Round(time.Millisecond), procLeaseDuration)
+		if !lw.releasedBy(victim) {
+			t.Errorf("replica %s did not release the Lease on SIGTERM: holders %v", victim, lw.holders())
+		}
+		// Released, the Lease is free at once; held, it would be free only
+		// a lease duration after the last renewal.
+		if took >= procLeaseDuration {
+			t.Errorf("replica %s took the Lease %v after the SIGTERM of %s, want less than the lease duration %v",
+				survivor, took, victim, procLeaseDuration)
+		}
+		got := f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
+		f.wantAll(ctx, f.newCM)
+		if got := requestCountsOf(ctx, t, h).sub(before)[nodePatches]; got != n {
+			t.Errorf("%v Node PATCHes for %d nodes, want exactly one assignment each", got, n)
+		}
+		checkRecords(t, got, f, v1alpha1.NodePromoted)
+	})
+}
+
+// startReplicas starts one dynconfig-rollout process per identity, all on
+// the Lease default/lease. Their stderr is logged when the test fails.
+func startReplicas(t *testing.T, bin, kubeconfig, lease string, ids ...string) map[string]*proctest.Proc {
+	t.Helper()
+	procs := map[string]*proctest.Proc{}
+	for _, id := range ids {
+		procs[id] = proctest.Start(t, bin, []string{
+			"--kubeconfig=" + kubeconfig, "--leader-elect", "--lease-namespace=" + metav1.NamespaceDefault,
+			"--lease-name=" + lease, "--identity=" + id,
+			"--lease-duration=" + procLeaseDuration.String(), "--renew-deadline=" + procRenewDeadline.String(),
+			"--retry-period=" + procRetryPeriod.String(), "--metrics-address=",
+		}, nil)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, id := range ids {
+			p := procs[id]
+			state := "running"
+			if p.Exited() {
+				state = fmt.Sprintf("exited with code %d", p.Code())
+			}
+			t.Logf("replica %s (pid %d, %s) stderr:\n%s", id, p.PID(), state, proctest.Tail(p.Stderr(), 60))
+		}
+	})
+	return procs
+}
+
+func otherReplica(id string) string {
+	if id == "a" {
+		return "b"
+	}
+	return "a"
+}
+
+func requestCountsOf(ctx context.Context, t *testing.T, h *harness) requestCount {
+	t.Helper()
+	c, err := requestCounts(ctx, h.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func leaseHolder(ctx context.Context, t *testing.T, h *harness, name string) string {
+	t.Helper()
+	l, err := h.client.CoordinationV1().Leases(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading Lease %s: %v", name, err)
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, "")
+}
+
+// checkRecords checks that the rollout has one record per node of the
+// fleet, in state, each with the node's previous source: the old ConfigMap.
+func checkRecords(t *testing.T, ro *v1alpha1.ConfigRollout, f *fleet, state v1alpha1.NodeState) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, rec := range ro.Status.Nodes {
+		if f.index(rec.Name) < 0 || seen[rec.Name] {
+			t.Errorf("record of node %s: not of the fleet, or a second one", rec.Name)
+		}
+		seen[rec.Name] = true
+		if rec.State != state {
+			t.Errorf("node %s: state %s, want %s", rec.Name, rec.State, state)
+		}
+		if p := rec.Previous; p == nil || p.ConfigMap == nil || p.ConfigMap.UID != f.oldCM.UID ||
+			p.ConfigMap.Name != f.oldCM.Name || p.ConfigMap.Namespace != f.oldCM.Namespace {
+			t.Errorf("node %s: previous source %+v, want ConfigMap %s/%s (uid %s)", rec.Name, p, f.oldCM.Namespace, f.oldCM.Name, f.oldCM.UID)
+		}
+	}
+	if len(seen) != len(f.names) {
+		t.Errorf("%d nodes have a record, want all %d", len(seen), len(f.names))
+	}
+}
+
+// leaseWatch records every holder of a Lease, as a watch sees it.
+type leaseWatch struct {
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced at every change
+	seen    []holderChange
+	err     error
+}
+
+type holderChange struct {
+	holder string
+	at     time.Time
+}
+
+func (c holderChange) String() string {
+	h := c.holder
+	if h == "" {
+		h = `""`
+	}
+	return c.at.Format("15:04:05.000") + " " + h
+}
+
+// watchLease starts a watch on the Lease default/name (which may not
+// exist yet) until ctx ends.
+func watchLease(ctx context.Context, t *testing.T, h *harness, name string) *leaseWatch {
+	t.Helper()
+	w, err := h.client.CoordinationV1().Leases(metav1.NamespaceDefault).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		t.Fatalf("watching Lease %s: %v", name, err)
+	}
+	lw := &leaseWatch{changed: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				lw.fail(fmt.Errorf("watch of Lease %s: %v", name, ev.Object))
+				return
+			}
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok {
+				continue
+			}
+			lw.observe(ptr.Deref(l.Spec.HolderIdentity, ""))
+		}
+		if ctx.Err() == nil {
+			lw.fail(fmt.Errorf("the watch of Lease %s ended", name))
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return lw
+}
+
+func (lw *leaseWatch) observe(holder string) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if n := len(lw.seen); n > 0 && lw.seen[n-1].holder == holder {
+		return // a renewal
+	}
+	lw.seen = append(lw.seen, holderChange{holder, time.Now()})
+	close(lw.changed)
+	lw.changed = make(chan struct{})
+}
+
+func (lw *leaseWatch) fail(err error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.err = err
+	close(lw.changed)
+	lw.changed = make(chan struct{})
+}
+
+func (lw *leaseWatch) holders() []holderChange {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return append([]holderChange(nil), lw.seen...)
+}
+
+// waitHolder waits until the latest holder satisfies ok and returns when
+// the watch saw it become the holder.
+func (lw *leaseWatch) waitHolder(t *testing.T, what string, ok func(id string) bool) time.Time {
+	t.Helper()
+	timeout := time.After(waitTimeout)
+	for {
+		lw.mu.Lock()
+		seen, err, changed := lw.seen, lw.err, lw.changed
+		lw.mu.Unlock()
+		if n := len(seen); n > 0 && ok(seen[n-1].holder) {
+			return seen[n-1].at
+		}
+		if err != nil {
+			t.Fatalf("waiting until %s: %v; holders %v", what, err, seen)
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("waiting until %s: not after %v; holders %v", what, waitTimeout, seen)
+		}
+	}
+}
+
+// releasedBy reports whether id's tenure ended with a release: the holder
+// after id is "" (what the elector writes on release).
+func (lw *leaseWatch) releasedBy(id string) bool {
+	seen := lw.holders()
+	for i := 0; i+1 < len(seen); i++ {
+		if seen[i].holder == id {
+			return seen[i+1].holder == ""
+		}
+	}
+	return false
+}
