@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -488,8 +489,12 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
+	u := obj.(*unstructured.Unstructured)
 	if settled(ro) {
 		r.c.metrics.observe(ro)
+		if slices.Contains(u.GetFinalizers(), plan.Finalizer) {
+			return 0, r.removeFinalizer(ctx, u)
+		}
 		return 0, nil
 	}
 	sel, err := selectorOf(ro)
@@ -513,9 +518,20 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	changed := !apiequality.Semantic.DeepEqual(ro.Status, res.Status)
 	r.c.planNanos.Add(int64(time.Since(start)))
 
+	// While nodes depend on its records, the rollout holds a finalizer:
+	// deleting it then reverts them first (package plan), and the records
+	// stay until that is done.
+	finalized := plan.Finalized(&res.Status)
+	hasFinalizer := slices.Contains(u.GetFinalizers(), plan.Finalizer)
+	if !finalized && !hasFinalizer && u.GetDeletionTimestamp() == nil {
+		if u, err = r.addFinalizer(ctx, u); err != nil {
+			return 0, err
+		}
+		hasFinalizer = true
+	}
 	if changed {
 		t := time.Now()
-		err := r.writeStatus(ctx, obj.(*unstructured.Unstructured), res.Status)
+		err := r.writeStatus(ctx, u, res.Status)
 		r.c.writeNanos.Add(int64(time.Since(t)))
 		if err != nil {
 			return 0, err
@@ -540,7 +556,71 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	if len(errs) > 0 {
 		return 0, errors.Join(errs...)
 	}
+	if finalized && hasFinalizer {
+		// The status just written (or unchanged) is the base.
+		if latest, ok, _ := r.roCache.GetByKey(key); ok {
+			u = latest.(*unstructured.Unstructured)
+		}
+		if err := r.removeFinalizer(ctx, u); err != nil {
+			return 0, err
+		}
+	}
 	return res.RequeueAfter, nil
+}
+
+// addFinalizer adds plan.Finalizer to a rollout, on the resourceVersion it
+// was planned on, and returns the updated object.
+func (r *runner) addFinalizer(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": u.GetResourceVersion()}}
+	if len(u.GetFinalizers()) == 0 {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers", "value": []string{plan.Finalizer}})
+	} else {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/finalizers/-", "value": plan.Finalizer})
+	}
+	got, err := r.patchRollout(ctx, u, ops)
+	if err != nil {
+		return nil, fmt.Errorf("add finalizer %s to ConfigRollout %s/%s: %w", plan.Finalizer, u.GetNamespace(), u.GetName(), err)
+	}
+	return got, nil
+}
+
+// removeFinalizer removes plan.Finalizer from a rollout: its nodes no
+// longer depend on its records.
+func (r *runner) removeFinalizer(ctx context.Context, u *unstructured.Unstructured) error {
+	i := slices.Index(u.GetFinalizers(), plan.Finalizer)
+	if i < 0 {
+		return nil
+	}
+	path := fmt.Sprintf("/metadata/finalizers/%d", i)
+	_, err := r.patchRollout(ctx, u, []map[string]any{
+		{"op": "test", "path": path, "value": plan.Finalizer},
+		{"op": "remove", "path": path},
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove finalizer %s from ConfigRollout %s/%s: %w", plan.Finalizer, u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
+}
+
+// patchRollout applies a JSON patch to a rollout's metadata. A failed test
+// (the object changed since it was read) is a conflict: plan again.
+func (r *runner) patchRollout(ctx context.Context, u *unstructured.Unstructured, ops []map[string]any) (*unstructured.Unstructured, error) {
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	got, err := r.c.opts.Dynamic.Resource(v1alpha1.GroupVersionResource()).Namespace(u.GetNamespace()).
+		Patch(ctx, u.GetName(), types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "dynconfig-rollout"})
+	if err != nil {
+		return nil, err
+	}
+	if got.GetDeletionTimestamp() == nil || len(got.GetFinalizers()) > 0 {
+		r.roCache.Mutation(got)
+	}
+	return got, nil
 }
 
 // settled reports whether a rollout has nothing left to do: a final phase,

@@ -16,6 +16,9 @@
 //     so a new leader plans on a fresh list and the records its
 //     predecessor stored; on shutdown the workers stop before the Lease is
 //     released;
+//   - while nodes depend on a rollout's records (plan.Finalized is false)
+//     the rollout holds plan.Finalizer, added before the status that needs
+//     it is written: deleting it reverts them before the object goes;
 //   - the only requests per node are the assignment patch and, when
 //     needed, the revert patch; nodes, rollouts and ConfigMaps are read
 //     from informers.

@@ -18,6 +18,10 @@
 //     result, and with revertOnHalt every node it changed is Reverting;
 //   - a ConfigMap whose UID or resourceVersion differs from the one the
 //     rollout started with halts it (the reason names both versions);
+//   - a rollout deleted while active reverts every node it changed, and
+//     Finalized is false until they all carry their previous source again
+//     (the controller holds Finalizer until then); one deleted after it
+//     ended changes nothing;
 //   - every patch is idempotent and asked again until the node is
 //     observed to carry it, so a lost write or a new leader only repeats
 //     the same value.

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -29,7 +30,10 @@ var (
 //   - every node whose assignment differs from its start has a record, with
 //     the start assignment as Previous;
 //   - a rollout that is not Progressing or Paused asks no assignment;
-//   - more than maxFailures failures means the rollout is not active.
+//   - more than maxFailures failures means the rollout is not active;
+//   - a rollout deleted while active, once Finalized, has put every node
+//     back on its start assignment; one deleted after it ended changed none
+//     back.
 //
 // A failure prints its seed: go test -run TestModel -model.seed=N ./rollout/plan
 func TestModel(t *testing.T) {
@@ -80,6 +84,8 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		start[n.Name] = n.Assignment
 	}
 	applied := map[string]int{} // assignments that reached the node
+	deletedActive := false        // deleted while it was active
+	var atDeletion map[string]*string
 	var log []string
 	defer func() {
 		if !ok {
@@ -94,7 +100,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	}
 
 	for range 200 {
-		action := rng.IntN(14)
+		action := rng.IntN(15)
 		dropWrites := false
 		switch action {
 		case 0, 1, 2: // components promote
@@ -153,6 +159,16 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			log = append(log, "resume")
 		case 12:
 			dropWrites = true
+		case 13:
+			if w.r.DeletionTimestamp == nil && rng.IntN(6) == 0 {
+				w.r.DeletionTimestamp = &metav1.Time{Time: w.now}
+				deletedActive = w.r.Status.Phase.Active() && w.r.Status.ConfigMap != nil
+				atDeletion = map[string]*string{}
+				for _, n := range w.nodes {
+					atDeletion[n.Name] = n.Assignment
+				}
+				log = append(log, fmt.Sprintf("delete the rollout (active: %v)", deletedActive))
+			}
 		}
 		before := map[string]*string{}
 		for _, n := range w.nodes {
@@ -216,6 +232,19 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			prev, _ := parseAssignment(start[n.Name])
 			if !sameSource(prev, rec.Previous) {
 				return fail("node %s: record's previous %v, started on %v", n.Name, rec.Previous, prev)
+			}
+		}
+		if w.r.DeletionTimestamp != nil && Finalized(&st) {
+			for _, n := range w.nodes {
+				want := atDeletion[n.Name]
+				if deletedActive {
+					want = start[n.Name]
+				} else if _, ok := atDeletion[n.Name]; !ok {
+					want = start[n.Name] // added after the deletion
+				}
+				if !sameAssignment(n.Assignment, want) && !w.r.Spec.Undo {
+					return fail("deleted rollout finalized with node %s on %s, want %s", n.Name, describeAnnotation(n.Assignment), describeAnnotation(want))
+				}
 			}
 		}
 		// The components react to reverts.

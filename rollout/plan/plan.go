@@ -368,6 +368,9 @@ func (p *planner) decide() {
 			p.event(false, "Undo", "undo: %d nodes put back on their previous source", n)
 		}
 		return
+	case p.r.DeletionTimestamp != nil:
+		p.deleted()
+		return
 	case !st.Phase.Active():
 		return
 	case spec.Abort:
@@ -385,6 +388,47 @@ func (p *planner) decide() {
 		return
 	}
 	p.steps()
+}
+
+// deleted stops a rollout that is being deleted. An active one puts every
+// node it changed back on its previous source first, as a halt with
+// revertOnHalt does: nothing else would remember what to put back once the
+// object is gone. A rollout that already ended (completed, aborted, halted,
+// reverted) leaves its nodes as they are.
+func (p *planner) deleted() {
+	st := p.st
+	switch {
+	case !st.Phase.Active():
+		return
+	case st.ConfigMap == nil:
+		p.setPhase(v1alpha1.PhaseAborted, "deleted before it started")
+		p.event(false, "Deleted", "deleted before it started: no node was changed")
+		return
+	}
+	// No new assignment, not even one asked earlier in this plan.
+	p.res.Patches = slices.DeleteFunc(p.res.Patches, func(pt Patch) bool { return !pt.Revert })
+	n := p.revertAll("deletion")
+	p.setPhase(v1alpha1.PhaseReverted, fmt.Sprintf("deleted while active at step %d: %d nodes put back on their previous source", st.CurrentStep, n))
+	p.event(true, "Deleted", "deleted while active at step %d: reverting %d nodes to their previous source before the ConfigRollout goes", st.CurrentStep, n)
+}
+
+// Finalizer is the finalizer the rollout controller keeps on an active
+// ConfigRollout, so that deleting it reverts the nodes it changed before the
+// revert records go with the object.
+const Finalizer = "dynconfig.io/revert-records"
+
+// Finalized reports whether a ConfigRollout needs its finalizer no more:
+// it is not active and no node of it is still being put back.
+func Finalized(st *v1alpha1.ConfigRolloutStatus) bool {
+	if st.Phase.Active() {
+		return false
+	}
+	for _, rec := range st.Nodes {
+		if rec.State == v1alpha1.NodeReverting {
+			return false
+		}
+	}
+	return true
 }
 
 // start pins the ConfigMap and starts the rollout, or says why it cannot.

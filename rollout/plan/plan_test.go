@@ -660,3 +660,113 @@ func TestHaltInTheSamePlan(t *testing.T) {
 		t.Errorf("states %v", got)
 	}
 }
+
+// TestDeletion: deleting an active rollout puts its nodes back before the
+// finalizer may go; deleting one that ended changes nothing.
+func TestDeletion(t *testing.T) {
+	type tc struct {
+		name string
+		// setup runs the rollout to where it is deleted.
+		setup func(w *world)
+		// phase after the deletion's plan; reverted: nodes put back.
+		phase    v1alpha1.RolloutPhase
+		reverted int
+	}
+	for _, c := range []tc{
+		{"mid-step", func(w *world) { w.plan(); w.promoteAll(); w.plan() }, v1alpha1.PhaseReverted, 4},
+		{"paused", func(w *world) { w.plan(); w.promoteAll(); w.r.Spec.Paused = true; w.plan() }, v1alpha1.PhaseReverted, 2},
+		{"before the first plan", func(w *world) {}, v1alpha1.PhaseAborted, 0},
+		{"refused by a conflict", func(w *world) {
+			w.others = []Other{{Namespace: "ns", Name: "first", Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: map[string]bool{"node-000": true}}}
+			w.plan()
+		}, v1alpha1.PhaseAborted, 0},
+		{"completed", func(w *world) { w.runToEnd(10) }, v1alpha1.PhaseCompleted, 0},
+		{"aborted", func(w *world) { w.plan(); w.promoteAll(); w.r.Spec.Abort = true; w.plan() }, v1alpha1.PhaseAborted, 0},
+		{"halted without revert", func(w *world) {
+			w.r.Spec.RevertOnHalt = ptr.To(false)
+			w.plan()
+			w.fail("node-000")
+			w.plan()
+		}, v1alpha1.PhaseHalted, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, 6, countStep(2), percentStep("100%"))
+			w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			c.setup(w)
+			before := map[string]*string{}
+			for _, n := range w.nodes {
+				before[n.Name] = n.Assignment
+			}
+			wasActive := w.r.Status.Phase.Active()
+			w.r.DeletionTimestamp = &metav1.Time{Time: w.now}
+			w.plan()
+			w.wantPhase(c.phase)
+			for _, p := range w.last.Patches {
+				if !p.Revert {
+					t.Errorf("a deleted rollout assigns %s", p.Node)
+				}
+			}
+			if got := len(w.reverting()); got != c.reverted {
+				t.Errorf("%d nodes reverting, want %d", got, c.reverted)
+			}
+			if wasActive != w.hasEvent("Deleted") {
+				t.Errorf("Deleted event: %v, want %v (events %v)", !wasActive, wasActive, w.last.Events)
+			}
+			if c.reverted > 0 && Finalized(&w.r.Status) {
+				t.Errorf("finalized while %d nodes revert", c.reverted)
+			}
+			// The components take the reverts; the next plan sees them.
+			w.settleReverts()
+			w.plan()
+			if !Finalized(&w.r.Status) {
+				t.Fatalf("not finalized after the reverts: phase %s, states %v", w.r.Status.Phase, w.states())
+			}
+			for _, n := range w.nodes {
+				want := before[n.Name]
+				if c.reverted > 0 {
+					if odd := n.Name[len(n.Name)-1]%2 == 1; odd {
+						v := mustJSON(t, oldSource())
+						want = &v
+					} else {
+						want = nil
+					}
+				}
+				if !sameAssignment(n.Assignment, want) {
+					t.Errorf("node %s carries %s, want %s", n.Name, describeAnnotation(n.Assignment), describeAnnotation(want))
+				}
+			}
+			if len(w.last.Patches) != 0 {
+				t.Errorf("patches after the end: %v", w.last.Patches)
+			}
+		})
+	}
+}
+
+// TestFinalized: the finalizer stays while the rollout is active or a node
+// is still being put back.
+func TestFinalized(t *testing.T) {
+	for _, c := range []struct {
+		phase v1alpha1.RolloutPhase
+		state v1alpha1.NodeState
+		want  bool
+	}{
+		{v1alpha1.PhaseProgressing, v1alpha1.NodePromoted, false},
+		{v1alpha1.PhasePaused, v1alpha1.NodePromoted, false},
+		{v1alpha1.PhasePending, "", false},
+		{"", "", false},
+		{v1alpha1.PhaseHalted, v1alpha1.NodeReverting, false},
+		{v1alpha1.PhaseReverted, v1alpha1.NodeReverting, false},
+		{v1alpha1.PhaseHalted, v1alpha1.NodeFailed, true},
+		{v1alpha1.PhaseReverted, v1alpha1.NodeReverted, true},
+		{v1alpha1.PhaseCompleted, v1alpha1.NodePromoted, true},
+		{v1alpha1.PhaseAborted, v1alpha1.NodeTrial, true},
+	} {
+		st := &v1alpha1.ConfigRolloutStatus{Phase: c.phase}
+		if c.state != "" {
+			st.Nodes = []v1alpha1.NodeRecord{{Name: "a", State: v1alpha1.NodePromoted}, {Name: "b", State: c.state}}
+		}
+		if got := Finalized(st); got != c.want {
+			t.Errorf("Finalized(phase %q, a node %q) = %v, want %v", c.phase, c.state, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +36,7 @@ import (
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/controller"
+	"github.com/dynconfig/dynconfig/rollout/plan"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -317,6 +320,8 @@ func TestRollout(t *testing.T) {
 		}
 	})
 
+	t.Run("deletion", func(t *testing.T) { testRolloutDeletion(t, h) })
+
 	t.Run("failover", func(t *testing.T) {
 		ctx := testContext(t, 5*time.Minute)
 		f := startFleet(ctx, t, h, "failover", 8, nil)
@@ -349,6 +354,70 @@ func TestRollout(t *testing.T) {
 		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 8)
 		f.waitAll(ctx, f.oldCM)
 	})
+}
+
+// testRolloutDeletion: deleting an active rollout puts its nodes back
+// before the object goes (the finalizer keeps the revert records until
+// then); deleting a completed one changes no node.
+func testRolloutDeletion(t *testing.T, h *harness) {
+	ctx := testContext(t, 5*time.Minute)
+	f := startFleet(ctx, t, h, "delete", 6, nil)
+	rc := startRolloutController(ctx, t, h, "a", nil)
+	ri := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace)
+	finalizers := func(name string) []string {
+		t.Helper()
+		u, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.GetFinalizers()
+	}
+	waitGone := func(name string) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+			_, err := ri.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Fatalf("ConfigRollout %s was not deleted: %v (finalizers %v)", name, err, finalizers(name))
+		}
+	}
+
+	active := f.rollout("active", func(s *v1alpha1.ConfigRolloutSpec) {
+		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), {Pause: &v1alpha1.RolloutPause{}}, nodesStep(intstr.FromString("100%"))}
+		s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	})
+	f.waitPhase(ctx, active, v1alpha1.PhasePaused)
+	if got := finalizers(active); !slices.Contains(got, plan.Finalizer) {
+		t.Fatalf("an active rollout's finalizers are %v, want %s", got, plan.Finalizer)
+	}
+	if err := ri.Delete(ctx, active, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitAll(ctx, f.oldCM)
+	waitGone(active)
+	f.wantEvent(ctx, active, "Deleted")
+	if assigns, reverts := rc.patches(); assigns != 2 || reverts != 2 {
+		t.Errorf("%d assignments, %d reverts; want 2 and 2", assigns, reverts)
+	}
+
+	done := f.rollout("done", func(s *v1alpha1.ConfigRolloutSpec) {
+		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
+		s.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+	})
+	f.waitPhase(ctx, done, v1alpha1.PhaseCompleted)
+	// Its nodes no longer depend on its records: the finalizer goes.
+	f.waitFor(ctx, done, "without its finalizer", func(*v1alpha1.ConfigRollout) bool {
+		return !slices.Contains(finalizers(done), plan.Finalizer)
+	})
+	if err := ri.Delete(ctx, done, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(done)
+	f.wantAll(ctx, f.newCM)
+	if assigns, reverts := rc.patches(); assigns != 8 || reverts != 2 {
+		t.Errorf("%d assignments, %d reverts in all; want 8 and 2 (deleting a completed rollout reverts nothing)", assigns, reverts)
+	}
 }
 
 func installRolloutCRD(ctx context.Context, t testing.TB, h *harness) {
