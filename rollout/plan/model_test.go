@@ -84,7 +84,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		start[n.Name] = n.Assignment
 	}
 	applied := map[string]int{} // assignments that reached the node
-	deletedActive := false        // deleted while it was active
+	deletedActive := false      // deleted while it was active
 	var atDeletion map[string]*string
 	var log []string
 	defer func() {
