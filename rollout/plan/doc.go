@@ -7,7 +7,8 @@
 //
 // What it guarantees, for any input:
 //   - a node is recorded in the status, with the assignment it had before
-//     (NodeRecord.Previous), in the same result that first asks to assign
+//     (NodeRecord.PreviousIndex into status.previousSources, where each
+//     distinct source is stored once), in the same result that first asks to assign
 //     it: the caller writes the status before the patches, so a revert
 //     always knows what to put back;
 //   - never more than maxUnavailable nodes are Assigning or in Trial at

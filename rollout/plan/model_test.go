@@ -230,8 +230,8 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				return fail("node %s changed without a record", n.Name)
 			}
 			prev, _ := parseAssignment(start[n.Name])
-			if !sameSource(prev, rec.Previous) {
-				return fail("node %s: record's previous %v, started on %v", n.Name, rec.Previous, prev)
+			if got, ok := st.PreviousOf(rec); !ok || !sameSource(prev, got) {
+				return fail("node %s: record's previous %v (ok %v), started on %v", n.Name, got, ok, prev)
 			}
 		}
 		if w.r.DeletionTimestamp != nil && Finalized(&st) {

@@ -779,7 +779,7 @@ func (p *planner) assign(target, selected int) {
 		}
 		n := p.nodes[name]
 		prev, ok := parseAssignment(n.Assignment)
-		rec := v1alpha1.NodeRecord{Name: name, Previous: prev, State: v1alpha1.NodeAssigning, Step: p.st.CurrentStep, AssignedAt: p.now}
+		rec := v1alpha1.NodeRecord{Name: name, PreviousIndex: p.intern(prev), State: v1alpha1.NodeAssigning, Step: p.st.CurrentStep, AssignedAt: p.now}
 		if !ok {
 			// Nothing to put back: never touch it, count it failed so an
 			// operator sees it.
@@ -812,6 +812,23 @@ func (p *planner) assign(target, selected int) {
 	}
 }
 
+// intern returns the index of src in status.previousSources, appending it
+// when it is new; nil for no source.
+func (p *planner) intern(src *corev1.NodeConfigSource) *int32 {
+	if src == nil {
+		return nil
+	}
+	for i := range p.st.PreviousSources {
+		if apiequality.Semantic.DeepEqual(&p.st.PreviousSources[i], src) {
+			return ptrTo(int32(i))
+		}
+	}
+	p.st.PreviousSources = append(p.st.PreviousSources, *src)
+	return ptrTo(int32(len(p.st.PreviousSources) - 1))
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 // abbreviate lists at most max names.
 func abbreviate(names []string, max int) string {
 	if len(names) <= max {
@@ -836,13 +853,23 @@ func (p *planner) reverts() {
 			rec.State = v1alpha1.NodeGone
 			continue
 		}
-		if carries(n, rec.Previous) {
+		prev, ok := p.st.PreviousOf(rec)
+		if !ok {
+			// Someone damaged the record: putting back a guess could be
+			// worse than leaving the node alone.
+			rec.State = v1alpha1.NodeSkipped
+			rec.Reason = fmt.Sprintf("its record's previousIndex %d is not in status.previousSources (%d entries): the previous source is unknown, the node is left as it is",
+				*rec.PreviousIndex, len(p.st.PreviousSources))
+			p.event(true, "NodeFailed", "node %s cannot be reverted: %s", rec.Name, rec.Reason)
+			continue
+		}
+		if carries(n, prev) {
 			rec.State = v1alpha1.NodeReverted
 			continue
 		}
 		var value *string
-		if rec.Previous != nil {
-			b, _ := json.Marshal(rec.Previous)
+		if prev != nil {
+			b, _ := json.Marshal(prev)
 			v := string(b)
 			value = &v
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -107,8 +108,9 @@ func TestGoodRollout(t *testing.T) {
 			t.Errorf("node %s: %d patches, want 1", rec.Name, w.patches[rec.Name])
 		}
 		odd := rec.Name[len(rec.Name)-1]%2 == 1
-		if odd && !cmp.Equal(rec.Previous, oldSource()) || !odd && rec.Previous != nil {
-			t.Errorf("node %s: previous %v", rec.Name, rec.Previous)
+		prev, ok := w.r.Status.PreviousOf(&rec)
+		if !ok || odd && !cmp.Equal(prev, oldSource()) || !odd && prev != nil {
+			t.Errorf("node %s: previous %v (ok %v)", rec.Name, prev, ok)
 		}
 	}
 	if len(w.r.Status.Nodes) > 0 && w.r.Status.Nodes[0].Name != "node-000" {
@@ -768,5 +770,97 @@ func TestFinalized(t *testing.T) {
 		if got := Finalized(st); got != c.want {
 			t.Errorf("Finalized(phase %q, a node %q) = %v, want %v", c.phase, c.state, got, c.want)
 		}
+	}
+}
+
+// TestPreviousSources: each distinct previous source is stored once, and
+// every record points at its own.
+func TestPreviousSources(t *testing.T) {
+	w := newWorld(t, 9, percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	third := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "third", UID: "third-uid", KubeletConfigKey: "kubelet"}}
+	for i, n := range w.nodes {
+		if i%3 == 0 {
+			v := mustJSON(t, third)
+			n.Assignment = &v
+		}
+	}
+	start := map[string]*string{}
+	for _, n := range w.nodes {
+		start[n.Name] = n.Assignment
+	}
+	w.plan()
+	if got := len(w.r.Status.PreviousSources); got != 2 {
+		t.Errorf("%d previous sources, want 2 (old and third; none is not stored): %v", got, w.r.Status.PreviousSources)
+	}
+	for _, rec := range w.r.Status.Nodes {
+		prev, ok := w.r.Status.PreviousOf(&rec)
+		want, _ := parseAssignment(start[rec.Name])
+		if !ok || !sameSource(prev, want) {
+			t.Errorf("node %s: previous %v (ok %v), want %v", rec.Name, prev, ok, want)
+		}
+		if rec.Previous != nil {
+			t.Errorf("node %s: the full previous source is written in the record", rec.Name)
+		}
+	}
+	w.r.Spec.Undo = true
+	w.plan()
+	for _, n := range w.nodes {
+		if !sameAssignment(n.Assignment, start[n.Name]) {
+			t.Errorf("node %s after undo: %s, want %s", n.Name, describeAnnotation(n.Assignment), describeAnnotation(start[n.Name]))
+		}
+	}
+}
+
+// TestPreviousRecordsOfOlderControllers: records that carry the full
+// previous source (written before previousIndex existed) still revert.
+func TestPreviousRecordsOfOlderControllers(t *testing.T) {
+	w := newWorld(t, 4, percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	w.plan()
+	// Rewrite the status as an older controller stored it.
+	for i := range w.r.Status.Nodes {
+		rec := &w.r.Status.Nodes[i]
+		rec.Previous, _ = w.r.Status.PreviousOf(rec)
+		rec.PreviousIndex = nil
+	}
+	w.r.Status.PreviousSources = nil
+	w.r.Spec.Undo = true
+	w.plan()
+	w.plan()
+	for _, n := range w.nodes {
+		odd := n.Name[len(n.Name)-1]%2 == 1
+		if odd && !carries(n, oldSource()) || !odd && n.Assignment != nil {
+			t.Errorf("node %s carries %s after undo", n.Name, describeAnnotation(n.Assignment))
+		}
+	}
+	if got := len(w.states()[v1alpha1.NodeReverted]); got != 4 {
+		t.Errorf("%d reverted, want 4: %v", got, w.states())
+	}
+}
+
+// TestDamagedPreviousIndex: a record pointing outside previousSources is
+// not reverted to a guess; the node is left alone and the reason says why.
+func TestDamagedPreviousIndex(t *testing.T) {
+	w := newWorld(t, 2, percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	w.plan()
+	w.r.Status.Nodes[1].PreviousIndex = ptr.To(int32(7))
+	w.r.Spec.Undo = true
+	w.plan()
+	for _, p := range w.last.Patches {
+		if p.Node == "node-001" {
+			t.Errorf("the damaged record's node was patched: %v", p)
+		}
+	}
+	rec := w.r.Status.Nodes[1]
+	if rec.State != v1alpha1.NodeSkipped || !strings.Contains(rec.Reason, "previousIndex 7 is not in status.previousSources (1 entries)") {
+		t.Errorf("damaged record: state %s, reason %q", rec.State, rec.Reason)
+	}
+	if !w.carriesNew(w.node("node-001")) {
+		t.Errorf("node-001 carries %s, want it left on the new source", describeAnnotation(w.node("node-001").Assignment))
+	}
+	if !carries(w.node("node-000"), nil) {
+		t.Errorf("node-000 was not reverted")
 	}
 }

@@ -322,6 +322,8 @@ func TestRollout(t *testing.T) {
 
 	t.Run("deletion", func(t *testing.T) { testRolloutDeletion(t, h) })
 
+	t.Run("status of 7000 nodes", func(t *testing.T) { testRolloutStatusSize(t, h) })
+
 	t.Run("failover", func(t *testing.T) {
 		ctx := testContext(t, 5*time.Minute)
 		f := startFleet(ctx, t, h, "failover", 8, nil)
