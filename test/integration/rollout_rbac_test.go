@@ -52,9 +52,11 @@ func TestRolloutNamespacedRBAC(t *testing.T) {
 	}
 	waitAllowedIn(ctx, t, cfg, namespace)
 
+	// A namespace the controller has no grant in.
+	const other = "rbac-other"
+
 	t.Run("grants nothing outside its namespace", func(t *testing.T) {
 		ctx := testContext(t, time.Minute)
-		const other = "rbac-other"
 		if _, err := h.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -103,6 +105,31 @@ func TestRolloutNamespacedRBAC(t *testing.T) {
 		wantDenied(t, "patch nodes/status", err, sa)
 		_, err = client.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
 		wantDenied(t, "get another Lease", err, sa)
+	})
+
+	t.Run("run for another namespace", func(t *testing.T) {
+		// --namespace other than the Role's: the informers' lists are
+		// refused, so nothing is planned there (and the forbiddenLog
+		// below does see refusals). It releases the Lease when it stops.
+		ctx := testContext(t, time.Minute)
+		forbidden := &forbiddenLog{}
+		startNamespacedRolloutController(ctx, t, cfg, other, "kube-system", "dynconfig-rollout", "wrong", forbidden)
+		want := []string{
+			"/apis/dynconfig.io/v1alpha1/namespaces/" + other + "/configrollouts?",
+			"/api/v1/namespaces/" + other + "/configmaps?",
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+			got := strings.Join(forbidden.all(), "\n")
+			for _, w := range want {
+				if !strings.Contains(got, "GET "+w) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("refused: %q; want lists of %q", forbidden.all(), want)
+		}
 	})
 
 	// One replica, on the manifest's Lease, for the rollouts below.
