@@ -4,23 +4,28 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/source"
 )
 
 // rolloutPackage is the rollout controller's command.
@@ -76,13 +81,15 @@ func TestRolloutProcessFailover(t *testing.T) {
 		f := startFleet(ctx, t, h, "pkill", n, nil)
 		lease := objectName(t, "lease")
 		lw := watchLease(ctx, t, h, lease)
-		replicas := startReplicas(t, bin, kubeconfig, lease, "a", "b")
+		replicas := startReplicas(t, bin, kubeconfig, lease, f.label, "a", "b")
 		first := lw.waitHolder(t, "a replica holds the Lease", func(id string) bool { return replicas[id] != nil })
 		before := requestCountsOf(ctx, t, h)
+		aw := watchAssignments(ctx, t, f)
 		ro := f.rollout("kill", func(s *v1alpha1.ConfigRolloutSpec) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
 			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		})
+		logRolloutOnFailure(ctx, t, f, ro)
 		f.waitFor(ctx, ro, "4 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 4 })
 
 		victim := leaseHolder(ctx, t, h, lease)
@@ -104,7 +111,7 @@ func TestRolloutProcessFailover(t *testing.T) {
 			t.Errorf("replica %s exited with code %d, want -1 (killed by a signal)", victim, code)
 		}
 		took := lw.waitHolder(t, "replica "+survivor+" takes the Lease", func(id string) bool { return id == survivor }).Sub(killed)
-		got := f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
+		f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
 		f.wantAll(ctx, f.newCM)
 		t.Logf("killed replica %s at %d of %d records; %s took the Lease %v later (lease duration %v)",
 			victim, len(atKill.Status.Nodes), n, survivor, took.Round(time.Millisecond), procLeaseDuration)
@@ -122,17 +129,20 @@ func TestRolloutProcessFailover(t *testing.T) {
 		if u := d[requestKey{verb: "UPDATE", resource: "nodes"}]; u != 0 {
 			t.Errorf("%v Node UPDATEs, want none", u)
 		}
-		checkRecords(t, got, f, v1alpha1.NodePromoted)
+		checkRecords(ctx, t, f, ro, v1alpha1.NodePromoted)
+		aw.check(t, f, "old", "new")
 
 		// The revert records survived the kill: undo puts every node back
 		// on its previous source, with one revert PATCH each.
 		f.patchSpec(ctx, ro, `{"spec":{"undo":true}}`)
 		f.waitPhase(ctx, ro, v1alpha1.PhaseReverted)
-		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, n)
+		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, n)
+		checkRecords(ctx, t, f, ro, v1alpha1.NodeReverted)
 		f.waitAll(ctx, f.oldCM)
 		if got := requestCountsOf(ctx, t, h).sub(before)[nodePatches]; got != 2*n {
 			t.Errorf("%v Node PATCHes after the undo, want %d (one assignment and one revert each)", got, 2*n)
 		}
+		aw.check(t, f, "old", "new", "old")
 		if replicas[survivor].Exited() {
 			t.Errorf("replica %s exited with code %d", survivor, replicas[survivor].Code())
 		}
@@ -144,13 +154,15 @@ func TestRolloutProcessFailover(t *testing.T) {
 		f := startFleet(ctx, t, h, "pterm", n, nil)
 		lease := objectName(t, "lease")
 		lw := watchLease(ctx, t, h, lease)
-		replicas := startReplicas(t, bin, kubeconfig, lease, "a", "b")
+		replicas := startReplicas(t, bin, kubeconfig, lease, f.label, "a", "b")
 		lw.waitHolder(t, "a replica holds the Lease", func(id string) bool { return replicas[id] != nil })
 		before := requestCountsOf(ctx, t, h)
+		aw := watchAssignments(ctx, t, f)
 		ro := f.rollout("term", func(s *v1alpha1.ConfigRolloutSpec) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
 			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		})
+		logRolloutOnFailure(ctx, t, f, ro)
 		f.waitFor(ctx, ro, "2 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 2 })
 
 		victim := leaseHolder(ctx, t, h, lease)
@@ -175,18 +187,21 @@ func TestRolloutProcessFailover(t *testing.T) {
 			t.Errorf("replica %s took the Lease %v after the SIGTERM of %s, want less than the lease duration %v",
 				survivor, took, victim, procLeaseDuration)
 		}
-		got := f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
+		f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
 		f.wantAll(ctx, f.newCM)
 		if got := requestCountsOf(ctx, t, h).sub(before)[nodePatches]; got != n {
 			t.Errorf("%v Node PATCHes for %d nodes, want exactly one assignment each", got, n)
 		}
-		checkRecords(t, got, f, v1alpha1.NodePromoted)
+		checkRecords(ctx, t, f, ro, v1alpha1.NodePromoted)
+		aw.check(t, f, "old", "new")
 	})
 }
 
 // startReplicas starts one dynconfig-rollout process per identity, all on
-// the Lease default/lease. Their stderr is logged when the test fails.
-func startReplicas(t *testing.T, bin, kubeconfig, lease string, ids ...string) map[string]*proctest.Proc {
+// the Lease default/lease and watching only the Nodes of nodeSelector (the
+// rollouts of the other subtests, over other nodes, stay out of their
+// requests). Their stderr is logged when the test fails.
+func startReplicas(t *testing.T, bin, kubeconfig, lease, nodeSelector string, ids ...string) map[string]*proctest.Proc {
 	t.Helper()
 	procs := map[string]*proctest.Proc{}
 	for _, id := range ids {
@@ -194,7 +209,7 @@ func startReplicas(t *testing.T, bin, kubeconfig, lease string, ids ...string) m
 			"--kubeconfig=" + kubeconfig, "--leader-elect", "--lease-namespace=" + metav1.NamespaceDefault,
 			"--lease-name=" + lease, "--identity=" + id,
 			"--lease-duration=" + procLeaseDuration.String(), "--renew-deadline=" + procRenewDeadline.String(),
-			"--retry-period=" + procRetryPeriod.String(), "--metrics-address=",
+			"--retry-period=" + procRetryPeriod.String(), "--metrics-address=", "--node-selector=" + nodeSelector,
 		}, nil)
 	}
 	t.Cleanup(func() {
@@ -240,10 +255,29 @@ func leaseHolder(ctx context.Context, t *testing.T, h *harness, name string) str
 
 // checkRecords checks that the rollout has one record per node of the
 // fleet, in state, each with the node's previous source: the old ConfigMap.
-func checkRecords(t *testing.T, ro *v1alpha1.ConfigRollout, f *fleet, state v1alpha1.NodeState) {
+// It reads the records from the stored object: a record holds its
+// previous source in full ("previous") or points into the status's
+// "previousSources" ("previousIndex").
+func checkRecords(ctx context.Context, t *testing.T, f *fleet, name string, state v1alpha1.NodeState) {
 	t.Helper()
+	u, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		PreviousSources []corev1.NodeConfigSource `json:"previousSources"`
+		Nodes           []struct {
+			Name          string                   `json:"name"`
+			State         v1alpha1.NodeState       `json:"state"`
+			Previous      *corev1.NodeConfigSource `json:"previous"`
+			PreviousIndex *int                     `json:"previousIndex"`
+		} `json:"nodes"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object["status"].(map[string]any), &st); err != nil {
+		t.Fatalf("ConfigRollout %s: status: %v", name, err)
+	}
 	seen := map[string]bool{}
-	for _, rec := range ro.Status.Nodes {
+	for _, rec := range st.Nodes {
 		if f.index(rec.Name) < 0 || seen[rec.Name] {
 			t.Errorf("record of node %s: not of the fleet, or a second one", rec.Name)
 		}
@@ -251,14 +285,26 @@ func checkRecords(t *testing.T, ro *v1alpha1.ConfigRollout, f *fleet, state v1al
 		if rec.State != state {
 			t.Errorf("node %s: state %s, want %s", rec.Name, rec.State, state)
 		}
-		if p := rec.Previous; p == nil || p.ConfigMap == nil || p.ConfigMap.UID != f.oldCM.UID ||
+		p := rec.Previous
+		if i := rec.PreviousIndex; i != nil && *i >= 0 && *i < len(st.PreviousSources) {
+			p = &st.PreviousSources[*i]
+		}
+		if p == nil || p.ConfigMap == nil || p.ConfigMap.UID != f.oldCM.UID ||
 			p.ConfigMap.Name != f.oldCM.Name || p.ConfigMap.Namespace != f.oldCM.Namespace {
-			t.Errorf("node %s: previous source %+v, want ConfigMap %s/%s (uid %s)", rec.Name, p, f.oldCM.Namespace, f.oldCM.Name, f.oldCM.UID)
+			t.Errorf("node %s: previous source %s (index %v), want ConfigMap %s/%s (uid %s)",
+				rec.Name, mustJSON(p), ptrString(rec.PreviousIndex), f.oldCM.Namespace, f.oldCM.Name, f.oldCM.UID)
 		}
 	}
 	if len(seen) != len(f.names) {
 		t.Errorf("%d nodes have a record, want all %d", len(seen), len(f.names))
 	}
+}
+
+func ptrString[T any](p *T) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }
 
 // leaseWatch records every holder of a Lease, as a watch sees it.
@@ -373,4 +419,106 @@ func (lw *leaseWatch) releasedBy(id string) bool {
 		}
 	}
 	return false
+}
+
+// assignmentWatch records, per node of a fleet, every value its
+// assignment annotation took, as a watch of the Nodes sees it: "old" and
+// "new" for the fleet's ConfigMaps.
+type assignmentWatch struct {
+	mu   sync.Mutex
+	seen map[string][]string
+	err  error
+}
+
+func watchAssignments(ctx context.Context, t *testing.T, f *fleet) *assignmentWatch {
+	t.Helper()
+	w, err := f.h.client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{LabelSelector: f.label})
+	if err != nil {
+		t.Fatalf("watching the Nodes: %v", err)
+	}
+	aw := &assignmentWatch{seen: map[string][]string{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				aw.mu.Lock()
+				aw.err = fmt.Errorf("watch of the Nodes: %s %v", ev.Type, ev.Object)
+				aw.mu.Unlock()
+				return
+			}
+			aw.observe(n.Name, f.describe(n.Annotations[source.AnnotationKey]))
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return aw
+}
+
+func (f *fleet) describe(annotation string) string {
+	var src corev1.NodeConfigSource
+	if err := json.Unmarshal([]byte(annotation), &src); err != nil || src.ConfigMap == nil {
+		return fmt.Sprintf("%q", annotation)
+	}
+	switch src.ConfigMap.UID {
+	case f.oldCM.UID:
+		return "old"
+	case f.newCM.UID:
+		return "new"
+	}
+	return src.ConfigMap.Name
+}
+
+func (aw *assignmentWatch) observe(node, value string) {
+	aw.mu.Lock()
+	defer aw.mu.Unlock()
+	if s := aw.seen[node]; len(s) == 0 || s[len(s)-1] != value {
+		aw.seen[node] = append(s, value)
+	}
+}
+
+// check fails the test for every node whose assignments were not want,
+// once the watch has caught up with what the caller saw (a short wait).
+func (aw *assignmentWatch) check(t *testing.T, f *fleet, want ...string) {
+	t.Helper()
+	var bad []string
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		aw.mu.Lock()
+		err := aw.err
+		bad = bad[:0]
+		for _, name := range f.names {
+			if got := aw.seen[name]; !slices.Equal(got, want) {
+				bad = append(bad, fmt.Sprintf("node %s was assigned %v", name, got))
+			}
+		}
+		aw.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bad) == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	for _, b := range bad {
+		t.Errorf("%s, want %v", b, want)
+	}
+}
+
+// logRolloutOnFailure logs the rollout's history and records when the test
+// fails.
+func logRolloutOnFailure(ctx context.Context, t *testing.T, f *fleet, name string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ro, err := f.get(context.WithoutCancel(ctx), name)
+		if err != nil {
+			t.Logf("ConfigRollout %s: %v", name, err)
+			return
+		}
+		logHistory(t, ro)
+		for _, rec := range ro.Status.Nodes {
+			t.Logf("  record %s: %s step %d assigned %s %s", rec.Name, rec.State, rec.Step, rec.AssignedAt.Format("15:04:05.000"), rec.Reason)
+		}
+	})
 }
