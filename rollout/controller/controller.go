@@ -71,6 +71,12 @@ type Options struct {
 	PatchParallelism int
 	// Resync plans every rollout at least this often. Default 5 minutes.
 	Resync time.Duration
+	// StatusInterval is how long a status change that only moves node
+	// records on (a node reported trial or promotion, and nothing is to
+	// be assigned, reverted or recorded as an Event) may wait to be
+	// written together with the next one. Default 1 second. Every other
+	// change is written at once.
+	StatusInterval time.Duration
 	// Clock is the time source. Default: the real clock.
 	Clock clock.Clock
 	// EventSink receives the Events; default: the API server's Events of
@@ -171,6 +177,12 @@ func New(opts Options) (*Controller, error) {
 	if opts.Resync == 0 {
 		opts.Resync = 5 * time.Minute
 	}
+	if opts.StatusInterval < 0 {
+		return nil, fmt.Errorf("Options.StatusInterval: must not be negative, got %v", opts.StatusInterval)
+	}
+	if opts.StatusInterval == 0 {
+		opts.StatusInterval = time.Second
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -261,6 +273,8 @@ type runner struct {
 	roCache    cache.MutationCache
 	configMaps cache.SharedIndexInformer
 	recorder   record.EventRecorder
+	// lastWrite is when each rollout's status was last written.
+	lastWrite sync.Map
 }
 
 func (c *Controller) run(ctx context.Context) error {
@@ -308,6 +322,7 @@ func (c *Controller) run(ctx context.Context) error {
 		DeleteFunc: func(obj any) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				r.roCache.OnDelete(u)
+				r.lastWrite.Delete(u.GetNamespace() + "/" + u.GetName())
 				c.metrics.forget(u.GetNamespace(), u.GetName())
 			}
 			r.enqueueAll() // a deleted rollout may have blocked another
@@ -529,6 +544,17 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		}
 		hasFinalizer = true
 	}
+	if changed && len(res.Patches) == 0 && len(res.Events) == 0 && onlyRecordsMoved(&ro.Status, &res.Status) {
+		// Nothing waits for this write: coalesce it with the next.
+		if last, ok := r.lastWrite.Load(key); ok {
+			if wait := last.(time.Time).Add(r.c.opts.StatusInterval).Sub(r.c.opts.Clock.Now()); wait > 0 {
+				if res.RequeueAfter > 0 {
+					wait = min(wait, res.RequeueAfter)
+				}
+				return wait, nil
+			}
+		}
+	}
 	if changed {
 		t := time.Now()
 		err := r.writeStatus(ctx, u, res.Status)
@@ -536,6 +562,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		if err != nil {
 			return 0, err
 		}
+		r.lastWrite.Store(key, r.c.opts.Clock.Now())
 	}
 	ro.Status = res.Status
 	r.c.metrics.observe(ro)
@@ -621,6 +648,25 @@ func (r *runner) patchRollout(ctx context.Context, u *unstructured.Unstructured,
 		r.roCache.Mutation(got)
 	}
 	return got, nil
+}
+
+// onlyRecordsMoved reports whether next differs from prev only in the
+// states of existing node records and the counts.
+func onlyRecordsMoved(prev, next *v1alpha1.ConfigRolloutStatus) bool {
+	if len(prev.Nodes) != len(next.Nodes) {
+		return false
+	}
+	for i := range prev.Nodes {
+		a, b := prev.Nodes[i], next.Nodes[i]
+		a.State = b.State
+		if !apiequality.Semantic.DeepEqual(a, b) {
+			return false
+		}
+	}
+	rest := *next
+	rest.Nodes = prev.Nodes
+	rest.Selected, rest.Assigned, rest.InTrial, rest.Promoted, rest.Failed = prev.Selected, prev.Assigned, prev.InTrial, prev.Promoted, prev.Failed
+	return apiequality.Semantic.DeepEqual(prev, &rest)
 }
 
 // settled reports whether a rollout has nothing left to do: a final phase,

@@ -37,6 +37,7 @@ func TestNewValidates(t *testing.T) {
 		{"negative workers", Options{Client: client, Dynamic: dyn, Workers: -1}, "Options.Workers"},
 		{"negative resync", Options{Client: client, Dynamic: dyn, Resync: -time.Second}, "Options.Resync"},
 		{"negative parallelism", Options{Client: client, Dynamic: dyn, PatchParallelism: -1}, "Options.PatchParallelism"},
+		{"negative status interval", Options{Client: client, Dynamic: dyn, StatusInterval: -time.Second}, "Options.StatusInterval"},
 		{"ok", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(*LeaderElection) {})}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,5 +106,45 @@ func TestSettled(t *testing.T) {
 				t.Errorf("settled = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestOnlyRecordsMoved: only node states and counts may wait for the next
+// status write; anything else is written at once.
+func TestOnlyRecordsMoved(t *testing.T) {
+	base := func() *v1alpha1.ConfigRolloutStatus {
+		return &v1alpha1.ConfigRolloutStatus{
+			Phase: v1alpha1.PhaseProgressing, CurrentStep: 1, Selected: 3, Assigned: 2, InTrial: 2,
+			Nodes: []v1alpha1.NodeRecord{{Name: "a", State: v1alpha1.NodeAssigning}, {Name: "b", State: v1alpha1.NodeTrial}},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*v1alpha1.ConfigRolloutStatus)
+		want bool
+	}{
+		{"nothing", func(*v1alpha1.ConfigRolloutStatus) {}, true},
+		{"a node reports trial", func(s *v1alpha1.ConfigRolloutStatus) { s.Nodes[0].State = v1alpha1.NodeTrial }, true},
+		{"a node promoted, counts", func(s *v1alpha1.ConfigRolloutStatus) {
+			s.Nodes[1].State = v1alpha1.NodePromoted
+			s.InTrial, s.Promoted = 1, 1
+		}, true},
+		{"a new record", func(s *v1alpha1.ConfigRolloutStatus) { s.Nodes = append(s.Nodes, v1alpha1.NodeRecord{Name: "c"}) }, false},
+		{"a reason", func(s *v1alpha1.ConfigRolloutStatus) { s.Nodes[0].Reason = "x" }, false},
+		{"a previous source", func(s *v1alpha1.ConfigRolloutStatus) {
+			s.PreviousSources = append(s.PreviousSources, corev1.NodeConfigSource{})
+		}, false},
+		{"the step", func(s *v1alpha1.ConfigRolloutStatus) { s.CurrentStep = 2 }, false},
+		{"the phase", func(s *v1alpha1.ConfigRolloutStatus) { s.Phase = v1alpha1.PhaseHalted }, false},
+		{"a condition", func(s *v1alpha1.ConfigRolloutStatus) {
+			s.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionHalted, Status: metav1.ConditionTrue}}
+		}, false},
+		{"observed generation", func(s *v1alpha1.ConfigRolloutStatus) { s.ObservedGeneration = 3 }, false},
+	} {
+		next := base()
+		tc.edit(next)
+		if got := onlyRecordsMoved(base(), next); got != tc.want {
+			t.Errorf("%s: onlyRecordsMoved = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
