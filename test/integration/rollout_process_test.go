@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
@@ -42,6 +47,60 @@ const (
 // nodePatches is the series of the assignment and revert patches: PATCH of
 // the Node itself. The simulated components write only nodes/status.
 var nodePatches = requestKey{verb: "PATCH", resource: "nodes"}
+
+// patchCounts counts the PATCHes of Nodes by response code.
+type patchCounts map[string]float64
+
+// nodePatchCounts reads the API server's count of Node PATCHes (not
+// nodes/status) by response code.
+func nodePatchCounts(ctx context.Context, t *testing.T, h *harness) patchCounts {
+	t.Helper()
+	body, err := h.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("scraping /metrics: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	out := patchCounts{}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		if keyOf(m.GetLabel()) != nodePatches {
+			continue
+		}
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "code" {
+				out[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// sub returns c - prev.
+func (c patchCounts) sub(prev patchCounts) patchCounts {
+	out := patchCounts{}
+	for code, v := range c {
+		if d := v - prev[code]; d != 0 {
+			out[code] = d
+		}
+	}
+	return out
+}
+
+// applied counts the PATCHes the API server answered with success: a
+// request it refused (429 under load, retried by client-go) changed
+// nothing.
+func (c patchCounts) applied() int {
+	n := 0.0
+	for code, v := range c {
+		if strings.HasPrefix(code, "2") {
+			n += v
+		}
+	}
+	return int(n)
+}
 
 // TestRolloutProcessFailover runs two replicas of the dynconfig-rollout
 // binary with leader election and ends the leader mid-rollout: with
@@ -82,49 +141,58 @@ func TestRolloutProcessFailover(t *testing.T) {
 		lease := objectName(t, "lease")
 		lw := watchLease(ctx, t, h, lease)
 		replicas := startReplicas(t, bin, kubeconfig, lease, f.label, "a", "b")
-		first := lw.waitHolder(t, "a replica holds the Lease", func(id string) bool { return replicas[id] != nil })
-		before := requestCountsOf(ctx, t, h)
+		lw.waitHolder(t, "a replica holds the Lease", func(id string) bool { return replicas[id] != nil })
+		before, beforePatches := requestCountsOf(ctx, t, h), nodePatchCounts(ctx, t, h)
 		aw := watchAssignments(ctx, t, f)
 		ro := f.rollout("kill", func(s *v1alpha1.ConfigRolloutSpec) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
 			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		})
 		logRolloutOnFailure(ctx, t, f, ro)
-		f.waitFor(ctx, ro, "4 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 4 })
-
-		victim := leaseHolder(ctx, t, h, lease)
-		if replicas[victim] == nil {
-			t.Fatalf("the Lease is held by %q, not by a replica (first holder %s)", victim, first)
+		// Kill the leader twice: once early in the last step, and again,
+		// after the killed replica came back (as its Deployment would
+		// restart it), near the end.
+		var survivor string
+		for _, at := range []int{4, 8} {
+			f.waitFor(ctx, ro, fmt.Sprintf("%d records", at), func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= at })
+			victim := leaseHolder(ctx, t, h, lease)
+			if replicas[victim] == nil {
+				t.Fatalf("the Lease is held by %q, not by a replica (holders %v)", victim, lw.holders())
+			}
+			survivor = otherReplica(victim)
+			replicas[victim].Kill() // SIGKILL: no release of the Lease, no last write
+			killed := time.Now()
+			atKill, err := f.get(ctx, ro)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(atKill.Status.Nodes) >= n || atKill.Status.Phase != v1alpha1.PhaseProgressing {
+				t.Fatalf("at the kill the rollout had %d records for %d nodes, phase %s: nothing left for the other replica",
+					len(atKill.Status.Nodes), n, atKill.Status.Phase)
+			}
+			if code := replicas[victim].Code(); code != -1 {
+				t.Errorf("replica %s exited with code %d, want -1 (killed by a signal)", victim, code)
+			}
+			took := lw.waitHolder(t, "replica "+survivor+" takes the Lease", func(id string) bool { return id == survivor }).Sub(killed)
+			t.Logf("killed replica %s at %d of %d records; %s took the Lease %v later (lease duration %v)",
+				victim, len(atKill.Status.Nodes), n, survivor, took.Round(time.Millisecond), procLeaseDuration)
+			replicas[victim] = startReplicas(t, bin, kubeconfig, lease, f.label, victim)[victim]
 		}
-		survivor := otherReplica(victim)
-		replicas[victim].Kill() // SIGKILL: no release of the Lease, no last write
-		killed := time.Now()
-		atKill, err := f.get(ctx, ro)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(atKill.Status.Nodes) >= n || atKill.Status.Phase != v1alpha1.PhaseProgressing {
-			t.Fatalf("at the kill the rollout had %d records for %d nodes, phase %s: nothing left for the other replica",
-				len(atKill.Status.Nodes), n, atKill.Status.Phase)
-		}
-		if code := replicas[victim].Code(); code != -1 {
-			t.Errorf("replica %s exited with code %d, want -1 (killed by a signal)", victim, code)
-		}
-		took := lw.waitHolder(t, "replica "+survivor+" takes the Lease", func(id string) bool { return id == survivor }).Sub(killed)
 		f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
 		f.wantAll(ctx, f.newCM)
-		t.Logf("killed replica %s at %d of %d records; %s took the Lease %v later (lease duration %v)",
-			victim, len(atKill.Status.Nodes), n, survivor, took.Round(time.Millisecond), procLeaseDuration)
-		if rel := lw.releasedBy(victim); rel {
-			t.Errorf("the Lease was released after the SIGKILL of %s: holders %v", victim, lw.holders())
+		if lw.released() {
+			t.Errorf("the Lease was released, but every replica that lost it was killed: holders %v", lw.holders())
 		}
 
 		// Every node ended on the new ConfigMap, so each got at least one
 		// assignment; as many PATCHes as nodes means exactly one each, and
 		// no revert.
 		d := requestCountsOf(ctx, t, h).sub(before)
-		if got := d[nodePatches]; got != n {
-			t.Errorf("%v Node PATCHes for %d nodes, want exactly one assignment each and no revert; all requests: %v", got, n, d)
+		p := nodePatchCounts(ctx, t, h).sub(beforePatches)
+		t.Logf("Node PATCHes by response code: %v", p)
+		if p.applied() != n {
+			t.Errorf("%d Node PATCHes applied for %d nodes (by code %v), want exactly one assignment each and no revert; all requests: %v",
+				p.applied(), n, p, d)
 		}
 		if u := d[requestKey{verb: "UPDATE", resource: "nodes"}]; u != 0 {
 			t.Errorf("%v Node UPDATEs, want none", u)
@@ -139,8 +207,8 @@ func TestRolloutProcessFailover(t *testing.T) {
 		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, n)
 		checkRecords(ctx, t, f, ro, v1alpha1.NodeReverted)
 		f.waitAll(ctx, f.oldCM)
-		if got := requestCountsOf(ctx, t, h).sub(before)[nodePatches]; got != 2*n {
-			t.Errorf("%v Node PATCHes after the undo, want %d (one assignment and one revert each)", got, 2*n)
+		if p := nodePatchCounts(ctx, t, h).sub(beforePatches); p.applied() != 2*n {
+			t.Errorf("%d Node PATCHes applied after the undo (by code %v), want %d (one assignment and one revert each)", p.applied(), p, 2*n)
 		}
 		aw.check(t, f, "old", "new", "old")
 		if replicas[survivor].Exited() {
@@ -156,7 +224,7 @@ func TestRolloutProcessFailover(t *testing.T) {
 		lw := watchLease(ctx, t, h, lease)
 		replicas := startReplicas(t, bin, kubeconfig, lease, f.label, "a", "b")
 		lw.waitHolder(t, "a replica holds the Lease", func(id string) bool { return replicas[id] != nil })
-		before := requestCountsOf(ctx, t, h)
+		beforePatches := nodePatchCounts(ctx, t, h)
 		aw := watchAssignments(ctx, t, f)
 		ro := f.rollout("term", func(s *v1alpha1.ConfigRolloutSpec) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
@@ -178,8 +246,8 @@ func TestRolloutProcessFailover(t *testing.T) {
 		took := lw.waitHolder(t, "replica "+survivor+" takes the Lease", func(id string) bool { return id == survivor }).Sub(termed)
 		t.Logf("SIGTERM of replica %s: exited after %v; %s took the Lease %v after the signal (lease duration %v)",
 			victim, exited.Round(time.Millisecond), survivor, took.Round(time.Millisecond), procLeaseDuration)
-		if !lw.releasedBy(victim) {
-			t.Errorf("replica %s did not release the Lease on SIGTERM: holders %v", victim, lw.holders())
+		if got, want := lw.sequence(), []string{victim, "", survivor}; !slices.Equal(got, want) {
+			t.Errorf("replica %s did not release the Lease on SIGTERM: holders %q, want %q (%v)", victim, got, want, lw.holders())
 		}
 		// Released, the Lease is free at once; held, it would be free only
 		// a lease duration after the last renewal.
@@ -189,11 +257,14 @@ func TestRolloutProcessFailover(t *testing.T) {
 		}
 		f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
 		f.wantAll(ctx, f.newCM)
-		if got := requestCountsOf(ctx, t, h).sub(before)[nodePatches]; got != n {
-			t.Errorf("%v Node PATCHes for %d nodes, want exactly one assignment each", got, n)
+		if p := nodePatchCounts(ctx, t, h).sub(beforePatches); p.applied() != n {
+			t.Errorf("%d Node PATCHes applied for %d nodes (by code %v), want exactly one assignment each", p.applied(), n, p)
 		}
 		checkRecords(ctx, t, f, ro, v1alpha1.NodePromoted)
 		aw.check(t, f, "old", "new")
+		if replicas[survivor].Exited() {
+			t.Errorf("replica %s exited with code %d", survivor, replicas[survivor].Code())
+		}
 	})
 }
 
@@ -204,25 +275,27 @@ func TestRolloutProcessFailover(t *testing.T) {
 func startReplicas(t *testing.T, bin, kubeconfig, lease, nodeSelector string, ids ...string) map[string]*proctest.Proc {
 	t.Helper()
 	procs := map[string]*proctest.Proc{}
+	var started []*proctest.Proc
 	for _, id := range ids {
-		procs[id] = proctest.Start(t, bin, []string{
+		p := proctest.Start(t, bin, []string{
 			"--kubeconfig=" + kubeconfig, "--leader-elect", "--lease-namespace=" + metav1.NamespaceDefault,
 			"--lease-name=" + lease, "--identity=" + id,
 			"--lease-duration=" + procLeaseDuration.String(), "--renew-deadline=" + procRenewDeadline.String(),
 			"--retry-period=" + procRetryPeriod.String(), "--metrics-address=", "--node-selector=" + nodeSelector,
 		}, nil)
+		procs[id] = p
+		started = append(started, p)
 	}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		for _, id := range ids {
-			p := procs[id]
+		for i, p := range started {
 			state := "running"
 			if p.Exited() {
 				state = fmt.Sprintf("exited with code %d", p.Code())
 			}
-			t.Logf("replica %s (pid %d, %s) stderr:\n%s", id, p.PID(), state, proctest.Tail(p.Stderr(), 60))
+			t.Logf("replica %s (pid %d, %s) stderr:\n%s", ids[i], p.PID(), state, proctest.Tail(p.Stderr(), 60))
 		}
 	})
 	return procs
@@ -409,16 +482,19 @@ func (lw *leaseWatch) waitHolder(t *testing.T, what string, ok func(id string) b
 	}
 }
 
-// releasedBy reports whether id's tenure ended with a release: the holder
-// after id is "" (what the elector writes on release).
-func (lw *leaseWatch) releasedBy(id string) bool {
-	seen := lw.holders()
-	for i := 0; i+1 < len(seen); i++ {
-		if seen[i].holder == id {
-			return seen[i+1].holder == ""
-		}
+// released reports whether the Lease was ever released: a holder "" (what
+// the elector writes on release).
+func (lw *leaseWatch) released() bool {
+	return slices.ContainsFunc(lw.holders(), func(c holderChange) bool { return c.holder == "" })
+}
+
+// sequence returns the holders in the order they held the Lease.
+func (lw *leaseWatch) sequence() []string {
+	var out []string
+	for _, c := range lw.holders() {
+		out = append(out, c.holder)
 	}
-	return false
+	return out
 }
 
 // assignmentWatch records, per node of a fleet, every value its
