@@ -98,6 +98,9 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 	if n := countStates(ro, v1alpha1.NodeReverted); n > 0 {
 		fmt.Fprintf(&b, "Reverted: %d nodes\n", n)
 	}
+	if n := countStates(ro, v1alpha1.NodeSuperseded); n > 0 {
+		fmt.Fprintf(&b, "Superseded: %d nodes whose assignment someone else changed; not reverted, left as they are\n", n)
+	}
 	if len(st.Conditions) > 0 {
 		b.WriteString("Conditions:\n")
 		for _, c := range st.Conditions {

@@ -31,6 +31,9 @@ var (
 //     the start assignment as Previous;
 //   - a rollout that is not Progressing or Paused asks no assignment;
 //   - more than maxFailures failures means the rollout is not active;
+//   - a revert patch only touches a node that carries the rollout's
+//     assignment, and an assignment patch only a node on its recorded
+//     previous source: what someone else wrote is never overwritten;
 //   - a rollout deleted while active, once Finalized, has put every node
 //     back on its start assignment; one deleted after it ended changed none
 //     back.
@@ -83,8 +86,11 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	for _, n := range w.nodes {
 		start[n.Name] = n.Assignment
 	}
-	applied := map[string]int{} // assignments that reached the node
-	deletedActive := false      // deleted while it was active
+	applied := map[string]int{}      // assignments that reached the node
+	deletedActive := false           // deleted while it was active
+	foreign := map[string]bool{}     // changed by someone else after the rollout recorded them
+	elseTouched := map[string]bool{} // changed by someone else at any time
+	third := mustJSON(t, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "someone-else", UID: "else-uid", KubeletConfigKey: "kubelet"}})
 	var atDeletion map[string]*string
 	var log []string
 	defer func() {
@@ -100,7 +106,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	}
 
 	for range 200 {
-		action := rng.IntN(15)
+		action := rng.IntN(16)
 		dropWrites := false
 		switch action {
 		case 0, 1, 2: // components promote
@@ -159,6 +165,24 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			log = append(log, "resume")
 		case 12:
 			dropWrites = true
+		case 14:
+			if rng.IntN(3) == 0 {
+				// Someone else (another rollout, an operator) assigns a node.
+				n := w.nodes[rng.IntN(len(w.nodes))]
+				v := third
+				n.Assignment = &v
+				elseTouched[n.Name] = true
+				recorded := false
+				for _, r := range w.r.Status.Nodes {
+					recorded = recorded || r.Name == n.Name
+				}
+				if recorded {
+					foreign[n.Name] = true
+				} else {
+					start[n.Name] = &v // what the rollout will find
+				}
+				log = append(log, fmt.Sprintf("someone else assigns %s (recorded: %v)", n.Name, recorded))
+			}
 		case 13:
 			if w.r.DeletionTimestamp == nil && rng.IntN(6) == 0 {
 				w.r.DeletionTimestamp = &metav1.Time{Time: w.now}
@@ -195,6 +219,18 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			return fail("%d failures > maxFailures %d, phase %s", st.Failed, w.r.Spec.MaxFailures, st.Phase)
 		}
 		for _, p := range res.Patches {
+			if p.Revert && !w.carriesNew(&Node{Assignment: before[p.Node]}) {
+				return fail("revert of %s, which carries %s, not the rollout's assignment", p.Node, describeAnnotation(before[p.Node]))
+			}
+			if !p.Revert {
+				for i := range st.Nodes {
+					if rec := &st.Nodes[i]; rec.Name == p.Node {
+						if prev, _ := st.PreviousOf(rec); !carries(&Node{Assignment: before[p.Node]}, prev) {
+							return fail("assignment of %s over %s, not its recorded previous source", p.Node, describeAnnotation(before[p.Node]))
+						}
+					}
+				}
+			}
 			if !p.Revert && !active {
 				return fail("phase %s asks to assign %s", st.Phase, p.Node)
 			}
@@ -217,7 +253,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			log = append(log, "(writes lost)")
 		}
 		for _, n := range w.nodes {
-			if sameAssignment(n.Assignment, start[n.Name]) {
+			if sameAssignment(n.Assignment, start[n.Name]) || foreign[n.Name] {
 				continue
 			}
 			var rec *v1alpha1.NodeRecord
@@ -242,7 +278,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				} else if _, ok := atDeletion[n.Name]; !ok {
 					want = start[n.Name] // added after the deletion
 				}
-				if !sameAssignment(n.Assignment, want) && !w.r.Spec.Undo {
+				if !sameAssignment(n.Assignment, want) && !w.r.Spec.Undo && !elseTouched[n.Name] {
 					return fail("deleted rollout finalized with node %s on %s, want %s", n.Name, describeAnnotation(n.Assignment), describeAnnotation(want))
 				}
 			}

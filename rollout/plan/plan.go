@@ -273,22 +273,45 @@ func (p *planner) observe() {
 		}
 		switch rec.State {
 		case v1alpha1.NodeAssigning:
-			if p.ours != nil && carries(n, p.ours) {
+			switch {
+			case p.ours != nil && carries(n, p.ours):
 				rec.State = v1alpha1.NodeTrial
 				p.judge(rec, n)
-			} else {
-				p.checkDeadline(rec, n)
+			case p.carriesPrevious(rec, n):
+				p.checkDeadline(rec, n) // not written yet, or the write was lost
+			default:
+				p.changedBySomeoneElse(rec, n, "")
 			}
 		case v1alpha1.NodeTrial:
 			if !carries(n, p.ours) {
-				rec.State = v1alpha1.NodeFailed
-				rec.Reason = fmt.Sprintf("its assignment was changed by someone else (now %s)", describeAnnotation(n.Assignment))
-				p.event(true, "NodeFailed", "node %s failed: %s", rec.Name, rec.Reason)
+				p.changedBySomeoneElse(rec, n, "")
 				continue
 			}
 			p.judge(rec, n)
+		case v1alpha1.NodePromoted:
+			// Until the rollout ends its nodes are its own: a change is a
+			// failure (another rollout over the same nodes, an operator).
+			// Once it ended, a later rollout may supersede it.
+			if st := p.st.Phase; (st == v1alpha1.PhaseProgressing || st == v1alpha1.PhasePaused) && !carries(n, p.ours) {
+				p.changedBySomeoneElse(rec, n, " after it promoted")
+			}
 		}
 	}
+}
+
+// changedBySomeoneElse fails a node whose assignment is neither the
+// rollout's nor the one it had before.
+func (p *planner) changedBySomeoneElse(rec *v1alpha1.NodeRecord, n *Node, when string) {
+	rec.State = v1alpha1.NodeFailed
+	rec.Reason = fmt.Sprintf("its assignment was changed by someone else%s (now %s)", when, describeAnnotation(n.Assignment))
+	p.event(true, "NodeFailed", "node %s failed: %s", rec.Name, rec.Reason)
+}
+
+// carriesPrevious reports whether n carries the assignment rec recorded
+// as its previous one (false when the record is damaged).
+func (p *planner) carriesPrevious(rec *v1alpha1.NodeRecord, n *Node) bool {
+	prev, ok := p.st.PreviousOf(rec)
+	return ok && carries(n, prev)
 }
 
 func describeAnnotation(v *string) string {
@@ -867,6 +890,14 @@ func (p *planner) reverts() {
 			rec.State = v1alpha1.NodeReverted
 			continue
 		}
+		if !carries(n, p.ours) {
+			// Not what this rollout wrote: someone changed it since.
+			// Putting the old source back would undo their change.
+			rec.State = v1alpha1.NodeSuperseded
+			rec.Reason += fmt.Sprintf("; not reverted: its assignment was changed by someone else (now %s), left as it is", describeAnnotation(n.Assignment))
+			p.event(true, "NodeSuperseded", "node %s is not reverted: its assignment was changed by someone else (now %s)", rec.Name, describeAnnotation(n.Assignment))
+			continue
+		}
 		var value *string
 		if prev != nil {
 			b, _ := json.Marshal(prev)
@@ -885,7 +916,7 @@ func (p *planner) reverts() {
 		for i := range p.st.Nodes {
 			rec := &p.st.Nodes[i]
 			if rec.State == v1alpha1.NodeAssigning {
-				if n, ok := p.nodes[rec.Name]; ok && !carries(n, p.ours) {
+				if n, ok := p.nodes[rec.Name]; ok && p.carriesPrevious(rec, n) {
 					rec.State = v1alpha1.NodeReverted
 					rec.Reason = "the rollout stopped before the node was assigned"
 				}
@@ -902,7 +933,7 @@ func (p *planner) reverts() {
 			if rec.State != v1alpha1.NodeAssigning || seen[rec.Name] {
 				continue
 			}
-			if n, ok := p.nodes[rec.Name]; ok && !carries(n, p.ours) {
+			if n, ok := p.nodes[rec.Name]; ok && !carries(n, p.ours) && p.carriesPrevious(&rec, n) {
 				v := p.oursJSON
 				p.res.Patches = append(p.res.Patches, Patch{Node: rec.Name, Value: &v})
 			}

@@ -864,3 +864,50 @@ func TestDamagedPreviousIndex(t *testing.T) {
 		t.Errorf("node-000 was not reverted")
 	}
 }
+
+// TestSomeoneElseChangesANode: a node whose assignment someone else
+// changes (another rollout on the same nodes, an operator) fails while the
+// rollout is active, even after it promoted, and a revert leaves it as it
+// is rather than overwrite their change.
+func TestSomeoneElseChangesANode(t *testing.T) {
+	other := mustJSON(t, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns2", Name: "other", UID: "other-uid", KubeletConfigKey: "kubelet"}})
+	w := newWorld(t, 6, countStep(2), percentStep("100%"))
+	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	w.r.Spec.MaxFailures = 1
+	w.plan()
+	w.promoteAll()
+	w.plan() // node-000, node-001 promoted; node-002, node-003 assigned
+	if got := w.assigning(); !cmp.Equal(got, []string{"node-002", "node-003"}) {
+		t.Fatalf("assigning %v", got)
+	}
+	// Another rollout takes a promoted node and an assigned one.
+	for _, name := range []string{"node-000", "node-002"} {
+		v := other
+		w.node(name).Assignment = &v
+	}
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseHalted)
+	for _, p := range w.last.Patches {
+		if p.Node == "node-000" || p.Node == "node-002" {
+			t.Errorf("patched %s, which someone else assigned: %v", p.Node, p)
+		}
+	}
+	w.plan()
+	got := w.states()
+	want := map[v1alpha1.NodeState][]string{v1alpha1.NodeSuperseded: {"node-000", "node-002"}, v1alpha1.NodeReverted: {"node-001", "node-003"}}
+	if !cmp.Equal(got, want) {
+		t.Errorf("states %v, want %v", got, want)
+	}
+	for _, name := range []string{"node-000", "node-002"} {
+		if n := w.node(name); n.Assignment == nil || *n.Assignment != other {
+			t.Errorf("%s carries %s, want the other rollout's", name, describeAnnotation(n.Assignment))
+		}
+	}
+	if r := w.r.Status.Nodes[0].Reason; !strings.Contains(r, "its assignment was changed by someone else after it promoted (now ConfigMap ns2/other") ||
+		!strings.Contains(r, "not reverted") {
+		t.Errorf("node-000's reason: %q", r)
+	}
+	if w.r.Status.Failed != 2 {
+		t.Errorf("failed %d, want 2 (both changed nodes)", w.r.Status.Failed)
+	}
+}

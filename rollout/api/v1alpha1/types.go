@@ -195,7 +195,7 @@ func (p RolloutPhase) Active() bool {
 
 // NodeState is where one node stands in a rollout.
 //
-// +kubebuilder:validation:Enum=Assigning;Trial;Promoted;Failed;Skipped;Reverting;Reverted;Gone
+// +kubebuilder:validation:Enum=Assigning;Trial;Promoted;Failed;Skipped;Reverting;Reverted;Superseded;Gone
 type NodeState string
 
 // The states of a node record.
@@ -217,6 +217,11 @@ const (
 	NodeReverting NodeState = "Reverting"
 	// NodeReverted: the Node carries its previous source again.
 	NodeReverted NodeState = "Reverted"
+	// NodeSuperseded: someone else (another rollout, an operator) changed
+	// the Node's assignment after this rollout did; a revert leaves it as
+	// it is rather than overwrite their change (Reason says what it
+	// carries).
+	NodeSuperseded NodeState = "Superseded"
 	// NodeGone: the Node was deleted.
 	NodeGone NodeState = "Gone"
 )
