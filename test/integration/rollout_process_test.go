@@ -166,7 +166,10 @@ func TestRolloutProcessFailover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(atKill.Status.Nodes) >= n || atKill.Status.Phase != v1alpha1.PhaseProgressing {
+			// The first kill must leave nodes to assign; the second, on a
+			// busy machine, may come after the last assignment, with
+			// promotions still to observe.
+			if (at == 4 && len(atKill.Status.Nodes) >= n) || atKill.Status.Phase != v1alpha1.PhaseProgressing {
 				t.Fatalf("at the kill the rollout had %d records for %d nodes, phase %s: nothing left for the other replica",
 					len(atKill.Status.Nodes), n, atKill.Status.Phase)
 			}
