@@ -114,20 +114,22 @@ func TestRolloutProcessFailover(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "dynconfig-rollout")
-	built := make(chan error, 1)
+	// Build while the cluster starts; the build ends before dir goes.
+	var buildErr error
+	built := make(chan struct{})
 	go func() {
+		defer close(built)
 		// go test puts the go command of its toolchain first on the PATH.
-		out, err := exec.Command("go", "build", "-o", bin, rolloutPackage).CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("go build %s: %w\n%s", rolloutPackage, err, out)
+		if out, err := exec.Command("go", "build", "-o", bin, rolloutPackage).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build %s: %w\n%s", rolloutPackage, err, out)
 		}
-		built <- err
 	}()
+	t.Cleanup(func() { <-built })
 	h := newHarness(t)
 	ctx := testContext(t, 5*time.Minute)
 	installRolloutCRD(ctx, t, h)
-	if err := <-built; err != nil {
-		t.Fatal(err)
+	if <-built; buildErr != nil {
+		t.Fatal(buildErr)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
