@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,6 +42,7 @@ type flags struct {
 	renewDeadline  time.Duration
 	retryPeriod    time.Duration
 	metricsAddress string
+	profiling      bool
 	workers        int
 	qps            float64
 	burst          int
@@ -72,6 +74,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up")
 	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "how often to try to take or renew the Lease")
 	fs.StringVar(&f.metricsAddress, "metrics-address", ":8080", "serve /metrics and /healthz here; empty disables")
+	fs.BoolVar(&f.profiling, "profiling", false, "also serve Go's profiles under /debug/pprof/ on --metrics-address")
 	fs.IntVar(&f.workers, "workers", 1, "rollouts planned at once")
 	// A rollout makes one Node patch per node (two when it reverts): the
 	// rate bounds how fast a step of many nodes is assigned.
@@ -132,6 +135,12 @@ func run(ctx context.Context, args []string) error {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+		if f.profiling {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

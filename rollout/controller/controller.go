@@ -275,6 +275,46 @@ type runner struct {
 	recorder   record.EventRecorder
 	// lastWrite is when each rollout's status was last written.
 	lastWrite sync.Map
+	// statuses caches what the nodes' status annotations decode to, by
+	// node name and annotation key: every plan reads every node, most of
+	// them unchanged since the last plan.
+	statusMu sync.Mutex
+	statuses map[string]map[string]parsedStatus
+}
+
+// parsedStatus is a status annotation's value and what it decodes to.
+type parsedStatus struct {
+	raw string
+	st  *status.ConfigStatus
+	err error
+}
+
+// readStatus is status.ReadConfigStatus, decoding each annotation value
+// once.
+func (r *runner) readStatus(n *corev1.Node, component string) (*status.ConfigStatus, error) {
+	key := status.ConfigStatusAnnotationFor(component)
+	raw, ok := n.Annotations[key]
+	if !ok {
+		return nil, nil
+	}
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
+	if p, ok := r.statuses[n.Name][key]; ok && p.raw == raw {
+		return p.st, p.err
+	}
+	st, err := status.ReadConfigStatus(n, component)
+	if r.statuses[n.Name] == nil {
+		r.statuses[n.Name] = map[string]parsedStatus{}
+	}
+	r.statuses[n.Name][key] = parsedStatus{raw: raw, st: st, err: err}
+	return st, err
+}
+
+// forgetStatus drops the decoded statuses of a deleted node.
+func (r *runner) forgetStatus(name string) {
+	r.statusMu.Lock()
+	delete(r.statuses, name)
+	r.statusMu.Unlock()
 }
 
 func (c *Controller) run(ctx context.Context) error {
@@ -304,6 +344,7 @@ func (c *Controller) run(ctx context.Context) error {
 		rollouts:   rollouts,
 		configMaps: configMaps,
 		recorder:   broadcaster.NewRecorder(c.scheme, corev1.EventSource{Component: "dynconfig-rollout"}),
+		statuses:   map[string]map[string]parsedStatus{},
 	}
 	r.nodeCache = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, nodes.GetStore(),
 		cache.MutationCacheOptions{TTL: 10 * time.Minute, MaxCacheSize: 100000})
@@ -340,8 +381,12 @@ func (c *Controller) run(ctx context.Context) error {
 			}
 		},
 		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
 			if n, ok := obj.(*corev1.Node); ok {
 				r.nodeCache.OnDelete(n)
+				r.forgetStatus(n.Name)
 			}
 			r.enqueueAll()
 		},
@@ -707,7 +752,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 		if v, ok := n.Annotations[key]; ok {
 			pn.Assignment = &v
 		}
-		s, err := status.ReadConfigStatus(n, component)
+		s, err := r.readStatus(n, component)
 		if err != nil {
 			pn.StatusError = err.Error()
 		}

@@ -148,3 +148,34 @@ func TestOnlyRecordsMoved(t *testing.T) {
 		}
 	}
 }
+
+// TestReadStatusDecodesOnce: a node's status annotation is decoded once
+// per value, and a new value is decoded again.
+func TestReadStatusDecodesOnce(t *testing.T) {
+	r := &runner{statuses: map[string]map[string]parsedStatus{}}
+	node := func(v string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"dynconfig.io/config-status": v}}}
+	}
+	a, err := r.readStatus(node(`{"phase":"Local"}`), "kubelet")
+	if err != nil || a == nil || a.Phase != "Local" {
+		t.Fatalf("readStatus = %+v, %v", a, err)
+	}
+	b, _ := r.readStatus(node(`{"phase":"Local"}`), "kubelet")
+	if a != b {
+		t.Errorf("the same value was decoded again")
+	}
+	c, err := r.readStatus(node(`{"phase":"Trial"}`), "kubelet")
+	if err == nil && (c == nil || c.Phase != "Trial") {
+		t.Errorf("a new value read as %+v", c)
+	}
+	if _, err := r.readStatus(node(`{`), "kubelet"); err == nil || !strings.Contains(err.Error(), `node "n1" annotation dynconfig.io/config-status`) {
+		t.Errorf("a bad value: %v", err)
+	}
+	if s, err := r.readStatus(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, "kubelet"); s != nil || err != nil {
+		t.Errorf("no annotation: %v, %v", s, err)
+	}
+	r.forgetStatus("n1")
+	if len(r.statuses) != 0 {
+		t.Errorf("a deleted node's statuses stay: %v", r.statuses)
+	}
+}

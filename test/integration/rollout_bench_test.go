@@ -1,11 +1,16 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
-	"runtime"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,12 +19,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -28,7 +36,6 @@ import (
 
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/rollout/controller"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -72,7 +79,9 @@ var benchTrial = time.Duration(envInt("DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS", 2000))
 // (the controller and the simulated components) and the heap the
 // controller's caches hold. DYNCONFIG_ROLLOUT_BENCH_QPS sets the
 // controller's client rate limit (default 100, dynconfig-rollout's
-// default; burst twice that), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial.
+// default; burst twice that), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial;
+// DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE=FILE writes the controller's CPU
+// profile of the first 30 s there.
 //
 //	cd test && go test -run XXX -bench RolloutController -benchtime 1x ./integration/
 func BenchmarkRolloutController(b *testing.B) {
@@ -189,13 +198,11 @@ func BenchmarkRolloutController(b *testing.B) {
 	defer sims.Wait()
 	defer stopSim()
 
-	heapBefore, _ := heapInUse()
-	rc := startRolloutControllerTB(ctx, b, h)
+	rc := startRolloutProcess(ctx, b, h)
 	dyn := dynamic.NewForConfigOrDie(cl.Config)
 	ri := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace)
 	// Let the controller's informers fill before measuring.
 	time.Sleep(2 * time.Second)
-	heapAfter, _ := heapInUse()
 
 	steps := []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("10%")),
 		nodesStep(intstr.FromString("25%")), nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
@@ -215,8 +222,8 @@ func BenchmarkRolloutController(b *testing.B) {
 			var total time.Duration
 			var requestsPerNode float64
 			var byController requestCount
-			statsBefore := rc.Stats()
-			cpuBefore := processCPU()
+			statsBefore := rc.metrics(ctx, b)
+			cpuBefore := rc.cpu(b)
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
@@ -255,27 +262,25 @@ func BenchmarkRolloutController(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
-			stats := rc.Stats()
-			// The test process: the controller, the simulated components and
-			// the benchmark's watch (the API server and etcd run apart).
-			cpu := (processCPU() - cpuBefore).Seconds()
+			stats := rc.metrics(ctx, b)
+			cpu := (rc.cpu(b) - cpuBefore).Seconds()
 			nSteps := float64(len(stepTimes))
 			waits := time.Duration(b.N*batches) * d
 			b.ReportMetric(total.Seconds()/nSteps, "s/step")
 			b.ReportMetric((total-waits).Seconds()/nSteps, "overhead-s/step")
-			b.ReportMetric((stats.ReconcileTime-statsBefore.ReconcileTime).Seconds()/nSteps, "reconcile-s/step")
+			b.ReportMetric((stats["dynconfig_rollout_reconcile_duration_seconds"]-statsBefore["dynconfig_rollout_reconcile_duration_seconds"])/nSteps, "reconcile-s/step")
 			b.ReportMetric(requestsPerNode, "requests/node")
-			b.ReportMetric(cpu/nSteps, "process-cpu-s/step")
-			b.ReportMetric(float64(int64(heapAfter)-int64(heapBefore))/(1<<20), "controller-heap-MiB")
+			b.ReportMetric(cpu/nSteps, "controller-cpu-s/step")
+			b.ReportMetric(stats["go_memstats_heap_inuse_bytes"]/(1<<20), "controller-heap-MiB")
+			b.ReportMetric(stats["process_resident_memory_bytes"]/(1<<20), "controller-rss-MiB")
 			var st []string
 			for _, d := range stepTimes {
 				st = append(st, d.Round(time.Millisecond).String())
 			}
-			b.Logf("%d nodes, QPS %v, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; the controller's requests in the last rollout: %s; its own count: %+v",
-				benchNodes, benchQPS, b.N, batches, d, strings.Join(st, " "), byController, stats)
+			b.Logf("%d nodes, QPS %v, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; the controller's requests in the last rollout: %s; its CPU %.2f s",
+				benchNodes, benchQPS, b.N, batches, d, strings.Join(st, " "), byController, cpu)
 		})
 	}
-	runtime.KeepAlive(rc)
 }
 
 // runBenchRollout creates a ConfigRollout and follows it with a watch until
@@ -333,34 +338,127 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 	return nil, 0
 }
 
-// processCPU is the user and system CPU time of this process.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+// rolloutProcess is the dynconfig-rollout binary, run apart so that the
+// CPU and memory measured are the controller's alone.
+type rolloutProcess struct {
+	cmd     *exec.Cmd
+	metrics func(ctx context.Context, b *testing.B) map[string]float64
 }
 
-// startRolloutControllerTB runs one replica without leader election until
-// tb ends.
-func startRolloutControllerTB(ctx context.Context, tb testing.TB, h *harness) *controller.Controller {
-	tb.Helper()
-	cfg := limited(h.cl.Config, benchQPS, 2*int(benchQPS))
-	c, err := controller.New(controller.Options{
-		Client: newClient(tb, protobuf(cfg), benchQPS, 2*int(benchQPS)), Dynamic: dynamic.NewForConfigOrDie(cfg),
-	})
-	if err != nil {
-		tb.Fatal(err)
+// startRolloutProcess builds and starts dynconfig-rollout without leader
+// election, at the benchmark's client rate limit, until b ends.
+func startRolloutProcess(ctx context.Context, b *testing.B, h *harness) *rolloutProcess {
+	b.Helper()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "dynconfig-rollout")
+	if out, err := exec.Command("go", "build", "-o", bin, rolloutPackage).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", rolloutPackage, err, out)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	tb.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			tb.Errorf("rollout controller: %v", err)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	logPath := filepath.Join(dir, "dynconfig-rollout.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-address", addr, "--profiling",
+		"--kube-api-qps", fmt.Sprint(benchQPS), "--kube-api-burst", fmt.Sprint(2*int(benchQPS)))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("dynconfig-rollout: %v", err)
+		}
+		_ = logFile.Close()
+		if b.Failed() {
+			out, _ := os.ReadFile(logPath)
+			b.Logf("dynconfig-rollout's log:\n%s", out)
 		}
 	})
-	return c
+	p := &rolloutProcess{cmd: cmd}
+	p.metrics = func(ctx context.Context, b *testing.B) map[string]float64 {
+		b.Helper()
+		var body []byte
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			body, err = io.ReadAll(resp.Body)
+			return err == nil && resp.StatusCode == http.StatusOK, nil
+		})
+		if err != nil {
+			b.Fatalf("dynconfig-rollout's /metrics: %v", err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+		if err != nil {
+			b.Fatalf("dynconfig-rollout's /metrics: %v", err)
+		}
+		// Each family summed over its series; a histogram is its sum.
+		out := map[string]float64{}
+		for name, f := range families {
+			for _, m := range f.GetMetric() {
+				switch {
+				case m.Counter != nil:
+					out[name] += m.GetCounter().GetValue()
+				case m.Gauge != nil:
+					out[name] += m.GetGauge().GetValue()
+				case m.Histogram != nil:
+					out[name] += m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+		return out
+	}
+	p.metrics(ctx, b) // it serves
+	if path := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE"); path != "" {
+		// The controller's CPU profile over the first 30 s of the runs.
+		go func() {
+			resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=30")
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			if f, err := os.Create(path); err == nil {
+				_, _ = io.Copy(f, resp.Body)
+				_ = f.Close()
+			}
+		}()
+	}
+	return p
+}
+
+// cpu is the user and system CPU time the process used so far.
+func (p *rolloutProcess) cpu(b *testing.B) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name (which may hold spaces): state is
+	// field 3, utime 14 and stime 15, in clock ticks (100 a second).
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(fields) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", p.cmd.Process.Pid, raw)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", p.cmd.Process.Pid, raw)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
