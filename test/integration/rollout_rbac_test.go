@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,12 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/rollout/controller"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
@@ -113,7 +110,7 @@ func TestRolloutNamespacedRBAC(t *testing.T) {
 		// below does see refusals). It releases the Lease when it stops.
 		ctx := testContext(t, time.Minute)
 		forbidden := &forbiddenLog{}
-		startNamespacedRolloutController(ctx, t, cfg, other, "kube-system", "dynconfig-rollout", "wrong", forbidden)
+		startRolloutControllerAs(ctx, t, cfg, replica{leaseNamespace: "kube-system", lease: "dynconfig-rollout", identity: "wrong", namespace: other, wrap: forbidden.wrap})
 		want := []string{
 			"/apis/dynconfig.io/v1alpha1/namespaces/" + other + "/configrollouts?",
 			"/api/v1/namespaces/" + other + "/configmaps?",
@@ -134,7 +131,7 @@ func TestRolloutNamespacedRBAC(t *testing.T) {
 
 	// One replica, on the manifest's Lease, for the rollouts below.
 	forbidden := &forbiddenLog{}
-	rc := startNamespacedRolloutController(ctx, t, cfg, namespace, "kube-system", "dynconfig-rollout", "ns", forbidden)
+	rc := startRolloutControllerAs(ctx, t, cfg, replica{leaseNamespace: "kube-system", lease: "dynconfig-rollout", identity: "ns", namespace: namespace, wrap: forbidden.wrap})
 	steps := func(s *v1alpha1.ConfigRolloutSpec) {
 		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
 	}
@@ -247,41 +244,4 @@ func (f *forbiddenLog) all() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.reqs)
-}
-
-// startNamespacedRolloutController runs a replica on cfg's identity that
-// watches the ConfigRollouts of namespace only, holding the Lease
-// leaseNS/lease; forbidden records the requests it was refused.
-func startNamespacedRolloutController(ctx context.Context, t *testing.T, cfg *rest.Config, namespace, leaseNS, lease, identity string, forbidden *forbiddenLog) *rolloutController {
-	t.Helper()
-	cfg = limited(cfg, 100, 200)
-	cfg.Wrap(forbidden.wrap)
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := controller.New(controller.Options{
-		Client: client, Dynamic: dyn, Namespace: namespace,
-		LeaderElection: &controller.LeaderElection{
-			Namespace: leaseNS, Name: lease, Identity: identity,
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, controller.ErrLostLease) {
-			t.Errorf("rollout controller %s (namespace %s): %v", identity, namespace, err)
-		}
-	})
-	return &rolloutController{c}
 }

@@ -304,7 +304,7 @@ func TestRollout(t *testing.T) {
 		}
 		waitAllowed(ctx, t, cfg)
 		f := startFleet(ctx, t, h, "lp", 4, func(node string) bool { return strings.HasSuffix(node, "-001") })
-		rc := startRolloutControllerAs(ctx, t, cfg, "kube-system", "dynconfig-rollout", "lp", nil)
+		rc := startRolloutControllerAs(ctx, t, cfg, replica{leaseNamespace: "kube-system", lease: "dynconfig-rollout", identity: "lp"})
 		ro := f.rollout("lp", func(s *v1alpha1.ConfigRolloutSpec) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
 		})
@@ -844,16 +844,30 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // on a short Lease of the test's own until the test ends.
 func startRolloutController(ctx context.Context, t *testing.T, h *harness, identity string, cut *cuttable) *rolloutController {
 	t.Helper()
-	return startRolloutControllerAs(ctx, t, h.cl.Config, metav1.NamespaceDefault, objectName(t, "lease"), identity, cut)
+	r := replica{leaseNamespace: metav1.NamespaceDefault, lease: objectName(t, "lease"), identity: identity}
+	if cut != nil {
+		r.wrap = cut.wrap
+	}
+	return startRolloutControllerAs(ctx, t, h.cl.Config, r)
 }
 
-// startRolloutControllerAs runs a replica on cfg's identity holding the
-// Lease namespace/name.
-func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Config, namespace, lease, identity string, cut *cuttable) *rolloutController {
+// replica is one rollout controller replica of a test.
+type replica struct {
+	// leaseNamespace, lease: the Lease it holds; identity: its name in it.
+	leaseNamespace, lease, identity string
+	// namespace is Options.Namespace: "" watches every namespace.
+	namespace string
+	// wrap, when set, wraps its transport.
+	wrap func(http.RoundTripper) http.RoundTripper
+}
+
+// startRolloutControllerAs runs a replica on cfg's identity until the test
+// ends, with a 3 s Lease.
+func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Config, r replica) *rolloutController {
 	t.Helper()
 	cfg = limited(cfg, 100, 200)
-	if cut != nil {
-		cfg.Wrap(cut.wrap)
+	if r.wrap != nil {
+		cfg.Wrap(r.wrap)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -864,9 +878,9 @@ func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Confi
 		t.Fatal(err)
 	}
 	c, err := controller.New(controller.Options{
-		Client: client, Dynamic: dyn,
+		Client: client, Dynamic: dyn, Namespace: r.namespace,
 		LeaderElection: &controller.LeaderElection{
-			Namespace: namespace, Name: lease, Identity: identity,
+			Namespace: r.leaseNamespace, Name: r.lease, Identity: r.identity,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		},
 	})
@@ -879,7 +893,7 @@ func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Confi
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil && !errors.Is(err, controller.ErrLostLease) {
-			t.Errorf("rollout controller %s: %v", identity, err)
+			t.Errorf("rollout controller %s (namespace %q): %v", r.identity, r.namespace, err)
 		}
 	})
 	return &rolloutController{c}
