@@ -186,6 +186,7 @@ func Plan(in Input) Result {
 	if st.ConfigMap != nil {
 		p.setOurs(st.ConfigMap.UID)
 	}
+	p.repair()
 
 	p.observe()
 	p.decide()
@@ -193,6 +194,21 @@ func Plan(in Input) Result {
 	p.count()
 	p.conditions()
 	return p.res
+}
+
+// repair brings a status someone edited out of range back into it (the
+// API server's schema refuses most of it; an older CRD did not), so that
+// planning never indexes outside the spec. It says what it changed.
+func (p *planner) repair() {
+	st, n := p.st, int32(len(p.r.Spec.Steps))
+	switch {
+	case st.CurrentStep < 0:
+		p.event(true, "StatusRepaired", "status.currentStep %d is negative: planning from step 0 (done steps pass again at once)", st.CurrentStep)
+		st.CurrentStep = 0
+	case st.CurrentStep > n:
+		p.event(true, "StatusRepaired", "status.currentStep %d is past the last step (%d steps): taken as %d, all steps done", st.CurrentStep, n, n)
+		st.CurrentStep = n
+	}
 }
 
 func (p *planner) indexRecords() {

@@ -911,3 +911,24 @@ func TestSomeoneElseChangesANode(t *testing.T) {
 		t.Errorf("failed %d, want 2 (both changed nodes)", w.r.Status.Failed)
 	}
 }
+
+// TestRepairCurrentStep: a currentStep out of range (an edited status)
+// neither panics nor stalls: planning goes on from a step that exists.
+func TestRepairCurrentStep(t *testing.T) {
+	for _, c := range []struct {
+		step  int32
+		phase v1alpha1.RolloutPhase
+	}{{-1, v1alpha1.PhaseProgressing}, {-2147483648, v1alpha1.PhaseProgressing}, {7, v1alpha1.PhaseCompleted}} {
+		w := newWorld(t, 4, countStep(1), percentStep("100%"))
+		w.plan()
+		w.r.Status.CurrentStep = c.step
+		w.plan()
+		w.wantPhase(c.phase)
+		if !w.hasEvent("StatusRepaired") {
+			t.Errorf("currentStep %d: no StatusRepaired event: %v", c.step, w.last.Events)
+		}
+		if got := w.r.Status.CurrentStep; got < 0 || got > 2 {
+			t.Errorf("currentStep %d repaired to %d", c.step, got)
+		}
+	}
+}

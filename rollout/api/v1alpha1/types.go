@@ -306,6 +306,7 @@ type ConfigRolloutStatus struct {
 	// CurrentStep is the index of the step in progress (len(steps) once
 	// completed).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	CurrentStep int32 `json:"currentStep"`
 	// StepStartedAt is when the current step started (pauses count from
 	// it).
