@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -574,7 +575,11 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		in.Others = r.others(ro)
 	}
 
-	res := plan.Plan(in)
+	res, err := safePlan(in)
+	if err != nil {
+		r.recorder.Eventf(ro, corev1.EventTypeWarning, "PlanFailed", "%v", err)
+		return 0, err
+	}
 	changed := !apiequality.Semantic.DeepEqual(ro.Status, res.Status)
 	r.c.planNanos.Add(int64(time.Since(start)))
 
@@ -693,6 +698,21 @@ func (r *runner) patchRollout(ctx context.Context, u *unstructured.Unstructured,
 		r.roCache.Mutation(got)
 	}
 	return got, nil
+}
+
+// planFunc is plan.Plan; tests replace it.
+var planFunc = plan.Plan
+
+// safePlan plans, turning a panic of the planner into an error for this
+// rollout alone: the others go on, and this one is planned again later.
+func safePlan(in plan.Input) (res plan.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("planning ConfigRollout %s/%s panicked (a bug; please report it with the rollout's status): %v", in.Rollout.Namespace, in.Rollout.Name, r)
+			klog.Background().Error(err, "Planning panicked", "stack", string(debug.Stack()))
+		}
+	}()
+	return planFunc(in), nil
 }
 
 // onlyRecordsMoved reports whether next differs from prev only in the

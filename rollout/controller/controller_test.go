@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -177,5 +178,21 @@ func TestReadStatusDecodesOnce(t *testing.T) {
 	r.forgetStatus("n1")
 	if len(r.statuses) != 0 {
 		t.Errorf("a deleted node's statuses stay: %v", r.statuses)
+	}
+}
+
+// TestSafePlan: a panic of the planner is an error of that rollout, not a
+// crash of the controller.
+func TestSafePlan(t *testing.T) {
+	defer func(f func(plan.Input) plan.Result) { planFunc = f }(planFunc)
+	planFunc = func(plan.Input) plan.Result { panic("index out of range [-1]") }
+	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro"}}
+	_, err := safePlan(plan.Input{Rollout: ro})
+	if err == nil || !strings.Contains(err.Error(), "planning ConfigRollout ns/ro panicked") || !strings.Contains(err.Error(), "index out of range [-1]") {
+		t.Fatalf("safePlan = %v", err)
+	}
+	planFunc = plan.Plan
+	if _, err := safePlan(plan.Input{Rollout: ro, Now: time.Now()}); err != nil {
+		t.Errorf("safePlan of a new rollout: %v", err)
 	}
 }
