@@ -149,7 +149,8 @@ func describeStep(v *intstr.IntOrString, target int) string {
 func bar(done, total int) string {
 	filled := barWidth
 	if total > 0 {
-		filled = done * barWidth / total
+		// Counts come from a status anyone with its RBAC can write.
+		filled = max(0, min(done, total)) * barWidth / total
 	}
 	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", barWidth-filled) + "]"
 }

@@ -317,20 +317,25 @@ type ConfigRolloutStatus struct {
 	ConfigMap *ConfigMapRef `json:"configMap,omitempty"`
 	// Selected is how many nodes the selector matches.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Selected int32 `json:"selected"`
 	// Assigned is how many nodes the rollout assigned (in any state but
 	// Reverted and Gone).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Assigned int32 `json:"assigned"`
 	// InTrial is how many assigned nodes have not yet promoted or failed.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	InTrial int32 `json:"inTrial"`
 	// Promoted is how many nodes report the config promoted.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Promoted int32 `json:"promoted"`
 	// Failed is how many nodes failed or were skipped (reverted ones
 	// included).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Failed int32 `json:"failed"`
 	// PreviousSources are the distinct assignments the nodes had before
 	// the rollout changed them (most fleets have one or two), each stored
