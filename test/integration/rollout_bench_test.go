@@ -45,7 +45,8 @@ import (
 const benchNodes = 1000
 
 // benchQPS is the controller's client rate limit in the benchmark.
-var benchQPS = float32(envInt("DYNCONFIG_ROLLOUT_BENCH_QPS", 100))
+// 0: dynconfig-rollout's default.
+var benchQPS = envInt("DYNCONFIG_ROLLOUT_BENCH_QPS", 0)
 
 func envInt(key string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
@@ -78,8 +79,9 @@ var benchTrial = time.Duration(envInt("DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS", 2000))
 // the time it spent planning and writing per step, the CPU of this process
 // (the controller and the simulated components) and the heap the
 // controller's caches hold. DYNCONFIG_ROLLOUT_BENCH_QPS sets the
-// controller's client rate limit (default 100, dynconfig-rollout's
-// default; burst twice that), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial;
+// controller's client rate limit (burst twice that; default:
+// dynconfig-rollout's defaults, 250 and 500),
+// DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial, and
 // DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE=FILE writes the controller's CPU
 // profile of the first 30 s there.
 //
@@ -277,8 +279,12 @@ func BenchmarkRolloutController(b *testing.B) {
 			for _, d := range stepTimes {
 				st = append(st, d.Round(time.Millisecond).String())
 			}
-			b.Logf("%d nodes, QPS %v, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; the controller's requests in the last rollout: %s; its CPU %.2f s",
-				benchNodes, benchQPS, b.N, batches, d, strings.Join(st, " "), byController, cpu)
+			qps := "default"
+			if benchQPS > 0 {
+				qps = fmt.Sprint(benchQPS)
+			}
+			b.Logf("%d nodes, QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; the controller's requests in the last rollout: %s; its CPU %.2f s",
+				benchNodes, qps, b.N, batches, d, strings.Join(st, " "), byController, cpu)
 		})
 	}
 }
@@ -369,8 +375,11 @@ func startRolloutProcess(ctx context.Context, b *testing.B, h *harness) *rollout
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-address", addr, "--profiling",
-		"--kube-api-qps", fmt.Sprint(benchQPS), "--kube-api-burst", fmt.Sprint(2*int(benchQPS)))
+	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-address", addr, "--profiling"}
+	if benchQPS > 0 {
+		args = append(args, "--kube-api-qps", fmt.Sprint(benchQPS), "--kube-api-burst", fmt.Sprint(2*benchQPS))
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
