@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -263,5 +264,21 @@ func waitWaiters(t *testing.T, clk *clocktesting.FakeClock) {
 			t.Fatal("status -w never waited on the clock")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRenderStatusDeleting: a rollout being deleted says so, and whether
+// it waits for reverts.
+func TestRenderStatusDeleting(t *testing.T) {
+	ro := sample()
+	at := metav1.NewTime(time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC))
+	ro.DeletionTimestamp = &at
+	ro.Finalizers = []string{plan.Finalizer}
+	if got := RenderStatus(ro); !strings.Contains(got, "Deleting (since 2026-11-23T06:00:00Z): it goes once the nodes it changed are back on their previous source") {
+		t.Errorf("with the finalizer:\n%s", got)
+	}
+	ro.Finalizers = nil
+	if got := RenderStatus(ro); !strings.Contains(got, "nothing depends on its records any more") {
+		t.Errorf("without the finalizer:\n%s", got)
 	}
 }

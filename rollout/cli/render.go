@@ -2,12 +2,15 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
 // barWidth is the width of a step's progress bar.
@@ -26,6 +29,13 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 	fmt.Fprintf(&b, "ConfigRollout %s/%s: %s\n", ro.Namespace, ro.Name, phase)
 	if st.Message != "" {
 		fmt.Fprintf(&b, "  %s\n", st.Message)
+	}
+	if ro.DeletionTimestamp != nil {
+		what := "it goes once the nodes it changed are back on their previous source"
+		if !slices.Contains(ro.Finalizers, plan.Finalizer) {
+			what = "nothing depends on its records any more"
+		}
+		fmt.Fprintf(&b, "  Deleting (since %s): %s\n", ro.DeletionTimestamp.UTC().Format(time.RFC3339), what)
 	}
 	component := ro.Spec.Component
 	if component == "" {
