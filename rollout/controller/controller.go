@@ -414,11 +414,8 @@ func (c *Controller) run(ctx context.Context) error {
 	defer factory.Shutdown()
 	defer cmFactory.Shutdown()
 	defer dynFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, configMaps.HasSynced, rollouts.HasSynced) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return errors.New("informers did not sync")
+	if !r.waitForSync(ctx, nodes.HasSynced, configMaps.HasSynced, rollouts.HasSynced) {
+		return nil
 	}
 	logger.Info("Rollout controller running", "workers", o.Workers, "namespace", o.Namespace)
 	var wg sync.WaitGroup
@@ -429,6 +426,60 @@ func (c *Controller) run(ctx context.Context) error {
 	r.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// syncPatience is how long the informers may take to sync before the
+// controller says why they do not.
+var syncPatience = 20 * time.Second
+
+// waitForSync waits for the informers until ctx ends (false). Every
+// syncPatience it asks the API server why they have not synced and says
+// what to do: the CRD is not installed, or the controller's identity may
+// not list what it must (client-go's reflector only logs the raw error,
+// and retries).
+func (r *runner) waitForSync(ctx context.Context, synced ...cache.InformerSynced) bool {
+	logger := klog.FromContext(ctx)
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, syncPatience)
+		ok := cache.WaitForCacheSync(waitCtx.Done(), synced...)
+		cancel()
+		switch {
+		case ok:
+			return true
+		case ctx.Err() != nil:
+			return false
+		}
+		o := r.c.opts
+		_, err := o.Dynamic.Resource(v1alpha1.GroupVersionResource()).Namespace(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		switch {
+		case apierrors.IsNotFound(err):
+			logger.Error(err, "ConfigRollouts are not served: the CRD is not installed; waiting for it",
+				"crd", "configrollouts.dynconfig.io", "install", "kubectl apply -f deploy/rollout/dynconfig.io_configrollouts.yaml")
+		case apierrors.IsForbidden(err):
+			logger.Error(err, "This identity may not list ConfigRollouts; waiting for its grants",
+				"namespace", o.Namespace, "grants", "deploy/rollout/rbac.yaml (or deploy/rollout/namespaced/rbac.yaml with --namespace)")
+		case err != nil:
+			logger.Error(err, "Listing ConfigRollouts failed; waiting")
+		default:
+			for _, probe := range []struct {
+				what string
+				list func() error
+			}{
+				{"Nodes", func() error {
+					_, err := o.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: o.NodeLabelSelector})
+					return err
+				}},
+				{"ConfigMaps", func() error {
+					_, err := o.Client.CoreV1().ConfigMaps(o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+					return err
+				}},
+			} {
+				if err := probe.list(); err != nil {
+					logger.Error(err, "Listing "+probe.what+" failed; waiting", "namespace", o.Namespace)
+				}
+			}
+		}
+	}
 }
 
 // stripConfigMapData keeps a ConfigMap's keys, not its values.

@@ -1,16 +1,23 @@
 package controller
 
 import (
+	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
@@ -195,4 +202,46 @@ func TestSafePlan(t *testing.T) {
 	if _, err := safePlan(plan.Input{Rollout: ro, Now: time.Now()}); err != nil {
 		t.Errorf("safePlan of a new rollout: %v", err)
 	}
+}
+
+// TestRunSaysWhyItDoesNotSync: with the CRD missing, the controller keeps
+// waiting (real clock, without spinning) and says what to install.
+func TestRunSaysWhyItDoesNotSync(t *testing.T) {
+	defer func(d time.Duration) { syncPatience = d }(syncPatience)
+	syncPatience = 300 * time.Millisecond
+	gvr := v1alpha1.GroupVersionResource()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigRolloutList"})
+	dyn.PrependReactor("list", "configrollouts", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	})
+	c, err := New(Options{Client: fake.NewClientset(), Dynamic: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(ktesting.NopTL{}, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), logger), 1500*time.Millisecond)
+	defer cancel()
+	start, cpu := time.Now(), processCPU()
+	if err := c.Run(ctx); err != nil {
+		t.Errorf("Run = %v, want nil when its context ends", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Run took %v after its context ended", took)
+	}
+	if used := processCPU() - cpu; used > time.Second {
+		t.Errorf("waiting 1.5 s used %v of CPU: it spins", used)
+	}
+	logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	if !strings.Contains(logs, "the CRD is not installed") || !strings.Contains(logs, "kubectl apply -f deploy/rollout/dynconfig.io_configrollouts.yaml") {
+		t.Errorf("the log does not say what to install:\n%s", logs)
+	}
+}
+
+// processCPU is the CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
