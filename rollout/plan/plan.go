@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/status"
@@ -859,14 +860,12 @@ func (p *planner) intern(src *corev1.NodeConfigSource) *int32 {
 	}
 	for i := range p.st.PreviousSources {
 		if apiequality.Semantic.DeepEqual(&p.st.PreviousSources[i], src) {
-			return ptrTo(int32(i))
+			return ptr.To(int32(i))
 		}
 	}
 	p.st.PreviousSources = append(p.st.PreviousSources, *src)
-	return ptrTo(int32(len(p.st.PreviousSources) - 1))
+	return ptr.To(int32(len(p.st.PreviousSources) - 1))
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // abbreviate lists at most max names.
 func abbreviate(names []string, max int) string {
