@@ -16,6 +16,7 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/crashloop"
 	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -496,7 +497,7 @@ func (c *Controller[T]) snapshot() state {
 // build decodes the payload of cm named by src and merges it with the
 // instance layers, classifying failures for lkg.Decide.
 func (c *Controller[T]) build(src *corev1.NodeConfigSource, cm *corev1.ConfigMap) (*T, error) {
-	key := source.PayloadKey(src, c.opts.Profile.PayloadKey())
+	key := nodeapi.PayloadKeyOf(src, c.opts.Profile.PayloadKey())
 	payload, ok := cm.Data[key]
 	if !ok {
 		return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: fmt.Errorf("configmap %s/%s has no key %q", cm.Namespace, cm.Name, key)}
@@ -808,4 +809,4 @@ func (c *Controller[T]) restart(ctx context.Context) error {
 }
 
 // describe names a source in logs.
-func describe(src *corev1.NodeConfigSource) string { return status.DescribeSource(src) }
+func describe(src *corev1.NodeConfigSource) string { return nodeapi.DescribeSource(src) }

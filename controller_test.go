@@ -22,6 +22,7 @@ import (
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -82,7 +83,7 @@ func (l testLayers) Build(base *Document) (*testConfig, error) {
 type recordingReporter struct {
 	mu      sync.Mutex
 	reports []status.Report
-	configs []*status.ConfigStatus
+	configs []*nodeapi.ConfigStatus
 }
 
 func (r *recordingReporter) ReportConfigOK(_ context.Context, rep status.Report) error {
@@ -95,7 +96,7 @@ func (r *recordingReporter) ReportConfigOK(_ context.Context, rep status.Report)
 }
 
 // lastConfig is the ConfigStatus of the last report.
-func (r *recordingReporter) lastConfig() *status.ConfigStatus {
+func (r *recordingReporter) lastConfig() *nodeapi.ConfigStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.configs) == 0 {
@@ -176,6 +177,17 @@ func (n *node) assign(name, uid string) {
 
 func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[testConfig] {
 	n.t.Helper()
+	opts := n.options(mutate...)
+	c, err := New(opts)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return c
+}
+
+// options returns the Options of this node's controllers.
+func (n *node) options(mutate ...func(*Options[testConfig])) Options[testConfig] {
+	n.t.Helper()
 	src, err := source.NewDir(source.DirOptions{Path: n.srcDir, PayloadKey: "config", PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		n.t.Fatal(err)
@@ -190,11 +202,7 @@ func (n *node) controller(mutate ...func(*Options[testConfig])) *Controller[test
 	for _, m := range mutate {
 		m(&opts)
 	}
-	c, err := New(opts)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return c
+	return opts
 }
 
 // ctx returns a context whose logger writes through the test (ktesting):
@@ -522,9 +530,9 @@ func TestRunReportsOnlyChanges(t *testing.T) {
 		t.Fatalf("%d reports after idle resyncs, want Bootstrap's and the promotion's", got)
 	}
 	n.reporter.mu.Lock()
-	phases := []status.ConfigPhase{n.reporter.configs[0].Phase, n.reporter.configs[1].Phase}
+	phases := []nodeapi.ConfigPhase{n.reporter.configs[0].Phase, n.reporter.configs[1].Phase}
 	n.reporter.mu.Unlock()
-	if phases[0] != status.PhaseTrial || phases[1] != status.PhasePromoted {
+	if phases[0] != nodeapi.PhaseTrial || phases[1] != nodeapi.PhasePromoted {
 		t.Fatalf("phases %v, want [Trial Promoted]", phases)
 	}
 	n.write(filepath.Join(n.srcDir, source.AssignmentFile), "{}")

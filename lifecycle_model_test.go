@@ -18,6 +18,7 @@ import (
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -359,7 +360,7 @@ func (s *sim) startedRun() {
 	if cm, err := s.c.store.Load(checkpointKey(st.running.Source)); err == nil && id != "" {
 		trial, _ := components.TrialFromAnnotations(cm.Annotations, components.DefaultTrial())
 		s.thresholds[id] = trial.CrashLoopThreshold
-		payload := cm.Data[source.PayloadKey(st.running.Source, "config")]
+		payload := cm.Data[nodeapi.PayloadKeyOf(st.running.Source, "config")]
 		s.crashy[id] = strings.Contains(payload, "name: crash")
 	}
 }
@@ -555,19 +556,27 @@ func (s *sim) check() {
 		s.fatalf("ConfigStatus assigned %s, last-known-good %s; state dir: current %s, last-known-good %s",
 			lkg.Key(cs.Assigned), lkg.Key(cs.LastKnownGood), lkg.Key(cur), lkg.Key(lastKnownGood))
 	}
-	var want status.ConfigPhase
+	var want nodeapi.ConfigPhase
 	switch {
 	case cur == nil:
-		want = status.PhaseLocal
+		want = nodeapi.PhaseLocal
 	case !lkg.Same(running, cur):
-		want = status.PhaseRolledBack
-		if st.decision.DeadEnd {
-			want = status.PhaseDeadEnd
+		want = nodeapi.PhaseRolledBack
+		switch {
+		case st.decision.DeadEnd:
+			want = nodeapi.PhaseDeadEnd
+		case st.decision.Problem == lkg.ProblemSyncFailed:
+			// No verdict on current: the condition says the desired
+			// config is unclear (issue 24).
+			want = nodeapi.PhaseSyncFailed
+			if r.Status != corev1.ConditionUnknown {
+				s.fatalf("phase SyncFailed with condition %+v, want Unknown", r)
+			}
 		}
 	case lkg.Same(cur, lastKnownGood):
-		want = status.PhasePromoted
+		want = nodeapi.PhasePromoted
 	default:
-		want = status.PhaseTrial
+		want = nodeapi.PhaseTrial
 	}
 	if cs.Phase != want {
 		s.fatalf("ConfigStatus phase %s, want %s (running %s, current %s, last-known-good %s)",
@@ -583,5 +592,5 @@ func (s *sim) invalidConfig(src *corev1.NodeConfigSource) bool {
 	if err != nil {
 		return false
 	}
-	return strings.Contains(cm.Data[source.PayloadKey(src, "config")], "value: -1")
+	return strings.Contains(cm.Data[nodeapi.PayloadKeyOf(src, "config")], "value: -1")
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/merge"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -85,7 +86,7 @@ type Cluster struct {
 	NodeName string
 	// ConfigMap, when set, is the one ConfigMap every node of this
 	// component runs (source.NewFixed), instead of the Node's assignment
-	// annotation (source.NewNode with source.AnnotationKeyFor(Component)).
+	// annotation (source.NewNode with nodeapi.AssignmentAnnotationFor(Component)).
 	ConfigMap *types.NamespacedName
 }
 
@@ -93,9 +94,9 @@ type Cluster struct {
 // is its documented default.
 type Options[T any] struct {
 	// Component names the component, a DNS label of at most 49
-	// characters. Its assignment annotation (source.AnnotationKeyFor), its
-	// condition type (status.ConditionTypeFor), its ConfigStatus annotation
-	// (status.ConfigStatusAnnotationFor), its Events' source and its
+	// characters. Its assignment annotation (nodeapi.AssignmentAnnotationFor), its
+	// condition type (nodeapi.ConditionTypeFor), its ConfigStatus annotation
+	// (nodeapi.StatusAnnotationFor), its Events' source and its
 	// metrics' component label are its own, so that several components on
 	// one Node never read or overwrite each other's. Default: "kubelet",
 	// which keeps the proposal's names (ConfigOK, dynconfig.io/config-source).
@@ -203,8 +204,8 @@ func isNil(v any) bool {
 func (o *Options[T]) complete() error {
 	var errs []error
 	if o.Component == "" {
-		o.Component = status.KubeletComponent
-	} else if err := status.ValidateComponentName(o.Component); err != nil {
+		o.Component = nodeapi.DefaultComponent
+	} else if err := nodeapi.ValidateComponentName(o.Component); err != nil {
 		errs = append(errs, fmt.Errorf("Options.Component: %w", err))
 	}
 	if o.Profile == nil {
@@ -227,6 +228,18 @@ func (o *Options[T]) complete() error {
 	}
 	if o.Events != nil && isNil(o.Events) {
 		errs = append(errs, errors.New("Options.Events is a typed nil (was an error of its constructor dropped?); leave it nil for no events"))
+	}
+	// A field that the option set would silently ignore is a mistake of
+	// the caller: refuse it, naming both fields (client-go's leader
+	// election refuses inconsistent timings the same way).
+	if o.Layers != nil && !localIsZero(o.Local) {
+		errs = append(errs, errors.New("Options.Local is set together with Options.Layers, which ignores it: give the local files to the Layers, or leave Layers nil"))
+	}
+	if o.Layers != nil && !reflect.ValueOf(o.Merge).IsZero() {
+		errs = append(errs, errors.New("Options.Merge is set together with Options.Layers, which ignores it: configure the Layers' pipeline, or leave Layers nil"))
+	}
+	if o.Remote != nil && o.Cluster != nil {
+		errs = append(errs, errors.New("Options.Remote is set together with Options.Cluster, which builds the Remote: set one of them"))
 	}
 	if o.StateDir == "" {
 		errs = append(errs, errors.New("Options.StateDir is required"))
@@ -303,7 +316,7 @@ func (o *Options[T]) buildCluster(c *Cluster) []error {
 		} else {
 			o.Remote, err = source.NewNode(source.NodeOptions{
 				Client: c.Client, NodeName: c.NodeName, PayloadKey: o.Profile.PayloadKey(),
-				Annotation: source.AnnotationKeyFor(o.Component), Clock: o.Clock,
+				Annotation: nodeapi.AssignmentAnnotationFor(o.Component), Clock: o.Clock,
 			})
 		}
 		if err != nil {
@@ -347,4 +360,9 @@ func (rs reporters) ReportConfigOK(ctx context.Context, r status.Report) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// localIsZero reports whether no field of l is set.
+func localIsZero(l LocalConfig) bool {
+	return l.InitFile == "" && l.DropInDir == "" && l.InstanceFile == "" && len(l.Flags) == 0
 }

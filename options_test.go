@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -33,8 +33,8 @@ func TestOptionsClusterWiresOneComponent(t *testing.T) {
 	assignment, _ := json.Marshal(corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 		Namespace: "kube-system", Name: "proxy", UID: "uid-proxy", KubeletConfigKey: "config"}})
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
-		source.AnnotationKeyFor("kube-proxy"): string(assignment),
-		source.AnnotationKey:                  `{"configMap":{"namespace":"kube-system","name":"missing","kubeletConfigKey":"kubelet"}}`,
+		nodeapi.AssignmentAnnotationFor("kube-proxy"): string(assignment),
+		nodeapi.AssignmentAnnotation:                  `{"configMap":{"namespace":"kube-system","name":"missing","kubeletConfigKey":"kubelet"}}`,
 	}}}
 	client := fake.NewClientset(node, cm)
 	reg := prometheus.NewRegistry()
@@ -64,17 +64,17 @@ func TestOptionsClusterWiresOneComponent(t *testing.T) {
 	if cond == nil || cond.Status != corev1.ConditionTrue {
 		t.Fatalf("KubeProxyConfigOK = %+v", cond)
 	}
-	if c := status.FindType(got.Status.Conditions, status.ConditionType); c != nil {
+	if c := status.FindType(got.Status.Conditions, nodeapi.ConditionType); c != nil {
 		t.Fatalf("the kube-proxy component wrote the kubelet's condition: %+v", c)
 	}
-	cs, err := status.ReadConfigStatus(got, "kube-proxy")
+	cs, err := nodeapi.ReadConfigStatus(got, "kube-proxy")
 	if err != nil || cs == nil {
 		t.Fatalf("config status: %+v, %v", cs, err)
 	}
-	if cs.Phase != status.PhaseTrial || cs.Active == nil || cs.Active.ConfigMap.UID != "uid-proxy" || cs.TrialEnds == nil {
+	if cs.Phase != nodeapi.PhaseTrial || cs.Active == nil || cs.Active.ConfigMap.UID != "uid-proxy" || cs.TrialEnds == nil {
 		t.Fatalf("config status %+v, want the proxy ConfigMap in trial", cs)
 	}
-	if _, ok := got.Annotations[status.ConfigStatusAnnotation]; ok {
+	if _, ok := got.Annotations[nodeapi.StatusAnnotation]; ok {
 		t.Fatal("the kube-proxy component wrote the kubelet's config status")
 	}
 	families, err := reg.Gather()

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -90,8 +91,8 @@ func syncFailedReport(s state, cause error) status.Report {
 
 // configStatus is the ConfigStatus published with r: the sources of the
 // running state and its phase.
-func configStatus(s state, r status.Report) *status.ConfigStatus {
-	cs := &status.ConfigStatus{
+func configStatus(s state, r status.Report) *nodeapi.ConfigStatus {
+	cs := &nodeapi.ConfigStatus{
 		Assigned:      s.current.Source,
 		Active:        s.running.Source,
 		LastKnownGood: s.lastKnownGood,
@@ -101,15 +102,18 @@ func configStatus(s state, r status.Report) *status.ConfigStatus {
 	}
 	switch {
 	case s.decision.DeadEnd:
-		cs.Phase = status.PhaseDeadEnd
+		cs.Phase = nodeapi.PhaseDeadEnd
 	case s.current.Source == nil:
-		cs.Phase = status.PhaseLocal
+		cs.Phase = nodeapi.PhaseLocal
+	case !lkg.Same(s.running.Source, s.current.Source) && s.decision.Problem == lkg.ProblemSyncFailed:
+		// Not a verdict on current: what to run could not be found out.
+		cs.Phase = nodeapi.PhaseSyncFailed
 	case !lkg.Same(s.running.Source, s.current.Source):
-		cs.Phase = status.PhaseRolledBack
+		cs.Phase = nodeapi.PhaseRolledBack
 	case lkg.Same(s.current.Source, s.lastKnownGood):
-		cs.Phase = status.PhasePromoted
+		cs.Phase = nodeapi.PhasePromoted
 	default:
-		cs.Phase = status.PhaseTrial
+		cs.Phase = nodeapi.PhaseTrial
 		if !s.running.Since.IsZero() {
 			end := metav1.NewTime(s.running.Since.Add(s.trial.Duration))
 			cs.TrialEnds = &end

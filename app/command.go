@@ -16,6 +16,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
 	// The json log format, as Kubernetes components have it.
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/component-base/term"
@@ -23,7 +24,7 @@ import (
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/merge"
-	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // The exit codes of every command built here (and of Execute).
@@ -228,7 +229,7 @@ func NewCommand[T any](c Component[T]) *cobra.Command {
 	if c.Component == "" {
 		c.Component = c.Name
 	}
-	if err := status.ValidateComponentName(c.Component); err != nil {
+	if err := nodeapi.ValidateComponentName(c.Component); err != nil {
 		panic("app.NewCommand: Component.Component: " + err.Error())
 	}
 	if c.Long == "" {

@@ -32,7 +32,7 @@
 //   - Where the remote config comes from: --source-dir, a directory
 //     source; else --configmap, one ConfigMap for every node; else
 //     --kubeconfig, the Node's assignment annotation for the component
-//     (source.AnnotationKeyFor); else none, the local config only. With an
+//     (nodeapi.AssignmentAnnotationFor); else none, the local config only. With an
 //     API server, the Controller (dynconfig.Options.Cluster) reports the
 //     component's condition and ConfigStatus on its Node and records Events.
 //   - Exit codes: ExitOK (0) when it stopped on SIGTERM or SIGINT, to

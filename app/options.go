@@ -14,7 +14,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/version"
 
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/nodeapi"
+
 	"k8s.io/apimachinery/pkg/types"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 )
@@ -60,7 +61,7 @@ func (o *options) addConfigFlags(fs *pflag.FlagSet, kind string) {
 // from.
 func (o *options) addRemoteFlags(fs *pflag.FlagSet, component string) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "A kubeconfig file for the API server. Alone, the Node named --node-name assigns the config in its "+
-		source.AnnotationKeyFor(component)+" annotation; the component reports its condition and status on that Node and records Events.")
+		nodeapi.AssignmentAnnotationFor(component)+" annotation; the component reports its condition and status on that Node and records Events.")
 	fs.StringVar(&o.nodeName, "node-name", "", "The Node this process runs on. Default: the host name, lowercased.")
 	fs.StringVar(&o.configMap, "configmap", "", "NAMESPACE/NAME of the one ConfigMap every node of this component runs, instead of the Node's assignment; read with --kubeconfig, or the in-cluster config when that is empty.")
 	fs.StringVar(&o.sourceDir, "source-dir", "", "Read the assignment from a directory source (assignment.yaml and configmaps/) instead of the API server.")

@@ -16,8 +16,8 @@ import (
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/merge"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // run is the component's life once the command line is valid: build the
@@ -77,7 +77,7 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 		return err
 	}
 	defer z.unreg()
-	chain := ReporterChain{LogReporter{ConditionType: status.ConditionTypeFor(c.Component)}, z}
+	chain := ReporterChain{LogReporter{ConditionType: nodeapi.ConditionTypeFor(c.Component)}, z}
 	if sf := newStatusFile(o.statusFile); sf != nil {
 		chain = append(chain, sf)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/internal/atomicfile"
 	"github.com/dynconfig/dynconfig/internal/statusfile"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -124,7 +125,7 @@ func (rc ReporterChain) ReportConfigOK(ctx context.Context, r status.Report) err
 // LogReporter logs every report through the context's logger, with the
 // condition type as the message ("ConfigOK").
 type LogReporter struct {
-	// ConditionType is the message. Default: status.ConditionType.
+	// ConditionType is the message. Default: nodeapi.ConditionType.
 	ConditionType corev1.NodeConditionType
 }
 
@@ -136,7 +137,7 @@ func (l LogReporter) ReportConfigOK(ctx context.Context, r status.Report) error 
 	}
 	msg := l.ConditionType
 	if msg == "" {
-		msg = status.ConditionType
+		msg = nodeapi.ConditionType
 	}
 	klog.FromContext(ctx).Info(string(msg), kv...)
 	return nil

@@ -26,6 +26,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/source/sourcetest"
 )
@@ -335,7 +336,7 @@ func (b *apiBackend) Assign(t *testing.T, src *corev1.NodeConfigSource) {
 		t.Fatal(err)
 	}
 	if src == nil {
-		delete(n.Annotations, source.AnnotationKey)
+		delete(n.Annotations, nodeapi.AssignmentAnnotation)
 	} else {
 		data, err := json.Marshal(src)
 		if err != nil {
@@ -344,7 +345,7 @@ func (b *apiBackend) Assign(t *testing.T, src *corev1.NodeConfigSource) {
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
 		}
-		n.Annotations[source.AnnotationKey] = string(data)
+		n.Annotations[nodeapi.AssignmentAnnotation] = string(data)
 	}
 	n.ResourceVersion = b.nextVersion()
 	if _, err := nodes.Update(ctx, n, metav1.UpdateOptions{}); err != nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // AssignmentFile is the file in a Dir source that holds the assignment: a
@@ -136,7 +138,7 @@ func (d *Dir) Assigned(ctx context.Context) (Assignment, error) {
 	if src == nil {
 		return Assignment{}, nil
 	}
-	if err := Validate(src); err != nil {
+	if err := nodeapi.Validate(src); err != nil {
 		return Assignment{}, err
 	}
 	cm, err := d.find(src.ConfigMap.Namespace, src.ConfigMap.Name)

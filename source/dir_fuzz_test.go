@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // dirFuzzSeeds are assignment and ConfigMap file contents, good and bad.
@@ -74,7 +76,7 @@ func FuzzDirFiles(f *testing.F) {
 			if strings.Contains(msg, "\n") {
 				t.Fatalf("error spans lines: %q", msg)
 			}
-			var ie *InvalidError
+			var ie *nodeapi.InvalidError
 			named := strings.Contains(msg, assignmentPath) || strings.Contains(msg, cmPath)
 			if !named && !(errors.As(err, &ie) && (strings.HasPrefix(msg, "invalid NodeConfigSource") || strings.HasPrefix(msg, "ConfigMap "))) {
 				t.Fatalf("error names neither file nor is an assignment rule: %q", msg)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 func types(s string) k8stypes.UID { return k8stypes.UID(s) }
@@ -71,7 +73,7 @@ func TestDirAssigned(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, assignment, want string }{
-		{"all nil", "{}", allNilMessage},
+		{"all nil", "{}", "invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil"},
 		{"wrong uid", "configMap: {namespace: kube-system, name: kubelet-a, uid: other}", "invalid NodeConfigSource.ConfigMap, uid other and kube-system/kubelet-a do not refer to the same object (its uid is uid-a)"},
 		{"absent", "configMap: {namespace: kube-system, name: nope, uid: u}", "ConfigMap kube-system/nope does not exist"},
 		{"missing key", "configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a, kubeletConfigKey: x}", `ConfigMap kube-system/kubelet-a (UID: uid-a) has no key "x"`},
@@ -79,9 +81,9 @@ func TestDirAssigned(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			write(t, filepath.Join(dir, AssignmentFile), tc.assignment)
 			_, err := d.Assigned(ctx)
-			var ie *InvalidError
+			var ie *nodeapi.InvalidError
 			if !errors.As(err, &ie) || err.Error() != tc.want {
-				t.Fatalf("error %v, want *InvalidError %q", err, tc.want)
+				t.Fatalf("error %v, want *nodeapi.InvalidError %q", err, tc.want)
 			}
 		})
 	}
@@ -168,9 +170,9 @@ func assignedError(t *testing.T, d *Dir, wantInvalid bool) error {
 	if err == nil {
 		t.Fatalf("Assigned = %+v, nil; want an error", a.Source)
 	}
-	var ie *InvalidError
+	var ie *nodeapi.InvalidError
 	if errors.As(err, &ie) != wantInvalid {
-		t.Fatalf("error %q: *InvalidError is %v, want %v", err, !wantInvalid, wantInvalid)
+		t.Fatalf("error %q: *nodeapi.InvalidError is %v, want %v", err, !wantInvalid, wantInvalid)
 	}
 	return err
 }
@@ -436,9 +438,9 @@ func TestDirFailsLoudly(t *testing.T) {
 			if want := strings.ReplaceAll(tt.wantErr, "$D", dir); err.Error() != want {
 				t.Fatalf("error\n%s\nwant\n%s", err, want)
 			}
-			var ie *InvalidError
+			var ie *nodeapi.InvalidError
 			if errors.As(err, &ie) != tt.wantInvalid {
-				t.Errorf("*InvalidError: %v, want %v", !tt.wantInvalid, tt.wantInvalid)
+				t.Errorf("*nodeapi.InvalidError: %v, want %v", !tt.wantInvalid, tt.wantInvalid)
 			}
 		})
 	}

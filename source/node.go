@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,24 +19,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	sigsjson "sigs.k8s.io/json"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
-
-// AnnotationKey is the default Node annotation that holds a node's
-// assignment: a NodeConfigSource in JSON.
-const AnnotationKey = "dynconfig.io/config-source"
-
-// AnnotationKeyFor returns the assignment annotation of a component:
-// AnnotationKey for the kubelet (or an empty name), else
-// "dynconfig.io/config-source.<component>", so that each component on a
-// Node has its own assignment. The name must be a DNS label of at most 49
-// characters (status.ValidateComponentName).
-func AnnotationKeyFor(component string) string {
-	if component == "" || component == "kubelet" {
-		return AnnotationKey
-	}
-	return AnnotationKey + "." + component
-}
 
 // NodeOptions configures a NodeSource.
 type NodeOptions struct {
@@ -49,7 +33,7 @@ type NodeOptions struct {
 	// none (the profile's key). Required.
 	PayloadKey string
 	// Annotation is the Node annotation that holds the assignment. Default
-	// AnnotationKey.
+	// nodeapi.AssignmentAnnotation (the kubelet's).
 	Annotation string
 	// Resync is the period after which Run calls back even without an
 	// event, plus up to 10% jitter. Default DefaultResync (5m).
@@ -86,7 +70,7 @@ func NewNode(opts NodeOptions) (*NodeSource, error) {
 		return nil, err
 	}
 	if opts.Annotation == "" {
-		opts.Annotation = AnnotationKey
+		opts.Annotation = nodeapi.AssignmentAnnotation
 	}
 	if err := checkName("NodeOptions.Annotation", opts.Annotation, validation.IsQualifiedName); err != nil {
 		return nil, err
@@ -114,9 +98,6 @@ func (s *NodeSource) Assigned(ctx context.Context) (Assignment, error) {
 	}
 	src, err := s.assignmentOf(node)
 	if err != nil {
-		return Assignment{}, err
-	}
-	if err := Validate(src); err != nil {
 		return Assignment{}, err
 	}
 	if src == nil {
@@ -165,40 +146,12 @@ func (s *NodeSource) cachedNode() (*corev1.Node, bool) {
 	return n, ok
 }
 
-// assignmentOf returns node's assignment, unvalidated: the annotation's,
+// assignmentOf returns node's assignment, validated: the annotation's,
 // else, for the kubelet's annotation only, the legacy spec.configSource
-// (the old feature's field, which named the kubelet's config), else nil.
+// (nodeapi.ReadAssignment), else nil.
 func (s *NodeSource) assignmentOf(node *corev1.Node) (*corev1.NodeConfigSource, error) {
-	if v, ok := node.Annotations[s.opts.Annotation]; ok {
-		src, err := decodeAssignment([]byte(v))
-		if err != nil {
-			return nil, invalid("invalid NodeConfigSource in annotation %s of Node %s: %v", s.opts.Annotation, node.Name, err)
-		}
-		return src, nil
-	}
-	if s.opts.Annotation != AnnotationKey {
-		return nil, nil
-	}
-	return node.Spec.ConfigSource.DeepCopy(), nil
-}
-
-// decodeAssignment strictly decodes an annotation value: a JSON
-// NodeConfigSource with no unknown or duplicate fields and case-sensitive
-// names. A blank value or "null" is the empty assignment (nil).
-func decodeAssignment(data []byte) (*corev1.NodeConfigSource, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || string(data) == "null" {
-		return nil, nil
-	}
-	var src corev1.NodeConfigSource
-	strict, err := sigsjson.UnmarshalStrict(data, &src)
-	if err != nil {
-		return nil, err
-	}
-	if len(strict) > 0 {
-		return nil, errors.Join(strict...)
-	}
-	return &src, nil
+	src, _, err := nodeapi.ReadAssignment(node, s.opts.Annotation)
+	return src, err
 }
 
 // Run watches this Node and the ConfigMap its assignment names, each with
@@ -353,7 +306,7 @@ func (s *NodeSource) watchTarget() (namespace, name string, known bool) {
 		return "", "", true
 	}
 	src, err := s.assignmentOf(node)
-	if err != nil || src == nil || Validate(src) != nil {
+	if err != nil || src == nil {
 		return "", "", true
 	}
 	return src.ConfigMap.Namespace, src.ConfigMap.Name, true

@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // waitLimit bounds every wait for an asynchronous event; reaching it is a
@@ -37,7 +39,7 @@ const testNodeName = "node-a"
 func testNode(annotation *string, legacy *corev1.NodeConfigSource) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNodeName, UID: "node-uid"}, Spec: corev1.NodeSpec{ConfigSource: legacy}}
 	if annotation != nil {
-		n.Annotations = map[string]string{AnnotationKey: *annotation, "other": "x"}
+		n.Annotations = map[string]string{nodeapi.AssignmentAnnotation: *annotation, "other": "x"}
 	}
 	return n
 }
@@ -102,7 +104,7 @@ func TestNewNodeOptions(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.opts.Annotation != AnnotationKey || s.opts.Resync != DefaultResync || s.opts.Clock == nil {
+				if s.opts.Annotation != nodeapi.AssignmentAnnotation || s.opts.Resync != DefaultResync || s.opts.Clock == nil {
 					t.Errorf("defaults not applied: annotation %q, resync %v, clock %v", s.opts.Annotation, s.opts.Resync, s.opts.Clock)
 				}
 				return
@@ -125,7 +127,7 @@ func TestNodeAssigned(t *testing.T) {
 		want       Assignment
 		wantErr    string // exact message, or its prefix when wantPrefix
 		wantPrefix bool
-		invalid    bool // the error is an *InvalidError
+		invalid    bool // the error is an *nodeapi.InvalidError
 	}{
 		{name: "empty", node: testNode(nil, nil)},
 		{
@@ -154,8 +156,8 @@ func TestNodeAssigned(t *testing.T) {
 			wantErr: badJSON + `unknown field "ConfigMap"`, invalid: true},
 		{name: "trailing data", node: testNode(str(`{} {}`), nil), wantErr: badJSON, wantPrefix: true, invalid: true},
 		{name: "not an object", node: testNode(str(`"kubelet-a"`), nil), wantErr: badJSON, wantPrefix: true, invalid: true},
-		{name: "all nil", node: testNode(str(`{}`), nil), wantErr: allNilMessage, invalid: true},
-		{name: "legacy all nil", node: testNode(nil, &corev1.NodeConfigSource{}), wantErr: allNilMessage, invalid: true},
+		{name: "all nil", node: testNode(str(`{}`), nil), wantErr: "invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil", invalid: true},
+		{name: "legacy all nil", node: testNode(nil, &corev1.NodeConfigSource{}), wantErr: "invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil", invalid: true},
 		{name: "missing uid", node: testNode(annotationOf(t, ref("kube-system", "kubelet-a", "", "")), nil),
 			wantErr: "invalid NodeConfigSource.ConfigMap, all of uid, namespace and name must be non-empty, missing: uid", invalid: true},
 		{name: "missing namespace", node: testNode(annotationOf(t, ref("", "kubelet-a", "uid-a", "")), nil),
@@ -212,9 +214,9 @@ func checkAssigned(t *testing.T, got Assignment, err error, want Assignment, wan
 	if msg := err.Error(); (prefix && !strings.HasPrefix(msg, wantErr)) || (!prefix && msg != wantErr) {
 		t.Errorf("Assigned error = %q, want %q (prefix only: %v)", msg, wantErr, prefix)
 	}
-	var ie *InvalidError
+	var ie *nodeapi.InvalidError
 	if errors.As(err, &ie) != isInvalid {
-		t.Errorf("error %q: *InvalidError = %v, want %v", err, !isInvalid, isInvalid)
+		t.Errorf("error %q: *nodeapi.InvalidError = %v, want %v", err, !isInvalid, isInvalid)
 	}
 	if diff := cmp.Diff(Assignment{}, got); diff != "" {
 		t.Errorf("Assigned returned an assignment with its error:\n%s", diff)
@@ -232,9 +234,9 @@ func TestAssignmentChanged(t *testing.T) {
 		{"status only", func(n *corev1.Node) { n.Status.Phase = corev1.NodeRunning; n.ResourceVersion = "99" }, false},
 		{"other annotation", func(n *corev1.Node) { n.Annotations["other"] = "y" }, false},
 		{"labels", func(n *corev1.Node) { n.Labels = map[string]string{"a": "b"} }, false},
-		{"annotation value", func(n *corev1.Node) { n.Annotations[AnnotationKey] = "{}" }, true},
-		{"annotation removed", func(n *corev1.Node) { delete(n.Annotations, AnnotationKey) }, true},
-		{"annotation blanked", func(n *corev1.Node) { n.Annotations[AnnotationKey] = "" }, true},
+		{"annotation value", func(n *corev1.Node) { n.Annotations[nodeapi.AssignmentAnnotation] = "{}" }, true},
+		{"annotation removed", func(n *corev1.Node) { delete(n.Annotations, nodeapi.AssignmentAnnotation) }, true},
+		{"annotation blanked", func(n *corev1.Node) { n.Annotations[nodeapi.AssignmentAnnotation] = "" }, true},
 		{"legacy changed", func(n *corev1.Node) { n.Spec.ConfigSource.ConfigMap.UID = "d" }, true},
 		{"legacy removed", func(n *corev1.Node) { n.Spec.ConfigSource = nil }, true},
 	} {
@@ -264,7 +266,7 @@ func TestSlimNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: testNodeName, UID: "node-uid", ResourceVersion: "5", Annotations: map[string]string{AnnotationKey: "{}"}},
+		ObjectMeta: metav1.ObjectMeta{Name: testNodeName, UID: "node-uid", ResourceVersion: "5", Annotations: map[string]string{nodeapi.AssignmentAnnotation: "{}"}},
 		Spec:       corev1.NodeSpec{ConfigSource: ref("a", "b", "c", "")},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -474,10 +476,10 @@ func updateConfigMap(t *testing.T, client kubernetes.Interface, ns, name, rv str
 func setAnnotation(t *testing.T, src *corev1.NodeConfigSource) func(*corev1.Node) {
 	return func(n *corev1.Node) {
 		if src == nil {
-			delete(n.Annotations, AnnotationKey)
+			delete(n.Annotations, nodeapi.AssignmentAnnotation)
 			return
 		}
-		n.Annotations[AnnotationKey] = *annotationOf(t, src)
+		n.Annotations[nodeapi.AssignmentAnnotation] = *annotationOf(t, src)
 	}
 }
 
@@ -749,36 +751,6 @@ func TestRunLeaksNoGoroutine(t *testing.T) {
 	}
 }
 
-// FuzzDecodeAssignment feeds annotation values to the strict decoder: it
-// must not panic, and what it accepts must survive a JSON round trip.
-func FuzzDecodeAssignment(f *testing.F) {
-	for _, seed := range []string{
-		``, `null`, ` `, `{}`, `[]`, `"x"`, `{"configMap":null}`,
-		`{"configMap":{"namespace":"kube-system","name":"kubelet","uid":"u","kubeletConfigKey":"kubelet","resourceVersion":"5"}}`,
-		`{"configMap":{"namespace":"a","namespace":"b"}}`, `{"ConfigMap":{}}`, `{"configMap":{"extra":1}}`,
-		`{"configMap":{"uid":5}}`, `{} {}`, `{"configMap":`, "\xff",
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		src, err := decodeAssignment(data)
-		if err != nil || src == nil {
-			return
-		}
-		out, err := json.Marshal(src)
-		if err != nil {
-			t.Fatalf("marshal %+v: %v", src, err)
-		}
-		back, err := decodeAssignment(out)
-		if err != nil {
-			t.Fatalf("decoding %s (re-encoded from %q): %v", out, data, err)
-		}
-		if diff := cmp.Diff(src, back); diff != "" {
-			t.Fatalf("round trip of %q (-first +second):\n%s", data, diff)
-		}
-	})
-}
-
 func BenchmarkNodeAssigned(b *testing.B) {
 	cmA := cmap("ns-a", "cm-a", "uid-a", "11", map[string]string{"kubelet": strings.Repeat("x", 4096)})
 	for _, cached := range []bool{false, true} {
@@ -816,16 +788,6 @@ func BenchmarkNodeAssigned(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
-	}
-}
-
-func BenchmarkDecodeAssignment(b *testing.B) {
-	data := []byte(`{"configMap":{"namespace":"kube-system","name":"kubelet-config","uid":"0b9b4c4e-8a3e-4f0e-9d6f-2f3c8f1e2a7d","kubeletConfigKey":"kubelet"}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := decodeAssignment(data); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 
@@ -899,7 +861,7 @@ func TestNodeLegacyConfigSourceIsTheKubelets(t *testing.T) {
 	if a, err := kubelet.Assigned(context.Background()); err != nil || a.Source == nil {
 		t.Fatalf("kubelet: %s, want the legacy spec.configSource", describe(a, err))
 	}
-	proxy := newNodeSource(t, client, NodeOptions{Annotation: AnnotationKeyFor("kube-proxy"), PayloadKey: "kube-proxy"})
+	proxy := newNodeSource(t, client, NodeOptions{Annotation: nodeapi.AssignmentAnnotationFor("kube-proxy"), PayloadKey: "kube-proxy"})
 	if a, err := proxy.Assigned(context.Background()); err != nil || a.Source != nil {
 		t.Fatalf("kube-proxy: %s, want the empty assignment", describe(a, err))
 	}

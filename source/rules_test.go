@@ -1,7 +1,6 @@
 package source
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,36 +14,6 @@ func ref(ns, name, uid, key string) *corev1.NodeConfigSource {
 
 func cmap(ns, name, uid, rv string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types(uid), ResourceVersion: rv}, Data: data}
-}
-
-func TestValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		src  *corev1.NodeConfigSource
-		want string
-	}{
-		{"empty", nil, ""},
-		{"correct", ref("ns", "n", "u", ""), ""},
-		{"all nil", &corev1.NodeConfigSource{}, "invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil"},
-		{"missing uid", ref("ns", "n", "", ""), "invalid NodeConfigSource.ConfigMap, all of uid, namespace and name must be non-empty, missing: uid"},
-		{"missing namespace", ref("", "n", "u", ""), "invalid NodeConfigSource.ConfigMap, all of uid, namespace and name must be non-empty, missing: namespace"},
-		{"missing all", ref("", "", "", ""), "invalid NodeConfigSource.ConfigMap, all of uid, namespace and name must be non-empty, missing: uid, namespace, name"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := Validate(tc.src)
-			got := ""
-			if err != nil {
-				got = err.Error()
-				var ie *InvalidError
-				if !errors.As(err, &ie) {
-					t.Errorf("error %T is not *InvalidError", err)
-				}
-			}
-			if got != tc.want {
-				t.Errorf("Validate = %q, want %q", got, tc.want)
-			}
-		})
-	}
 }
 
 func TestResolve(t *testing.T) {
@@ -62,7 +31,7 @@ func TestResolve(t *testing.T) {
 		{"absent", ref("ns", "n", "u", ""), nil, nil, "ConfigMap ns/n does not exist"},
 		{"wrong uid", ref("ns", "n", "x", ""), good, nil, "invalid NodeConfigSource.ConfigMap, uid x and ns/n do not refer to the same object (its uid is u)"},
 		{"missing key", ref("ns", "n", "u", "nope"), good, nil, `ConfigMap ns/n (UID: u) has no key "nope"`},
-		{"invalid", &corev1.NodeConfigSource{}, good, nil, allNilMessage},
+		{"invalid", &corev1.NodeConfigSource{}, good, nil, "invalid NodeConfigSource, exactly one subfield must be non-nil, but all were nil"},
 		{"other object", ref("ns", "n", "u", ""), cmap("ns", "m", "u", "1", nil), nil, "ConfigMap ns/n resolved to ns/m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

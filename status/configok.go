@@ -2,60 +2,13 @@ package status
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
-
-// ConditionType is the type of the kubelet's condition, the proposal's
-// ConfigOK. Other components report their own type (ConditionTypeFor), so
-// that components on one Node never overwrite each other's condition.
-const ConditionType corev1.NodeConditionType = "ConfigOK"
-
-// KubeletComponent is the component name that keeps the proposal's names:
-// the condition ConfigOK and the annotation dynconfig.io/config-source.
-const KubeletComponent = "kubelet"
-
-// ConditionTypeFor returns the condition type of a component: ConfigOK for
-// the kubelet (or an empty name), else the component's name in CamelCase
-// followed by ConfigOK ("kube-proxy" reports KubeProxyConfigOK). The name
-// must be a DNS label (ValidateComponentName).
-func ConditionTypeFor(component string) corev1.NodeConditionType {
-	if component == "" || component == KubeletComponent {
-		return ConditionType
-	}
-	var b strings.Builder
-	upper := true
-	for _, r := range component {
-		if r == '-' {
-			upper = true
-			continue
-		}
-		if upper {
-			r = unicode.ToUpper(r)
-			upper = false
-		}
-		b.WriteRune(r)
-	}
-	return corev1.NodeConditionType(b.String() + string(ConditionType))
-}
-
-// ValidateComponentName checks that a component name is a DNS label (lower
-// case letters, digits and '-', at most 49 characters so that the
-// annotation and condition built from it stay valid).
-func ValidateComponentName(component string) error {
-	if msgs := validation.IsDNS1123Label(component); len(msgs) > 0 {
-		return fmt.Errorf("component name %q: %s", component, strings.Join(msgs, "; "))
-	}
-	if len(component) > 49 {
-		return fmt.Errorf("component name %q: at most 49 characters, got %d", component, len(component))
-	}
-	return nil
-}
 
 // The fixed reasons of the proposal.
 const (
@@ -174,7 +127,7 @@ func WithUnusableLastKnownGood(reason string, lkg types.UID, cause error) string
 	return fmt.Sprintf("%s; last-known-good (UID: %s) is unusable, using local config, cause: %v", reason, lkg, cause)
 }
 
-// Report is the content of a ConfigOK condition, and the ConfigStatus
+// Report is the content of a ConfigOK condition, and the nodeapi.ConfigStatus
 // published with it.
 type Report struct {
 	Status  corev1.ConditionStatus
@@ -183,7 +136,7 @@ type Report struct {
 	// Config, when not nil, is published next to the condition
 	// (NodeReporter writes it in the component's config-status annotation,
 	// in the same request).
-	Config *ConfigStatus
+	Config *nodeapi.ConfigStatus
 }
 
 // Equal reports whether r and o publish the same thing.
@@ -196,10 +149,10 @@ func (r Report) Equal(o Report) bool {
 // lastTransitionTime stays as in prev unless status, reason or message
 // change (or prev has none).
 func ConfigOK(prev *corev1.NodeCondition, r Report, now metav1.Time) corev1.NodeCondition {
-	return Condition(ConditionType, prev, r, now)
+	return Condition(nodeapi.ConditionType, prev, r, now)
 }
 
-// Condition is ConfigOK for a condition of type t (ConditionTypeFor).
+// Condition is ConfigOK for a condition of type t (nodeapi.ConditionTypeFor).
 func Condition(t corev1.NodeConditionType, prev *corev1.NodeCondition, r Report, now metav1.Time) corev1.NodeCondition {
 	c := corev1.NodeCondition{
 		Type:               t,
@@ -218,7 +171,7 @@ func Condition(t corev1.NodeConditionType, prev *corev1.NodeCondition, r Report,
 
 // Find returns the ConfigOK condition in conditions, or nil.
 func Find(conditions []corev1.NodeCondition) *corev1.NodeCondition {
-	return FindType(conditions, ConditionType)
+	return FindType(conditions, nodeapi.ConditionType)
 }
 
 // FindType returns the condition of type t in conditions, or nil.

@@ -2,13 +2,14 @@ package status
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // TestWording pins every message and reason to the proposal's text.
@@ -88,34 +89,11 @@ func TestConfigOKHeartbeatAndTransition(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	conds := []corev1.NodeCondition{{Type: corev1.NodeReady}, {Type: ConditionType, Reason: "x"}}
+	conds := []corev1.NodeCondition{{Type: corev1.NodeReady}, {Type: nodeapi.ConditionType, Reason: "x"}}
 	if c := Find(conds); c == nil || c.Reason != "x" {
 		t.Fatalf("Find = %v", c)
 	}
 	if c := Find(conds[:1]); c != nil {
 		t.Fatalf("Find without ConfigOK = %v", c)
-	}
-}
-
-func TestConditionTypeFor(t *testing.T) {
-	for in, want := range map[string]corev1.NodeConditionType{
-		"":                "ConfigOK",
-		"kubelet":         "ConfigOK",
-		"kube-proxy":      "KubeProxyConfigOK",
-		"kube-proxy-like": "KubeProxyLikeConfigOK",
-		"node-problem-d2": "NodeProblemD2ConfigOK",
-		"cilium":          "CiliumConfigOK",
-	} {
-		if got := ConditionTypeFor(in); got != want {
-			t.Errorf("ConditionTypeFor(%q) = %q, want %q", in, got, want)
-		}
-	}
-	for _, bad := range []string{"Kube-Proxy", "kube_proxy", "-x", strings.Repeat("a", 50)} {
-		if err := ValidateComponentName(bad); err == nil {
-			t.Errorf("ValidateComponentName(%q) = nil, want an error", bad)
-		}
-	}
-	if err := ValidateComponentName("kube-proxy"); err != nil {
-		t.Error(err)
 	}
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 func testSource(uid, rv string) *corev1.NodeConfigSource {
@@ -20,84 +21,7 @@ func testSource(uid, rv string) *corev1.NodeConfigSource {
 	}}
 }
 
-func TestConfigStatusAnnotationFor(t *testing.T) {
-	for component, want := range map[string]string{
-		"":           "dynconfig.io/config-status",
-		"kubelet":    "dynconfig.io/config-status",
-		"kube-proxy": "dynconfig.io/config-status.kube-proxy",
-	} {
-		if got := ConfigStatusAnnotationFor(component); got != want {
-			t.Errorf("ConfigStatusAnnotationFor(%q) = %q, want %q", component, got, want)
-		}
-	}
-}
-
-func TestParseConfigStatusRoundTrip(t *testing.T) {
-	end := metav1.NewTime(t0.Add(10*time.Minute + 300*time.Millisecond))
-	in := &ConfigStatus{
-		Assigned: testSource("a", "7"), Active: testSource("a", "7"), LastKnownGood: testSource("b", "3"),
-		Phase: PhaseTrial, TrialEnds: &end,
-	}
-	v, err := in.MarshalAnnotation()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := ParseConfigStatus(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !in.Equal(out) {
-		t.Fatalf("round trip: %s became %+v", v, out)
-	}
-	other := *out
-	other.Phase = PhasePromoted
-	if in.Equal(&other) {
-		t.Fatal("statuses with different phases compare equal")
-	}
-	if (*ConfigStatus)(nil).Equal(in) || !(*ConfigStatus)(nil).Equal(nil) {
-		t.Fatal("nil handling of Equal")
-	}
-}
-
-func TestParseConfigStatusRejects(t *testing.T) {
-	for _, tc := range []struct{ in, err string }{
-		{``, "decoding the config status: EOF"},
-		{`{"phase":"Trial"`, "decoding the config status: unexpected EOF"},
-		{`{"phase":"Trial","colour":"red"}`, `decoding the config status: json: unknown field "colour"`},
-		{`{"phase":"Trial"} {}`, "decoding the config status: trailing data after the JSON object"},
-		{`{"phase":"Trial"}}`, "decoding the config status: trailing data after the JSON object"},
-		{`{}`, "config status: phase: required (one of Local, Trial, Promoted, RolledBack, DeadEnd)"},
-		{`{"phase":"trial"}`, `config status: phase: unknown phase "trial" (want one of Local, Trial, Promoted, RolledBack, DeadEnd)`},
-		{`{"phase":"Trial","active":"x"}`, "decoding the config status: json: cannot unmarshal string into Go struct field ConfigStatus.active of type v1.NodeConfigSource"},
-		{`[]`, "decoding the config status: json: cannot unmarshal array into Go value of type status.ConfigStatus"},
-	} {
-		_, err := ParseConfigStatus(tc.in)
-		if err == nil || err.Error() != tc.err {
-			t.Errorf("ParseConfigStatus(%q) = %v, want %q", tc.in, err, tc.err)
-		}
-	}
-}
-
-func TestReadConfigStatus(t *testing.T) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
-		"dynconfig.io/config-status":            `{"phase":"Promoted"}`,
-		"dynconfig.io/config-status.kube-proxy": `{"phase":"Bogus"}`,
-	}}}
-	s, err := ReadConfigStatus(node, "kubelet")
-	if err != nil || s == nil || s.Phase != PhasePromoted {
-		t.Fatalf("kubelet: %+v, %v", s, err)
-	}
-	if s, err := ReadConfigStatus(node, "other"); s != nil || err != nil {
-		t.Fatalf("absent: %+v, %v; want nil, nil", s, err)
-	}
-	_, err = ReadConfigStatus(node, "kube-proxy")
-	want := `node "n1" annotation dynconfig.io/config-status.kube-proxy: config status: phase: unknown phase "Bogus"`
-	if err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Fatalf("got %v, want prefix %q", err, want)
-	}
-}
-
-// TestNodeReporterPublishesConfigStatus: the ConfigStatus lands in the
+// TestNodeReporterPublishesConfigStatus: the nodeapi.ConfigStatus lands in the
 // component's own annotation with the condition, and leaves another
 // component's annotation and condition alone.
 func TestNodeReporterPublishesConfigStatus(t *testing.T) {
@@ -109,7 +33,7 @@ func TestNodeReporterPublishesConfigStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &ConfigStatus{Assigned: testSource("a", "1"), Phase: PhaseRolledBack, Error: "failed to validate current (UID: uid-a)"}
+	cs := &nodeapi.ConfigStatus{Assigned: testSource("a", "1"), Phase: nodeapi.PhaseRolledBack, Error: "failed to validate current (UID: uid-a)"}
 	rep := Report{Status: corev1.ConditionFalse, Reason: cs.Error, Message: "using last-known-good (default)", Config: cs}
 	if err := r.ReportConfigOK(context.Background(), rep); err != nil {
 		t.Fatal(err)
@@ -118,7 +42,7 @@ func TestNodeReporterPublishesConfigStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read, err := ReadConfigStatus(got, "kube-proxy")
+	read, err := nodeapi.ReadConfigStatus(got, "kube-proxy")
 	if err != nil || !read.Equal(cs) {
 		t.Fatalf("published %+v (%v), want %+v", read, err, cs)
 	}
@@ -128,8 +52,8 @@ func TestNodeReporterPublishesConfigStatus(t *testing.T) {
 	if c := FindType(got.Status.Conditions, "KubeProxyConfigOK"); c == nil || c.Reason != cs.Error {
 		t.Fatalf("condition %+v", c)
 	}
-	if c := FindType(got.Status.Conditions, ConditionType); c != nil {
-		t.Fatalf("a kube-proxy reporter wrote %s: %+v", ConditionType, c)
+	if c := FindType(got.Status.Conditions, nodeapi.ConditionType); c != nil {
+		t.Fatalf("a kube-proxy reporter wrote %s: %+v", nodeapi.ConditionType, c)
 	}
 }
 
@@ -148,7 +72,7 @@ func FuzzParseConfigStatus(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		s, err := ParseConfigStatus(in)
+		s, err := nodeapi.ParseConfigStatus(in)
 		if err != nil {
 			return
 		}
@@ -156,7 +80,7 @@ func FuzzParseConfigStatus(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoding %q: %v", in, err)
 		}
-		again, err := ParseConfigStatus(v)
+		again, err := nodeapi.ParseConfigStatus(v)
 		if err != nil || !again.Equal(s) {
 			t.Fatalf("%q: re-encoded %q reads back as %+v, %v", in, v, again, err)
 		}

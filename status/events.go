@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // The reasons of the Events an EventReporter records. They are CamelCase
@@ -155,28 +157,14 @@ func (e *EventReporter) nameTime(t int64) int64 {
 	return t
 }
 
-// DescribeSource names a config for a message: "local" for nil (or a source
-// without a ConfigMap), else "ConfigMap <namespace>/<name> (UID: <uid>,
-// resourceVersion: <rv>)", leaving out an empty resourceVersion.
-func DescribeSource(src *corev1.NodeConfigSource) string {
-	if src == nil || src.ConfigMap == nil {
-		return "local"
-	}
-	cm := src.ConfigMap
-	if cm.ResourceVersion == "" {
-		return fmt.Sprintf("ConfigMap %s/%s (UID: %s)", cm.Namespace, cm.Name, cm.UID)
-	}
-	return fmt.Sprintf("ConfigMap %s/%s (UID: %s, resourceVersion: %s)", cm.Namespace, cm.Name, cm.UID, cm.ResourceVersion)
-}
-
 // ConfigChangedMessage is the ConfigChanged message for a restart onto src:
-// "config changed to <DescribeSource(src)>, restarting".
+// "config changed to <nodeapi.DescribeSource(src)>, restarting".
 func ConfigChangedMessage(src *corev1.NodeConfigSource) string {
-	return fmt.Sprintf("config changed to %s, restarting", DescribeSource(src))
+	return fmt.Sprintf("config changed to %s, restarting", nodeapi.DescribeSource(src))
 }
 
 // ConfigReloadMessage is the ConfigChanged event message of a component that
 // applies a new config in process: "config changed to <source>, reloading".
 func ConfigReloadMessage(src *corev1.NodeConfigSource) string {
-	return fmt.Sprintf("config changed to %s, reloading", DescribeSource(src))
+	return fmt.Sprintf("config changed to %s, reloading", nodeapi.DescribeSource(src))
 }

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 func TestNewEventReporterValidates(t *testing.T) {
@@ -160,8 +162,8 @@ func TestDescribeSource(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := DescribeSource(tc.src); got != tc.want {
-				t.Errorf("DescribeSource = %q, want %q", got, tc.want)
+			if got := nodeapi.DescribeSource(tc.src); got != tc.want {
+				t.Errorf("nodeapi.DescribeSource = %q, want %q", got, tc.want)
 			}
 			if got, want := ConfigReloadMessage(tc.src), "config changed to "+tc.want+", reloading"; got != want {
 				t.Errorf("ConfigReloadMessage = %q, want %q", got, want)

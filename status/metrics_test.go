@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // exposition gathers reg in the Prometheus text format, as a scrape sees
@@ -179,7 +181,7 @@ func TestMetricsOneSeriesPerGauge(t *testing.T) {
 		want := []string{"name=" + sourceLabels(src)[2] + ",namespace=" + sourceLabels(src)[1] +
 			",resource_version=" + sourceLabels(src)[4] + ",source=" + sourceLabels(src)[0] + ",uid=" + sourceLabels(src)[3]}
 		if diff := cmp.Diff(want, series); diff != "" {
-			t.Errorf("after SetActive #%d (%s): series (-want +got):\n%s", i, DescribeSource(src), diff)
+			t.Errorf("after SetActive #%d (%s): series (-want +got):\n%s", i, nodeapi.DescribeSource(src), diff)
 		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // DefaultReportBackoff is the retry schedule of NodeReporter when
@@ -41,13 +43,13 @@ type NodeReporterOptions struct {
 	// API errors are retried). Default (Steps == 0): DefaultReportBackoff.
 	Backoff wait.Backoff
 	// Component names the reporting component; it chooses the default
-	// condition type (ConditionTypeFor) and the annotation of the
-	// ConfigStatus (ConfigStatusAnnotationFor). Default: the kubelet. It
-	// must be a DNS label (ValidateComponentName).
+	// condition type (nodeapi.ConditionTypeFor) and the annotation of the
+	// nodeapi.ConfigStatus (nodeapi.StatusAnnotationFor). Default: the kubelet. It
+	// must be a DNS label (nodeapi.ValidateComponentName).
 	Component string
-	// ConditionType is the type of the condition to patch: the component's
+	// nodeapi.ConditionType is the type of the condition to patch: the component's
 	// own, so that several components on one Node keep their conditions
-	// apart. Default: ConditionTypeFor(Component) (ConfigOK for the
+	// apart. Default: nodeapi.ConditionTypeFor(Component) (ConfigOK for the
 	// kubelet).
 	ConditionType corev1.NodeConditionType
 }
@@ -60,7 +62,7 @@ type NodeReporter struct {
 	client  kubernetes.Interface
 	node    string
 	typ     corev1.NodeConditionType
-	annot   string // the ConfigStatus annotation
+	annot   string // the nodeapi.ConfigStatus annotation
 	clock   clock.PassiveClock
 	backoff wait.Backoff
 
@@ -92,18 +94,18 @@ func NewNodeReporter(opts NodeReporterOptions) (*NodeReporter, error) {
 			opts.Backoff.Steps, opts.Backoff.Duration)
 	}
 	if opts.Component != "" {
-		if err := ValidateComponentName(opts.Component); err != nil {
+		if err := nodeapi.ValidateComponentName(opts.Component); err != nil {
 			return nil, fmt.Errorf("status: NodeReporterOptions.Component: %w", err)
 		}
 	}
 	if opts.ConditionType == "" {
-		opts.ConditionType = ConditionTypeFor(opts.Component)
+		opts.ConditionType = nodeapi.ConditionTypeFor(opts.Component)
 	}
 	if msgs := validation.IsQualifiedName(string(opts.ConditionType)); len(msgs) > 0 {
 		return nil, fmt.Errorf("status: NodeReporterOptions.ConditionType %q: %s", opts.ConditionType, strings.Join(msgs, "; "))
 	}
 	return &NodeReporter{client: opts.Client, node: opts.NodeName, typ: opts.ConditionType,
-		annot: ConfigStatusAnnotationFor(opts.Component), clock: opts.Clock, backoff: opts.Backoff}, nil
+		annot: nodeapi.StatusAnnotationFor(opts.Component), clock: opts.Clock, backoff: opts.Backoff}, nil
 }
 
 func validateNodeName(name string) error {
@@ -213,9 +215,9 @@ func ConditionPatch(cond corev1.NodeCondition) ([]byte, error) {
 // StatusPatch returns the strategic merge patch of a Node's status
 // subresource that sets cond and, when cfg is not nil, the annotation
 // annotation to cfg's JSON: one request for both, so the condition and the
-// ConfigStatus never disagree. (The status subresource keeps changes to
+// nodeapi.ConfigStatus never disagree. (The status subresource keeps changes to
 // metadata annotations; it resets only the spec.)
-func StatusPatch(cond corev1.NodeCondition, annotation string, cfg *ConfigStatus) ([]byte, error) {
+func StatusPatch(cond corev1.NodeCondition, annotation string, cfg *nodeapi.ConfigStatus) ([]byte, error) {
 	if cfg == nil {
 		return ConditionPatch(cond)
 	}

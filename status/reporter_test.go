@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 const testNode = "node-1"
@@ -139,7 +141,7 @@ func TestNodeReporterTimeline(t *testing.T) {
 				t.Fatalf("ReportConfigOK: %v", err)
 			}
 			want := append(otherConditions(), corev1.NodeCondition{
-				Type: ConditionType, Status: s.report.Status, Reason: s.report.Reason, Message: s.report.Message,
+				Type: nodeapi.ConditionType, Status: s.report.Status, Reason: s.report.Reason, Message: s.report.Message,
 				LastHeartbeatTime: metav1.NewTime(clk.Now()), LastTransitionTime: metav1.NewTime(s.wantTransition),
 			})
 			if diff := cmp.Diff(want, getConditions(t, client), byType); diff != "" {
@@ -341,7 +343,7 @@ func TestNodeReportersOfTwoComponentsKeepTheirConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := NewNodeReporter(NodeReporterOptions{Client: client, NodeName: testNode, Clock: clk, ConditionType: ConditionTypeFor("kube-proxy")})
+	proxy, err := NewNodeReporter(NodeReporterOptions{Client: client, NodeName: testNode, Clock: clk, ConditionType: nodeapi.ConditionTypeFor("kube-proxy")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,7 @@ func TestNodeReportersOfTwoComponentsKeepTheirConditions(t *testing.T) {
 			t.Fatal(err)
 		}
 		conds := getConditions(t, client)
-		k, p := FindType(conds, ConditionType), FindType(conds, "KubeProxyConfigOK")
+		k, p := FindType(conds, nodeapi.ConditionType), FindType(conds, "KubeProxyConfigOK")
 		if k == nil || p == nil || k.Status != corev1.ConditionTrue || p.Status != corev1.ConditionFalse || len(conds) != len(otherConditions())+2 {
 			t.Fatalf("round %d: conditions %+v", i, conds)
 		}

@@ -18,13 +18,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // configSourceAnnotation is the Node annotation that assigns a config: a JSON
 // NodeConfigSource, as the Node source reads it.
-const configSourceAnnotation = source.AnnotationKey
+const configSourceAnnotation = nodeapi.AssignmentAnnotation
 
 // assignOptions are the arguments of assign.
 type assignOptions struct {
@@ -33,7 +33,7 @@ type assignOptions struct {
 	// flags (resolveConfigMap).
 	configMap string
 	key       string
-	// component names the assignment annotation (source.AnnotationKeyFor);
+	// component names the assignment annotation (nodeapi.AssignmentAnnotationFor);
 	// "" is the kubelet.
 	component string
 	clear     bool
@@ -41,10 +41,10 @@ type assignOptions struct {
 }
 
 // annotation is the Node annotation that assigns the component's config.
-func (o assignOptions) annotation() string { return source.AnnotationKeyFor(o.component) }
+func (o assignOptions) annotation() string { return nodeapi.AssignmentAnnotationFor(o.component) }
 
 func newAssignCommand(stdout io.Writer, d deps) *cobra.Command {
-	o := assignOptions{component: status.KubeletComponent}
+	o := assignOptions{component: nodeapi.DefaultComponent}
 	var clientFlags *genericclioptions.ConfigFlags
 	cmd := &cobra.Command{
 		Use:   "assign --node N (--configmap [NAMESPACE/]NAME [--key K] | --clear) [--component C]",
@@ -114,14 +114,14 @@ func (o *assignOptions) complete(keyChanged bool) error {
 	if keyChanged || o.clear {
 		return nil
 	}
-	if p, ok := lookupProfile(o.component); ok {
-		o.key = p.payloadKey
+	if key, ok := nodeapi.DefaultPayloadKey(o.component); ok {
+		o.key = key
 		return nil
 	}
-	if err := status.ValidateComponentName(o.component); err != nil {
+	if err := nodeapi.ValidateComponentName(o.component); err != nil {
 		return &usageError{err: fmt.Errorf("--component: %w", err)}
 	}
-	return usagef("--key is required for component %q: dynconfigctl knows the payload key of %s only", o.component, knownComponents())
+	return usagef("--key is required for component %q: only %s have a default payload key", o.component, nodeapi.KnownComponents())
 }
 
 // validate checks the flags; keyChanged is whether --key was given.
@@ -130,7 +130,7 @@ func (o assignOptions) validate(keyChanged bool) error {
 		return usagef("--node is required")
 	}
 	if o.component != "" {
-		if err := status.ValidateComponentName(o.component); err != nil {
+		if err := nodeapi.ValidateComponentName(o.component); err != nil {
 			return &usageError{err: fmt.Errorf("--component: %w", err)}
 		}
 	}

@@ -59,7 +59,7 @@
 //     the repair only for a crash-loop mark.
 //   - assign writes the Node annotation only after it has found the ConfigMap,
 //     checked that it holds the payload key and that the assignment passes the
-//     rules the component applies (source.Validate and source.Resolve).
+//     rules the component applies (nodeapi.Validate and source.Resolve).
 //   - validate and render decode as the component does (package merge:
 //     strict, case-sensitive field names, one document per file), with the
 //     profile of components/kubelet or components/kubeproxy; validate
@@ -69,7 +69,7 @@
 //     without its lock through checkpoint.Inspect (checksums verified).
 //   - status reads the assignment annotation as the Node source does
 //     (strict; for the kubelet without one, the legacy spec.configSource)
-//     and the status with status.ReadConfigStatus; a row it cannot decode
+//     and the status with nodeapi.ReadConfigStatus; a row it cannot decode
 //     is shown as <invalid> and named in the error, never skipped.
 //
 // # What it does not do

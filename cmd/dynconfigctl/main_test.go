@@ -63,7 +63,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "assign a third-party component without --key", args: []string{"assign", "--node", "n1", "--configmap", "kube-system/kubelet-b", "--component", "node-agent"}, wantCode: exitUsage,
-			wantStderr: `dynconfigctl: --key is required for component "node-agent": dynconfigctl knows the payload key of kubelet and kube-proxy only` + "\n",
+			wantStderr: `dynconfigctl: --key is required for component "node-agent": only kube-proxy, kubelet have a default payload key` + "\n",
 		},
 		{name: "assign bad component", args: []string{"assign", "--node", "n1", "--clear", "--component", "-x"}, wantCode: exitUsage, wantStderr: `dynconfigctl: --component: component name "-x": a lowercase RFC 1123 label must consist of`},
 		{name: "client flags only where a client is used", args: []string{"inspect", "--kubeconfig", "k", "$STATE"}, wantCode: exitUsage, wantStderr: "dynconfigctl: unknown flag: --kubeconfig\n"},

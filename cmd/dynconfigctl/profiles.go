@@ -12,6 +12,7 @@ import (
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
 	"github.com/dynconfig/dynconfig/merge"
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // profile is what dynconfigctl knows of a component's config type: enough to
@@ -63,15 +64,13 @@ func newProfile[T any](component string, p dynconfig.Profile[T]) profile {
 
 // profiles are the components dynconfigctl validates and renders.
 var profiles = []profile{
-	newProfile[kubeletv1beta1.KubeletConfiguration]("kubelet", kubelet.Profile{}),
+	newProfile[kubeletv1beta1.KubeletConfiguration](nodeapi.DefaultComponent, kubelet.Profile{}),
 	newProfile[kubeproxyv1alpha1.KubeProxyConfiguration]("kube-proxy", kubeproxy.Profile{}),
 }
 
 // lookupProfile returns the profile of a component ("" is the kubelet).
 func lookupProfile(component string) (profile, bool) {
-	if component == "" {
-		component = "kubelet"
-	}
+	component = nodeapi.ComponentOrDefault(component)
 	for _, p := range profiles {
 		if p.component == component {
 			return p, true

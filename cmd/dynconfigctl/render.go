@@ -19,6 +19,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/merge"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 )
 
@@ -42,7 +43,7 @@ type renderOptions struct {
 }
 
 func newRenderCommand(stdout io.Writer, d deps) *cobra.Command {
-	o := renderOptions{component: "kubelet", output: outputYAML, timeout: 30 * time.Second}
+	o := renderOptions{component: nodeapi.DefaultComponent, output: outputYAML, timeout: 30 * time.Second}
 	var clientFlags *genericclioptions.ConfigFlags
 	cmd := &cobra.Command{
 		Use:   "render [--node N | --state-dir DIR] [--config FILE] [--config-dir DIR] [--instance FILE] [--component C]",
@@ -278,7 +279,7 @@ func nodeBase(ctx context.Context, client corev1client.CoreV1Interface, node str
 	if err != nil {
 		return nil, "", fmt.Errorf("get node %s: %w", node, err)
 	}
-	key := source.AnnotationKeyFor(p.component)
+	key := nodeapi.AssignmentAnnotationFor(p.component)
 	src, from, err := assignmentOf(n, p.component)
 	if err != nil {
 		return nil, "", err
@@ -297,7 +298,7 @@ func nodeBase(ctx context.Context, client corev1client.CoreV1Interface, node str
 	if err != nil {
 		return nil, "", fmt.Errorf("get ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	payloadKey := source.PayloadKey(src, p.payloadKey)
+	payloadKey := nodeapi.PayloadKeyOf(src, p.payloadKey)
 	if _, ok := cm.Data[payloadKey]; !ok {
 		return nil, "", missingKeyError(cm, payloadKey, "")
 	}
@@ -344,7 +345,7 @@ func stateDirBase(dir string, p profile) (*merge.Document, string, error) {
 	if c.Err != nil {
 		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s cannot be read: %w", sd.path, k, c.Err)
 	}
-	payloadKey := source.PayloadKey(src, p.payloadKey)
+	payloadKey := nodeapi.PayloadKeyOf(src, p.payloadKey)
 	data, ok := c.ConfigMap.Data[payloadKey]
 	if !ok {
 		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s: %w", sd.path, k, missingKeyError(c.ConfigMap, payloadKey, ""))

@@ -19,10 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
-	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -54,8 +53,8 @@ func newStatusCommand(stdout, stderr io.Writer, d deps) *cobra.Command {
 		Short: "Show the config of every component on every node, from the API server",
 		Long: `status lists, for each node and each component on it that uses dynconfig,
 what the component reports in its config-status annotation
-(` + status.ConfigStatusAnnotation + ` for the kubelet,
-` + status.ConfigStatusAnnotation + `.<component> for any other) and its condition
+(` + nodeapi.StatusAnnotation + ` for the kubelet,
+` + nodeapi.StatusAnnotation + `.<component> for any other) and its condition
 (ConfigOK for the kubelet, <Component>ConfigOK for any other):
 
   NODE        the node
@@ -133,7 +132,7 @@ func (o statusOptions) validate() error {
 		}
 	}
 	if o.component != "" {
-		if err := status.ValidateComponentName(o.component); err != nil {
+		if err := nodeapi.ValidateComponentName(o.component); err != nil {
 			return &usageError{err: fmt.Errorf("--component: %w", err)}
 		}
 	}
@@ -162,7 +161,7 @@ type componentStatus struct {
 	// AssignmentError says why the assignment could not be decoded.
 	AssignmentError string `json:"assignmentError,omitempty"`
 	// Status is what the component published; nil when nothing.
-	Status *status.ConfigStatus `json:"status,omitempty"`
+	Status *nodeapi.ConfigStatus `json:"status,omitempty"`
 	// StatusError says why the status annotation could not be decoded.
 	StatusError string `json:"statusError,omitempty"`
 	// Condition is the component's condition; nil when it has none.
@@ -254,22 +253,22 @@ func listNodes(ctx context.Context, client kubernetes.Interface, o statusOptions
 func componentsOf(n *corev1.Node) []string {
 	seen := map[string]bool{}
 	for key := range n.Annotations {
-		for _, prefix := range []string{source.AnnotationKey, status.ConfigStatusAnnotation} {
+		for _, prefix := range []string{nodeapi.AssignmentAnnotation, nodeapi.StatusAnnotation} {
 			switch {
 			case key == prefix:
-				seen[status.KubeletComponent] = true
+				seen[nodeapi.DefaultComponent] = true
 			case strings.HasPrefix(key, prefix+"."):
 				c := strings.TrimPrefix(key, prefix+".")
 				// A key that is no component's is not ours (for
 				// example one with a further dot).
-				if status.ValidateComponentName(c) == nil {
+				if nodeapi.ValidateComponentName(c) == nil {
 					seen[c] = true
 				}
 			}
 		}
 	}
 	if n.Spec.ConfigSource != nil {
-		seen[status.KubeletComponent] = true
+		seen[nodeapi.DefaultComponent] = true
 	}
 	var out []string
 	for c := range seen {
@@ -279,9 +278,9 @@ func componentsOf(n *corev1.Node) []string {
 		switch {
 		case a == b:
 			return 0
-		case a == status.KubeletComponent:
+		case a == nodeapi.DefaultComponent:
 			return -1
-		case b == status.KubeletComponent:
+		case b == nodeapi.DefaultComponent:
 			return 1
 		}
 		return strings.Compare(a, b)
@@ -301,13 +300,13 @@ func statusOf(n *corev1.Node, component string) (componentStatus, []error) {
 	} else {
 		row.Assignment, row.AssignmentFrom = src, from
 	}
-	s, err := status.ReadConfigStatus(n, component)
+	s, err := nodeapi.ReadConfigStatus(n, component)
 	if err != nil {
 		row.StatusError = err.Error()
 		errs = append(errs, err)
 	}
 	row.Status = s
-	if c := status.FindType(n.Status.Conditions, status.ConditionTypeFor(component)); c != nil {
+	if c := status.FindType(n.Status.Conditions, nodeapi.ConditionTypeFor(component)); c != nil {
 		cc := *c
 		row.Condition = &cc
 	}
@@ -320,50 +319,28 @@ const (
 	fromLegacyConfigSource = "spec.configSource"
 )
 
-// assignmentOf returns a component's assignment on node as the Node source
-// reads it: its annotation when present; for the kubelet without one, the
-// legacy spec.configSource (clusters from before 1.24 may still carry it);
-// else nil. The error names the node and where the assignment is.
+// assignmentOf returns a component's assignment on node as the node reads
+// it (nodeapi.ReadAssignment): its annotation when present; for the kubelet
+// without one, the legacy spec.configSource (clusters from before 1.24 may
+// still carry it); else nil. The error names the node and where the
+// assignment is.
 func assignmentOf(n *corev1.Node, component string) (*corev1.NodeConfigSource, string, error) {
-	key := source.AnnotationKeyFor(component)
+	key := nodeapi.AssignmentAnnotationFor(component)
 	if v, ok := n.Annotations[key]; ok {
-		src, err := decodeAssignmentAnnotation(v)
+		src, err := nodeapi.ParseAssignment(v)
 		if err != nil {
 			return nil, "", fmt.Errorf("node %q annotation %s: %w", n.Name, key, err)
 		}
 		return src, fromAnnotation, nil
 	}
-	if key != source.AnnotationKey || n.Spec.ConfigSource == nil {
+	src, set, err := nodeapi.ReadAssignment(n, key) // the legacy field, if any
+	switch {
+	case err != nil:
+		return nil, "", fmt.Errorf("node %q spec.configSource: %w", n.Name, err)
+	case !set:
 		return nil, "", nil
 	}
-	src := n.Spec.ConfigSource.DeepCopy()
-	if err := source.Validate(src); err != nil {
-		return nil, "", fmt.Errorf("node %q spec.configSource: %w", n.Name, err)
-	}
 	return src, fromLegacyConfigSource, nil
-}
-
-// decodeAssignmentAnnotation decodes an assignment annotation as the Node
-// source does: one JSON NodeConfigSource, case-sensitive field names, no
-// unknown or duplicate fields, passing source.Validate; "" and "null" are no
-// assignment.
-func decodeAssignmentAnnotation(v string) (*corev1.NodeConfigSource, error) {
-	data := bytes.TrimSpace([]byte(v))
-	if len(data) == 0 || string(data) == "null" {
-		return nil, nil
-	}
-	var src corev1.NodeConfigSource
-	strict, err := sigsjson.UnmarshalStrict(data, &src)
-	if err != nil {
-		return nil, fmt.Errorf("not a NodeConfigSource: %w", err)
-	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("not a NodeConfigSource: %w", errors.Join(strict...))
-	}
-	if err := source.Validate(&src); err != nil {
-		return nil, err
-	}
-	return &src, nil
 }
 
 // printStatus prints the rows in the format of -o.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // BenchmarkStatus measures status over a fleet of n nodes with a kubelet
@@ -27,7 +27,7 @@ func BenchmarkStatus(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cs, err := (&status.ConfigStatus{Assigned: src, Active: src, LastKnownGood: src, Phase: status.PhasePromoted}).MarshalAnnotation()
+				cs, err := (&nodeapi.ConfigStatus{Assigned: src, Active: src, LastKnownGood: src, Phase: nodeapi.PhasePromoted}).MarshalAnnotation()
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -17,7 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
-	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 func cmSource(ns, name, uid, rv string) *corev1.NodeConfigSource {
@@ -35,7 +35,7 @@ func assignmentValue(t *testing.T, ns, name, uid string) string {
 	return v
 }
 
-func statusValue(t *testing.T, s status.ConfigStatus) string {
+func statusValue(t *testing.T, s nodeapi.ConfigStatus) string {
 	t.Helper()
 	v, err := s.MarshalAnnotation()
 	if err != nil {
@@ -57,9 +57,9 @@ func statusFleet(t *testing.T) []*corev1.Node {
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"pool": "blue"}, Annotations: map[string]string{
 				"dynconfig.io/config-source":                 assignmentValue(t, "kube-system", "kubelet-a", "uid-a"),
-				"dynconfig.io/config-status":                 statusValue(t, status.ConfigStatus{Assigned: a, Active: a, LastKnownGood: a, Phase: status.PhasePromoted}),
+				"dynconfig.io/config-status":                 statusValue(t, nodeapi.ConfigStatus{Assigned: a, Active: a, LastKnownGood: a, Phase: nodeapi.PhasePromoted}),
 				"dynconfig.io/config-source.kube-proxy":      assignmentValue(t, "kube-system", "proxy-p", "uid-p"),
-				"dynconfig.io/config-status.kube-proxy":      statusValue(t, status.ConfigStatus{Assigned: p, Active: p, Phase: status.PhaseTrial, TrialEnds: &trialEnds}),
+				"dynconfig.io/config-status.kube-proxy":      statusValue(t, nodeapi.ConfigStatus{Assigned: p, Active: p, Phase: nodeapi.PhaseTrial, TrialEnds: &trialEnds}),
 				"team":                                       "infra",
 				"dynconfig.io/config-source.not.a.component": "x",
 			}},
@@ -74,7 +74,7 @@ func statusFleet(t *testing.T) []*corev1.Node {
 			// rollback.
 			ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{"pool": "blue"}, Annotations: map[string]string{
 				"dynconfig.io/config-source": assignmentValue(t, "kube-system", "kubelet-b", "uid-b"),
-				"dynconfig.io/config-status": statusValue(t, status.ConfigStatus{Assigned: a, Active: b, LastKnownGood: b, Phase: status.PhaseRolledBack, Error: "failed to validate current (UID: uid-a)"}),
+				"dynconfig.io/config-status": statusValue(t, nodeapi.ConfigStatus{Assigned: a, Active: b, LastKnownGood: b, Phase: nodeapi.PhaseRolledBack, Error: "failed to validate current (UID: uid-a)"}),
 			}},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{cond("ConfigOK", corev1.ConditionFalse, "failed to validate current (UID: uid-a)")}},
 		},
@@ -186,14 +186,14 @@ func TestStatusJSON(t *testing.T) {
 				t.Fatalf("%d items, want 2 (kubelet, kube-proxy):\n%s", len(got.Items), stdout)
 			}
 			for _, item := range got.Items {
-				want, err := status.ReadConfigStatus(fleet[0], item.Component)
+				want, err := nodeapi.ReadConfigStatus(fleet[0], item.Component)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !want.Equal(item.Status) {
 					t.Errorf("%s: status %+v, want %+v", item.Component, item.Status, want)
 				}
-				if item.Condition == nil || item.Condition.Type != status.ConditionTypeFor(item.Component) {
+				if item.Condition == nil || item.Condition.Type != nodeapi.ConditionTypeFor(item.Component) {
 					t.Errorf("%s: condition %+v", item.Component, item.Condition)
 				}
 				if item.Assignment == nil || item.Node != "n1" {
@@ -242,7 +242,7 @@ func TestStatusBadInput(t *testing.T) {
 			wantStdout: `NODE   COMPONENT   ASSIGNED   ACTIVE      LKG         CONDITION   PHASE
 n9     kubelet     local      <invalid>   <invalid>   <none>      <invalid>
 `,
-			wantStderr: "dynconfigctl: node \"n9\" annotation dynconfig.io/config-status: config status: phase: unknown phase \"Sleeping\" (want one of Local, Trial, Promoted, RolledBack, DeadEnd)\n",
+			wantStderr: "dynconfigctl: node \"n9\" annotation dynconfig.io/config-status: config status: phase: unknown phase \"Sleeping\" (want one of Local, Trial, Promoted, RolledBack, DeadEnd, SyncFailed)\n",
 		},
 		{
 			name: "assignment with a misspelt field", nodes: []*corev1.Node{broken("n9", map[string]string{
@@ -252,7 +252,7 @@ n9     kubelet     local      <invalid>   <invalid>   <none>      <invalid>
 			wantStdout: `NODE   COMPONENT    ASSIGNED    ACTIVE   LKG      CONDITION   PHASE
 n9     kube-proxy   <invalid>   <none>   <none>   <none>      <none>
 `,
-			wantStderr: "dynconfigctl: node \"n9\" annotation dynconfig.io/config-source.kube-proxy: not a NodeConfigSource: unknown field \"configMap.UID\"\n",
+			wantStderr: "dynconfigctl: node \"n9\" annotation dynconfig.io/config-source.kube-proxy: invalid NodeConfigSource: unknown field \"configMap.UID\"\n",
 		},
 		{
 			name: "assignment without a uid", nodes: []*corev1.Node{broken("n9", map[string]string{
@@ -274,7 +274,7 @@ n8     kubelet     local                   <invalid>               <invalid>    
 n9     kubelet     <invalid>               <none>                  <none>                  <none>          <none>
 `,
 			wantStderr: "dynconfigctl: node \"n8\" annotation dynconfig.io/config-status: decoding the config status: unexpected EOF\n" +
-				"node \"n9\" annotation dynconfig.io/config-source: not a NodeConfigSource: json: cannot unmarshal array into Go value of type v1.NodeConfigSource\n",
+				"node \"n9\" annotation dynconfig.io/config-source: invalid NodeConfigSource: json: cannot unmarshal array into Go value of type v1.NodeConfigSource\n",
 		},
 	}
 	for _, tt := range tests {
@@ -340,7 +340,7 @@ func TestStatusLegacyConfigSource(t *testing.T) {
 		// The annotation wins, even empty.
 		withLegacy("n2", map[string]string{"dynconfig.io/config-source": ""}, legacy),
 		// kube-proxy does not read spec.configSource.
-		withLegacy("n3", map[string]string{"dynconfig.io/config-status.kube-proxy": statusValue(t, status.ConfigStatus{Phase: status.PhaseLocal})}, nil),
+		withLegacy("n3", map[string]string{"dynconfig.io/config-status.kube-proxy": statusValue(t, nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal})}, nil),
 		withLegacy("n4", nil, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "no-uid"}}),
 	}
 	nodes[2].Spec.ConfigSource = legacy

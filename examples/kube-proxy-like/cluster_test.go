@@ -17,8 +17,7 @@ import (
 	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
 	"github.com/dynconfig/dynconfig/internal/proctest"
-	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // TestReportsItsOwnCondition runs kube-proxy-like in process against a
@@ -46,7 +45,7 @@ func TestReportsItsOwnCondition(t *testing.T) {
 		}
 		return string(data)
 	}
-	kubeletCondition := corev1.NodeCondition{Type: status.ConditionType, Status: corev1.ConditionTrue, Reason: "the kubelet's own"}
+	kubeletCondition := corev1.NodeCondition{Type: nodeapi.ConditionType, Status: corev1.ConditionTrue, Reason: "the kubelet's own"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -59,11 +58,11 @@ func TestReportsItsOwnCondition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			node := &corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: nodeName, ResourceVersion: "1",
-					Annotations: map[string]string{source.AnnotationKey: assign(kubeletCM, "kubelet")}},
+					Annotations: map[string]string{nodeapi.AssignmentAnnotation: assign(kubeletCM, "kubelet")}},
 				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{kubeletCondition}},
 			}
 			if tc.nodeAssigns {
-				node.Annotations[source.AnnotationKeyFor(componentName)] = assign(proxyCM, kubeproxy.Profile{}.PayloadKey())
+				node.Annotations[nodeapi.AssignmentAnnotationFor(componentName)] = assign(proxyCM, kubeproxy.Profile{}.PayloadKey())
 			}
 			client := fake.NewClientset(node, proxyCM, kubeletCM)
 			c := component()
@@ -117,13 +116,13 @@ func TestReportsItsOwnCondition(t *testing.T) {
 					switch cond.Type {
 					case "KubeProxyConfigOK":
 						own = &n.Status.Conditions[i]
-					case status.ConditionType:
+					case nodeapi.ConditionType:
 						if cond.Reason != kubeletCondition.Reason {
 							t.Fatalf("the kubelet's ConfigOK condition changed: %+v", cond)
 						}
 					}
 				}
-				cs, err := status.ReadConfigStatus(n, componentName)
+				cs, err := nodeapi.ReadConfigStatus(n, componentName)
 				if err != nil {
 					return false, err.Error()
 				}
@@ -131,7 +130,7 @@ func TestReportsItsOwnCondition(t *testing.T) {
 					cs.Assigned.ConfigMap.UID != proxyCM.UID {
 					return false, fmt.Sprintf("conditions %+v, config status %+v", n.Status.Conditions, cs)
 				}
-				if kcs, err := status.ReadConfigStatus(n, status.KubeletComponent); kcs != nil || err != nil {
+				if kcs, err := nodeapi.ReadConfigStatus(n, nodeapi.DefaultComponent); kcs != nil || err != nil {
 					t.Fatalf("a kubelet ConfigStatus appeared: %+v, %v", kcs, err)
 				}
 				return true, ""

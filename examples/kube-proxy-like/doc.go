@@ -87,7 +87,7 @@
 // through component-base: --v, --vmodule, --logging-format), --version, the
 // exit codes and the endpoints. With an API server it reports its own
 // condition on the Node, KubeProxyConfigOK
-// (status.ConditionTypeFor("kube-proxy")), and its ConfigStatus in the
+// (nodeapi.ConditionTypeFor("kube-proxy")), and its ConfigStatus in the
 // annotation dynconfig.io/config-status.kube-proxy, next to the kubelet's
 // ConfigOK, which it never touches; the condition is also in its log, its
 // status file, /configz and /metrics (label component="kube-proxy"), and

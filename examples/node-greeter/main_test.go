@@ -22,8 +22,7 @@ import (
 	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/internal/proctest"
-	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 const (
@@ -105,11 +104,11 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "kubelet", UID: "c0000000-0000-4000-8000-0000000000ff", ResourceVersion: "1"},
 		Data:       map[string]string{"kubelet": "not a greeter config"},
 	}
-	kubeletCondition := corev1.NodeCondition{Type: status.ConditionType, Status: corev1.ConditionTrue, Reason: "kubelet's own"}
+	kubeletCondition := corev1.NodeCondition{Type: nodeapi.ConditionType, Status: corev1.ConditionTrue, Reason: "kubelet's own"}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nodeName, ResourceVersion: "1", Annotations: map[string]string{
-			source.AnnotationKey:               assignment(t, kubeletCM),
-			source.AnnotationKeyFor(component): assignment(t, first),
+			nodeapi.AssignmentAnnotation:               assignment(t, kubeletCM),
+			nodeapi.AssignmentAnnotationFor(component): assignment(t, first),
 		}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{kubeletCondition}},
 	}
@@ -150,7 +149,7 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 
 	// nodeState returns the Node's conditions by type and the greeter's
 	// ConfigStatus.
-	nodeState := func() (map[corev1.NodeConditionType]corev1.NodeCondition, *status.ConfigStatus, error) {
+	nodeState := func() (map[corev1.NodeConditionType]corev1.NodeCondition, *nodeapi.ConfigStatus, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return nil, nil, err
@@ -159,11 +158,11 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 		for _, c := range n.Status.Conditions {
 			conds[c.Type] = c
 		}
-		cs, err := status.ReadConfigStatus(n, component)
+		cs, err := nodeapi.ReadConfigStatus(n, component)
 		return conds, cs, err
 	}
 	const ownType corev1.NodeConditionType = "NodeGreeterConfigOK"
-	if got := status.ConditionTypeFor(component); got != ownType {
+	if got := nodeapi.ConditionTypeFor(component); got != ownType {
 		t.Fatalf("ConditionTypeFor(%q) = %s, want %s", component, got, ownType)
 	}
 	wantAssigned := func(cm *corev1.ConfigMap) func() (bool, string) {
@@ -174,10 +173,10 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 			}
 			own, ok := conds[ownType]
 			if !ok || own.Status != corev1.ConditionTrue || cs == nil || cs.Assigned == nil || cs.Assigned.ConfigMap == nil ||
-				cs.Assigned.ConfigMap.UID != cm.UID || (cs.Phase != status.PhaseTrial && cs.Phase != status.PhasePromoted) {
+				cs.Assigned.ConfigMap.UID != cm.UID || (cs.Phase != nodeapi.PhaseTrial && cs.Phase != nodeapi.PhasePromoted) {
 				return false, fmt.Sprintf("conditions %+v, config status %+v", conds, cs)
 			}
-			if kc := conds[status.ConditionType]; kc.Reason != kubeletCondition.Reason {
+			if kc := conds[nodeapi.ConditionType]; kc.Reason != kubeletCondition.Reason {
 				t.Fatalf("the kubelet's ConfigOK condition changed: %+v", kc)
 			}
 			return true, ""
@@ -190,7 +189,7 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.Annotations[source.AnnotationKeyFor(component)] = assignment(t, second)
+	n.Annotations[nodeapi.AssignmentAnnotationFor(component)] = assignment(t, second)
 	n.ResourceVersion = "2"
 	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -202,7 +201,7 @@ func TestOwnConditionAndAnnotations(t *testing.T) {
 	waitFor(t, "NodeGreeterConfigOK and the greeter's ConfigStatus for "+second.Name, wantAssigned(second))
 	waitFor(t, second.Name+" promoted after its trial (RequireHealthy with Reload)", func() (bool, string) {
 		_, cs, err := nodeState()
-		return err == nil && cs != nil && cs.Phase == status.PhasePromoted &&
+		return err == nil && cs != nil && cs.Phase == nodeapi.PhasePromoted &&
 			cs.LastKnownGood != nil && cs.LastKnownGood.ConfigMap.UID == second.UID, fmt.Sprintf("config status %+v, %v", cs, err)
 	})
 

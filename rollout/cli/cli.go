@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/dynconfig/dynconfig/internal/kubeflags"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 )
 
@@ -162,14 +163,14 @@ func (c *commands) start() *cobra.Command {
 				return fmt.Errorf("create ConfigRollout %s/%s: %w", ns, ro.Name, err)
 			}
 			_, err = fmt.Fprintf(c.o.Out, "configrollout %s/%s created: %s to %s on %s in steps %s\n",
-				ns, ro.Name, ro.Spec.ConfigMapName, orAll(ro.Spec.Component, "kubelet"), orAll(so.selector, "every node"), so.steps)
+				ns, ro.Name, ro.Spec.ConfigMapName, nodeapi.ComponentOrDefault(ro.Spec.Component), orAll(so.selector, "every node"), so.steps)
 			return err
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&so.configMap, "configmap", "", "the ConfigMap (in the namespace) to roll out (required)")
-	f.StringVar(&so.component, "component", "kubelet", "the component whose config it is")
-	f.StringVar(&so.key, "key", "", "the ConfigMap data key (default: the component's)")
+	f.StringVar(&so.component, "component", nodeapi.DefaultComponent, "the component whose config it is")
+	f.StringVar(&so.key, "key", "", "the ConfigMap data key (default: the component's; required for a component other than "+nodeapi.KnownComponents()+")")
 	f.StringVarP(&so.selector, "selector", "l", "", "the nodes, as a label selector (default: every node)")
 	f.StringVar(&so.steps, "steps", "1,10%,50%,100%", "comma-separated steps: a node count, a percentage, pause (until resumed) or pause=DURATION")
 	f.StringVar(&so.maxUnavailable, "max-unavailable", "1", "nodes in trial at once: a count or a percentage")
@@ -199,6 +200,11 @@ func (so startOptions) rollout(name string) (*v1alpha1.ConfigRollout, error) {
 	mu, err := parseIntOrPercent(so.maxUnavailable)
 	if err != nil {
 		return nil, fmt.Errorf("--max-unavailable: %w", err)
+	}
+	if so.key == "" {
+		if _, ok := nodeapi.DefaultPayloadKey(so.component); !ok {
+			return nil, fmt.Errorf("--key is required: component %q has no default payload key (only %s have one)", so.component, nodeapi.KnownComponents())
+		}
 	}
 	if so.maxFailures < 0 {
 		return nil, fmt.Errorf("--max-failures: must not be negative, got %d", so.maxFailures)

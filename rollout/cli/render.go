@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
 )
@@ -37,10 +38,7 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 		}
 		fmt.Fprintf(&b, "  Deleting (since %s): %s\n", ro.DeletionTimestamp.UTC().Format(time.RFC3339), what)
 	}
-	component := ro.Spec.Component
-	if component == "" {
-		component = "kubelet"
-	}
+	component := nodeapi.ComponentOrDefault(ro.Spec.Component)
 	cm := fmt.Sprintf("ConfigMap %s/%s", ro.Namespace, ro.Spec.ConfigMapName)
 	if st.ConfigMap != nil {
 		cm += fmt.Sprintf(" (UID %s, resourceVersion %s)", st.ConfigMap.UID, st.ConfigMap.ResourceVersion)
@@ -92,7 +90,7 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 
 	var failures []string
 	for _, r := range st.Nodes {
-		if r.State == v1alpha1.NodeFailed || r.State == v1alpha1.NodeSkipped || r.FailedBeforeRevert {
+		if r.CountsAsFailed() {
 			failures = append(failures, fmt.Sprintf("  %s (step %d, %s): %s\n", r.Name, r.Step, r.State, r.Reason))
 		}
 	}
@@ -136,14 +134,14 @@ func countStates(ro *v1alpha1.ConfigRollout, states ...v1alpha1.NodeState) int {
 	return n
 }
 
-// stepTarget is the planner's rounding: percentages round up, capped at the
-// selected count.
+// stepTarget is the planner's rounding (v1alpha1.StepTarget); 0 for a step
+// that does not resolve.
 func stepTarget(v *intstr.IntOrString, selected int) int {
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, selected, true)
+	n, err := v1alpha1.StepTarget(v, selected)
 	if err != nil {
 		return 0
 	}
-	return max(0, min(n, selected))
+	return n
 }
 
 func describeStep(v *intstr.IntOrString, target int) string {

@@ -36,10 +36,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
-	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // ErrLostLease is what Run returns when the controller lost its Lease while
@@ -286,14 +285,14 @@ type runner struct {
 // parsedStatus is a status annotation's value and what it decodes to.
 type parsedStatus struct {
 	raw string
-	st  *status.ConfigStatus
+	st  *nodeapi.ConfigStatus
 	err error
 }
 
-// readStatus is status.ReadConfigStatus, decoding each annotation value
+// readStatus is nodeapi.ReadConfigStatus, decoding each annotation value
 // once.
-func (r *runner) readStatus(n *corev1.Node, component string) (*status.ConfigStatus, error) {
-	key := status.ConfigStatusAnnotationFor(component)
+func (r *runner) readStatus(n *corev1.Node, component string) (*nodeapi.ConfigStatus, error) {
+	key := nodeapi.StatusAnnotationFor(component)
 	raw, ok := n.Annotations[key]
 	if !ok {
 		return nil, nil
@@ -303,7 +302,7 @@ func (r *runner) readStatus(n *corev1.Node, component string) (*status.ConfigSta
 	if p, ok := r.statuses[n.Name][key]; ok && p.raw == raw {
 		return p.st, p.err
 	}
-	st, err := status.ReadConfigStatus(n, component)
+	st, err := nodeapi.ReadConfigStatus(n, component)
 	if r.statuses[n.Name] == nil {
 		r.statuses[n.Name] = map[string]parsedStatus{}
 	}
@@ -619,7 +618,8 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	in.Nodes = r.observeNodes(ro, sel, component)
 	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
 		cm := cmObj.(*corev1.ConfigMap)
-		_, has := cm.Data[plan.PayloadKey(&ro.Spec)]
+		key, _ := plan.PayloadKey(&ro.Spec)
+		_, has := cm.Data[key]
 		in.ConfigMap = &plan.ConfigMap{UID: cm.UID, ResourceVersion: cm.ResourceVersion, HasKey: has}
 	}
 	if ro.Status.Phase.Active() && ro.Status.ConfigMap == nil {
@@ -808,7 +808,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 	for _, rec := range ro.Status.Nodes {
 		recorded[rec.Name] = true
 	}
-	key := source.AnnotationKeyFor(component)
+	key := nodeapi.AssignmentAnnotationFor(component)
 	var out []plan.Node
 	for _, name := range r.nodes.GetStore().ListKeys() {
 		n := r.node(name)
@@ -933,7 +933,7 @@ func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p pl
 	if p.Revert {
 		kind = "revert"
 	}
-	key := source.AnnotationKeyFor(ro.Spec.Component)
+	key := nodeapi.AssignmentAnnotationFor(ro.Spec.Component)
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: p.Value}}})
 	if err != nil {
 		return err

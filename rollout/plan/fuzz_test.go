@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // FuzzPlanAnnotations feeds Plan the Node annotations a node (or anyone
@@ -32,7 +32,7 @@ func FuzzPlanAnnotations(f *testing.F) {
 		n.Assignment = &a
 		n.Status = nil
 		n.StatusError = ""
-		if s, err := status.ParseConfigStatus(published); err == nil {
+		if s, err := nodeapi.ParseConfigStatus(published); err == nil {
 			n.Status = s
 		} else {
 			n.StatusError = err.Error()

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 var (
@@ -155,7 +155,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			if rng.IntN(3) == 0 {
 				name := fmt.Sprintf("late-%03d", rng.IntN(1000))
 				if _, dup := start[name]; !dup {
-					w.nodes = append(w.nodes, &Node{Name: name, Selected: true, Status: &status.ConfigStatus{Phase: status.PhaseLocal}})
+					w.nodes = append(w.nodes, &Node{Name: name, Selected: true, Status: &nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal}})
 					start[name] = nil
 					log = append(log, "add "+name)
 				}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // DefaultProgressDeadline is the default of spec.progressDeadlineSeconds.
@@ -59,9 +59,9 @@ type Node struct {
 	// Assignment is the component's assignment annotation value, nil
 	// when the annotation is absent.
 	Assignment *string
-	// Status is what the component publishes (status.ReadConfigStatus),
+	// Status is what the component publishes (nodeapi.ReadConfigStatus),
 	// nil when nothing.
-	Status *status.ConfigStatus
+	Status *nodeapi.ConfigStatus
 	// StatusError is why the published status could not be read.
 	StatusError string
 }
@@ -122,31 +122,25 @@ type Result struct {
 }
 
 // PayloadKey returns the payload key a rollout assigns: spec.payloadKey,
-// else the component's default.
-func PayloadKey(spec *v1alpha1.ConfigRolloutSpec) string {
+// else the component's default (nodeapi.DefaultPayloadKey); ok is false
+// when the spec names none and the component has no default: such a
+// rollout does not start (PayloadKeyRequired).
+func PayloadKey(spec *v1alpha1.ConfigRolloutSpec) (key string, ok bool) {
 	if spec.PayloadKey != "" {
-		return spec.PayloadKey
+		return spec.PayloadKey, true
 	}
-	switch component(spec) {
-	case status.KubeletComponent:
-		return "kubelet"
-	case "kube-proxy":
-		return "config.conf"
-	}
-	return component(spec)
+	return nodeapi.DefaultPayloadKey(spec.Component)
 }
 
 func component(spec *v1alpha1.ConfigRolloutSpec) string {
-	if spec.Component == "" {
-		return status.KubeletComponent
-	}
-	return spec.Component
+	return nodeapi.ComponentOrDefault(spec.Component)
 }
 
 // Assignment is the NodeConfigSource a rollout assigns.
 func Assignment(r *v1alpha1.ConfigRollout, uid types.UID) *corev1.NodeConfigSource {
+	key, _ := PayloadKey(&r.Spec)
 	return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
-		Namespace: r.Namespace, Name: r.Spec.ConfigMapName, UID: uid, KubeletConfigKey: PayloadKey(&r.Spec),
+		Namespace: r.Namespace, Name: r.Spec.ConfigMapName, UID: uid, KubeletConfigKey: key,
 	}}
 }
 
@@ -243,17 +237,15 @@ func (p *planner) requeue(d time.Duration) {
 	}
 }
 
-// parseAssignment decodes an assignment annotation; ok is false when it
-// does not decode.
+// parseAssignment reads an assignment annotation value as the node does
+// (nodeapi.ParseAssignment): absent, blank and "null" are no assignment; ok
+// is false when the value is invalid, so that nothing is restored from it.
 func parseAssignment(v *string) (src *corev1.NodeConfigSource, ok bool) {
 	if v == nil {
 		return nil, true
 	}
-	var s corev1.NodeConfigSource
-	if err := json.Unmarshal([]byte(*v), &s); err != nil {
-		return nil, false
-	}
-	return &s, true
+	src, err := nodeapi.ParseAssignment(*v)
+	return src, err == nil
 }
 
 // carries reports whether n's assignment is src (nil: no assignment).
@@ -331,15 +323,22 @@ func (p *planner) carriesPrevious(rec *v1alpha1.NodeRecord, n *Node) bool {
 	return ok && carries(n, prev)
 }
 
+// describeAnnotation says what an assignment annotation value means: absent,
+// the source it names (nodeapi.DescribeSource; "local" for blank and
+// "null"), or why it is invalid.
 func describeAnnotation(v *string) string {
 	if v == nil {
 		return "absent"
 	}
-	src, ok := parseAssignment(v)
-	if !ok {
-		return fmt.Sprintf("%q, which does not decode", *v)
+	src, err := nodeapi.ParseAssignment(*v)
+	if err != nil {
+		const shown = 80 // an annotation value may be 256 KiB: quote its start only
+		if len(*v) > shown {
+			return fmt.Sprintf("%q... (%d bytes), which is invalid (%v)", (*v)[:shown], len(*v), err)
+		}
+		return fmt.Sprintf("%q, which is invalid (%v)", *v, err)
 	}
-	return status.DescribeSource(src)
+	return nodeapi.DescribeSource(src)
 }
 
 // judge moves a node in trial to promoted or failed from its component's
@@ -348,10 +347,10 @@ func (p *planner) judge(rec *v1alpha1.NodeRecord, n *Node) {
 	s := n.Status
 	if s != nil {
 		switch {
-		case s.Phase == status.PhasePromoted && p.isOurs(s.Active):
+		case s.Phase == nodeapi.PhasePromoted && p.isOurs(s.Active):
 			rec.State = v1alpha1.NodePromoted
 			return
-		case (s.Phase == status.PhaseRolledBack || s.Phase == status.PhaseDeadEnd) && p.isOurs(s.Assigned):
+		case (s.Phase == nodeapi.PhaseRolledBack || s.Phase == nodeapi.PhaseDeadEnd) && p.isOurs(s.Assigned):
 			rec.State = v1alpha1.NodeFailed
 			rec.Reason = fmt.Sprintf("%s reports %s", component(&p.r.Spec), s.Phase)
 			if s.Error != "" {
@@ -370,7 +369,7 @@ func (p *planner) judge(rec *v1alpha1.NodeRecord, n *Node) {
 func (p *planner) checkDeadline(rec *v1alpha1.NodeRecord, n *Node) {
 	start := rec.AssignedAt.Time
 	s := n.Status
-	if s != nil && s.Phase == status.PhaseTrial && p.isOurs(s.Active) && s.TrialEnds != nil && s.TrialEnds.After(start) {
+	if s != nil && s.Phase == nodeapi.PhaseTrial && p.isOurs(s.Active) && s.TrialEnds != nil && s.TrialEnds.After(start) {
 		start = s.TrialEnds.Time
 	}
 	end := start.Add(p.deadline)
@@ -478,8 +477,15 @@ func (p *planner) start() bool {
 	case cm == nil:
 		p.pending("ConfigMapNotFound", fmt.Sprintf("waiting for ConfigMap %s, which does not exist", name))
 		return false
+	}
+	key, ok := PayloadKey(&p.r.Spec)
+	switch {
+	case !ok:
+		p.pending("PayloadKeyRequired", fmt.Sprintf("spec.payloadKey is required: component %q has no default payload key (only %s have one)",
+			component(&p.r.Spec), nodeapi.KnownComponents()))
+		return false
 	case !cm.HasKey:
-		p.pending("PayloadKeyMissing", fmt.Sprintf("waiting for ConfigMap %s to hold key %q", name, PayloadKey(&p.r.Spec)))
+		p.pending("PayloadKeyMissing", fmt.Sprintf("waiting for ConfigMap %s to hold key %q", name, key))
 		return false
 	}
 	if msg := p.overlap(); msg != "" {
@@ -524,7 +530,7 @@ func (p *planner) overlap() string {
 		if o.Namespace == mine.Namespace && o.Name == mine.Name {
 			continue
 		}
-		if !(o.Phase.Active() || o.Reverting) || orDefault(o.Component) != component(&mine.Spec) {
+		if !(o.Phase.Active() || o.Reverting) || nodeapi.ComponentOrDefault(o.Component) != component(&mine.Spec) {
 			continue
 		}
 		if !o.Started && !o.Reverting && !goesFirst(o, mine) {
@@ -550,13 +556,6 @@ func (p *planner) overlap() string {
 	slices.Sort(blockers)
 	return fmt.Sprintf("refused: %s is active (or still reverting) on some of the same nodes for %s; this rollout starts when it ends or is deleted",
 		strings.Join(blockers, " and "), component(&mine.Spec))
-}
-
-func orDefault(c string) string {
-	if c == "" {
-		return status.KubeletComponent
-	}
-	return c
 }
 
 // goesFirst reports whether o was created before r (ties: by namespace and
@@ -595,7 +594,7 @@ func (p *planner) configMapChanged() bool {
 
 func (p *planner) failures() (n int32, reasons []string) {
 	for _, r := range p.st.Nodes {
-		if r.State == v1alpha1.NodeFailed || r.State == v1alpha1.NodeSkipped || r.FailedBeforeRevert {
+		if r.CountsAsFailed() {
 			n++
 			reasons = append(reasons, r.Name+": "+r.Reason)
 		}
@@ -684,16 +683,6 @@ func (p *planner) maxUnavailable(selected int) int {
 	return v
 }
 
-// stepTarget resolves a node step against the selected count: rounded up,
-// at most the selected count.
-func stepTarget(v *intstr.IntOrString, selected int) (int, error) {
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, selected, true)
-	if err != nil {
-		return 0, err
-	}
-	return max(0, min(n, selected)), nil
-}
-
 // steps runs the step machine: passes finished steps and pauses, assigns
 // nodes for the current node step.
 func (p *planner) steps() {
@@ -720,7 +709,7 @@ func (p *planner) steps() {
 			p.halt("InvalidSpec", fmt.Sprintf("spec.steps[%d] has neither nodes nor pause", i))
 			return
 		}
-		target, err := stepTarget(step.Nodes, selected)
+		target, err := v1alpha1.StepTarget(step.Nodes, selected)
 		if err != nil {
 			p.halt("InvalidSpec", fmt.Sprintf("spec.steps[%d].nodes: %v", i, err))
 			return
@@ -824,7 +813,7 @@ func (p *planner) assign(target, selected int) {
 			// Nothing to put back: never touch it, count it failed so an
 			// operator sees it.
 			rec.State = v1alpha1.NodeSkipped
-			rec.Reason = fmt.Sprintf("its assignment annotation %s does not decode; the rollout leaves it alone", describeAnnotation(n.Assignment))
+			rec.Reason = fmt.Sprintf("its assignment annotation is %s; the rollout leaves it alone", describeAnnotation(n.Assignment))
 			p.event(true, "NodeFailed", "node %s failed: %s", name, rec.Reason)
 		} else if carries(n, p.ours) {
 			rec.State = v1alpha1.NodeTrial
@@ -972,7 +961,7 @@ func (p *planner) count() {
 		case v1alpha1.NodeFailed:
 			st.Assigned++
 		}
-		if r.State == v1alpha1.NodeFailed || r.State == v1alpha1.NodeSkipped || r.FailedBeforeRevert {
+		if r.CountsAsFailed() {
 			st.Failed++
 		}
 	}

@@ -12,35 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 func cmpDiff(a, b any) string { return cmp.Diff(a, b) }
-
-func TestStepTarget(t *testing.T) {
-	for _, tc := range []struct {
-		step     intstr.IntOrString
-		selected int
-		want     int
-	}{
-		{intstr.FromInt32(1), 100, 1},
-		{intstr.FromInt32(5), 3, 3}, // capped at the selected count
-		{intstr.FromString("10%"), 100, 10},
-		{intstr.FromString("10%"), 15, 2}, // 1.5 rounds up
-		{intstr.FromString("1%"), 15, 1},  // a step always moves
-		{intstr.FromString("50%"), 7, 4},
-		{intstr.FromString("100%"), 7, 7},
-		{intstr.FromString("10%"), 0, 0},
-	} {
-		t.Run(tc.step.String()+"/"+string(rune('0'+tc.selected%10)), func(t *testing.T) {
-			got, err := stepTarget(&tc.step, tc.selected)
-			if err != nil || got != tc.want {
-				t.Errorf("stepTarget(%s, %d) = %d, %v; want %d", tc.step.String(), tc.selected, got, err, tc.want)
-			}
-		})
-	}
-}
 
 func TestMaxUnavailable(t *testing.T) {
 	for _, tc := range []struct {
@@ -138,13 +114,13 @@ func TestStepWaitsForPromotion(t *testing.T) {
 		}
 	}
 	// Trial of the new config does not count.
-	w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhaseTrial, Assigned: newSource(), Active: newSource()}
+	w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: newSource(), Active: newSource()}
 	w.plan()
 	if len(w.last.Patches) != 0 {
 		t.Fatalf("assigned %v while the canary is in trial", w.last.Patches)
 	}
 	// A promoted status of the old config does not count either.
-	w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: oldSource(), Active: oldSource()}
+	w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhasePromoted, Assigned: oldSource(), Active: oldSource()}
 	w.plan()
 	if len(w.last.Patches) != 0 {
 		t.Fatalf("assigned %v on a stale promoted status", w.last.Patches)
@@ -416,7 +392,7 @@ func TestDeadline(t *testing.T) {
 		w.r.Spec.ProgressDeadlineSeconds = ptr.To(int32(60))
 		w.plan()
 		ends := metav1.NewTime(t0.Add(10 * time.Minute))
-		w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhaseTrial, Assigned: newSource(), Active: newSource(), TrialEnds: &ends}
+		w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: newSource(), Active: newSource(), TrialEnds: &ends}
 		w.now = t0.Add(10*time.Minute + 59*time.Second)
 		w.plan()
 		w.wantPhase(v1alpha1.PhaseProgressing)
@@ -583,7 +559,7 @@ func TestAnnotationEdgeCases(t *testing.T) {
 		w.node("node-000").Assignment = &bad
 		w.r.Spec.MaxFailures = 1
 		w.plan()
-		if w.patches["node-000"] != 0 || w.r.Status.Failed != 1 || !strings.Contains(w.r.Status.Nodes[0].Reason, "does not decode") {
+		if w.patches["node-000"] != 0 || w.r.Status.Failed != 1 || !strings.Contains(w.r.Status.Nodes[0].Reason, "which is invalid") {
 			t.Fatalf("patches %v, status %+v", w.patches, w.r.Status.Nodes)
 		}
 	})
@@ -591,7 +567,7 @@ func TestAnnotationEdgeCases(t *testing.T) {
 		w := newWorld(t, 2, percentStep("100%"))
 		v := mustJSON(t, Assignment(w.r, cmUID))
 		w.node("node-000").Assignment = &v
-		w.node("node-000").Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: newSource(), Active: newSource()}
+		w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhasePromoted, Assigned: newSource(), Active: newSource()}
 		w.plan()
 		if w.patches["node-000"] != 0 || w.r.Status.Nodes[0].State != v1alpha1.NodePromoted {
 			t.Fatalf("patches %v, records %+v", w.patches, w.r.Status.Nodes)
@@ -635,11 +611,13 @@ func TestPayloadKey(t *testing.T) {
 		{"", "", "kubelet"},
 		{"kubelet", "", "kubelet"},
 		{"kube-proxy", "", "config.conf"},
-		{"agent", "", "agent"},
+		{"agent", "", ""}, // no default: required (issue 24: it was "agent")
+		{"agent", "greeter.yaml", "greeter.yaml"},
 		{"kubelet", "custom", "custom"},
 	} {
-		if got := PayloadKey(&v1alpha1.ConfigRolloutSpec{Component: tc.component, PayloadKey: tc.key}); got != tc.want {
-			t.Errorf("PayloadKey(%q, %q) = %q, want %q", tc.component, tc.key, got, tc.want)
+		got, ok := PayloadKey(&v1alpha1.ConfigRolloutSpec{Component: tc.component, PayloadKey: tc.key})
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("PayloadKey(%q, %q) = %q, %v; want %q", tc.component, tc.key, got, ok, tc.want)
 		}
 	}
 }

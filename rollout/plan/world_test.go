@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // world is a cluster as Plan sees it: a rollout, its ConfigMap, nodes whose
@@ -69,9 +69,9 @@ func newWorld(t testing.TB, n int, steps ...v1alpha1.RolloutStep) *world {
 		if i%2 == 1 {
 			v := mustJSON(t, oldSource())
 			node.Assignment = &v
-			node.Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: oldSource(), Active: oldSource(), LastKnownGood: oldSource()}
+			node.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhasePromoted, Assigned: oldSource(), Active: oldSource(), LastKnownGood: oldSource()}
 		} else {
-			node.Status = &status.ConfigStatus{Phase: status.PhaseLocal}
+			node.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal}
 		}
 		w.nodes = append(w.nodes, node)
 	}
@@ -150,7 +150,7 @@ func (w *world) carriesNew(n *Node) bool {
 func (w *world) promoteAll() {
 	for _, n := range w.nodes {
 		if w.carriesNew(n) {
-			n.Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: newSource(), Active: newSource(), LastKnownGood: newSource()}
+			n.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhasePromoted, Assigned: newSource(), Active: newSource(), LastKnownGood: newSource()}
 		}
 	}
 }
@@ -158,13 +158,13 @@ func (w *world) promoteAll() {
 // promote has the node report the new config promoted.
 func (w *world) promote(name string) {
 	n := w.node(name)
-	n.Status = &status.ConfigStatus{Phase: status.PhasePromoted, Assigned: newSource(), Active: newSource(), LastKnownGood: newSource()}
+	n.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhasePromoted, Assigned: newSource(), Active: newSource(), LastKnownGood: newSource()}
 }
 
 // fail has the node report the new config rolled back.
 func (w *world) fail(name string) {
 	n := w.node(name)
-	n.Status = &status.ConfigStatus{Phase: status.PhaseRolledBack, Assigned: newSource(), Active: oldSource(), LastKnownGood: oldSource(),
+	n.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseRolledBack, Assigned: newSource(), Active: oldSource(), LastKnownGood: oldSource(),
 		Error: "failed to validate current (UID: cm-uid-1)"}
 }
 
@@ -174,11 +174,11 @@ func (w *world) settleReverts() {
 	for _, n := range w.nodes {
 		if !w.carriesNew(n) {
 			src, _ := parseAssignment(n.Assignment)
-			ph := status.PhasePromoted
+			ph := nodeapi.PhasePromoted
 			if src == nil {
-				ph = status.PhaseLocal
+				ph = nodeapi.PhaseLocal
 			}
-			n.Status = &status.ConfigStatus{Phase: ph, Assigned: src, Active: src}
+			n.Status = &nodeapi.ConfigStatus{Phase: ph, Assigned: src, Active: src}
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 )
 
@@ -81,7 +82,7 @@ type Backend interface {
 //     with its kind and apiVersion, as a copy the caller may change; an
 //     edit in place is a new resourceVersion;
 //   - the empty assignment resolves to the zero Assignment, without error;
-//   - every invalid assignment is a *source.InvalidError, with the
+//   - every invalid assignment is a *nodeapi.InvalidError, with the
 //     proposal's words, and a zero Assignment: all subfields nil; uid,
 //     namespace or name missing; a uid that is not the ConfigMap's; a
 //     ConfigMap that does not exist (never created, or deleted); a payload
@@ -347,9 +348,9 @@ func (c *conformance) testInvalid(t *testing.T) {
 
 func checkInvalid(t *testing.T, a source.Assignment, err error, want string) {
 	t.Helper()
-	var ie *source.InvalidError
+	var ie *nodeapi.InvalidError
 	if !errors.As(err, &ie) {
-		t.Fatalf("Assigned error = %v (%T); want *source.InvalidError %q", err, err, want)
+		t.Fatalf("Assigned error = %v (%T); want *nodeapi.InvalidError %q", err, err, want)
 	}
 	if err.Error() != want {
 		t.Errorf("Assigned error\n%s\nwant\n%s", err, want)
@@ -400,8 +401,8 @@ func wantEmpty() want {
 }
 
 func wantInvalid(msg string) want {
-	return want{"*source.InvalidError " + msg, func(r result) bool {
-		var ie *source.InvalidError
+	return want{"*nodeapi.InvalidError " + msg, func(r result) bool {
+		var ie *nodeapi.InvalidError
 		return errors.As(r.err, &ie) && r.err.Error() == msg
 	}}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/source/sourcetest"
 )
@@ -31,7 +32,7 @@ func (b *broken) Assigned(ctx context.Context) (source.Assignment, error) {
 	a, err := b.Fake.Assigned(ctx)
 	switch b.how {
 	case "plain errors":
-		var ie *source.InvalidError
+		var ie *nodeapi.InvalidError
 		if errors.As(err, &ie) {
 			return source.Assignment{}, errors.New(ie.Message)
 		}
@@ -126,7 +127,7 @@ func TestConformanceCatches(t *testing.T) {
 	for _, tc := range []struct {
 		how, run, want string
 	}{
-		{"plain errors", "Assigned/invalid/uid_mismatch", "want *source.InvalidError"},
+		{"plain errors", "Assigned/invalid/uid_mismatch", "want *nodeapi.InvalidError"},
 		{"shares results", "Assigned/result_is_the_caller's", "Assigned: ConfigMap data (-want +got)"},
 		{"no first call", "Run/calls_changed_once_it_watches/assigned", "no changed call saw anything (any result will do) within 500ms"},
 		{"only the first call", "Run/calls_changed_after_each_change", "no changed call saw conformance-a/config-a uid=uid-a kubelet=a2 within 500ms"},

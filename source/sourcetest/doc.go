@@ -6,7 +6,7 @@
 // package source passes it, and so does Fake.
 //
 // Fake is an in-memory Remote for tests of code that consumes a Remote: it
-// resolves assignments with the rules of package source (source.Validate
+// resolves assignments with the rules of package source (nodeapi.Validate
 // and source.Resolve, so invalid assignments carry the same words), calls
 // back on every change, and can be made to fail reads, as an unreachable
 // API server does.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 )
 
@@ -17,7 +18,7 @@ import (
 // once (each Run gets every notification).
 //
 // Assigned resolves the assignment against the stored ConfigMaps with
-// source.Validate and source.Resolve, so its *source.InvalidError messages
+// nodeapi.Validate and source.Resolve, so its *nodeapi.InvalidError messages
 // are those of the real sources, and returns copies the caller may keep and
 // change. Every change (PutConfigMap, DeleteConfigMap, Assign,
 // SetReadError, Notify) calls back every running Run, once per burst of
@@ -136,7 +137,7 @@ func (f *Fake) notifyLocked() {
 
 // Assigned resolves the assignment against the stored ConfigMaps. The
 // error is the injected read error if any (see SetReadError and
-// FailNextReads), else the *source.InvalidError of an invalid assignment.
+// FailNextReads), else the *nodeapi.InvalidError of an invalid assignment.
 func (f *Fake) Assigned(context.Context) (source.Assignment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,7 +149,7 @@ func (f *Fake) Assigned(context.Context) (source.Assignment, error) {
 		return source.Assignment{}, f.readErr
 	}
 	src := f.assignment
-	if err := source.Validate(src); err != nil {
+	if err := nodeapi.Validate(src); err != nil {
 		return source.Assignment{}, err
 	}
 	if src == nil {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/source/sourcetest"
 )
@@ -70,7 +71,7 @@ func TestFakeReadErrors(t *testing.T) {
 	if _, err := f.Assigned(ctx); !errors.Is(err, down) {
 		t.Fatalf("with SetReadError: error %v, want %v", err, down)
 	}
-	var ie *source.InvalidError
+	var ie *nodeapi.InvalidError
 	if _, err := f.Assigned(ctx); errors.As(err, &ie) {
 		t.Fatal("a read error is an *InvalidError; want a plain error (the desired config is unclear)")
 	}

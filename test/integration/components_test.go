@@ -22,7 +22,7 @@ import (
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/internal/statusfile"
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -51,7 +51,7 @@ func buildExamples(t *testing.T, pkgs ...string) map[string]string {
 // component is one example binary under its restart loop on the Node.
 type component struct {
 	h          *lpHarness
-	name       string // status.ConditionTypeFor(name) is its condition
+	name       string // nodeapi.ConditionTypeFor(name) is its condition
 	loop       *proctest.RestartLoop
 	statusPath string
 	// assign points the component at a new ConfigMap with data and a 2s
@@ -93,7 +93,7 @@ func (c *component) describe() string {
 
 // conditionOf returns the component's condition on node.
 func (c *component) conditionOf(node *corev1.Node) *corev1.NodeCondition {
-	return status.FindType(node.Status.Conditions, status.ConditionTypeFor(c.name))
+	return status.FindType(node.Status.Conditions, nodeapi.ConditionTypeFor(c.name))
 }
 
 // waitServing waits until the Node's condition of the component is want,
@@ -136,9 +136,9 @@ func sameSource(src *corev1.NodeConfigSource, cm *corev1.ConfigMap) bool {
 
 // waitStatus waits until the component's ConfigStatus annotation has
 // phase, assigned, active and last-known-good as given (nil: local).
-func (c *component) waitStatus(ctx context.Context, t *testing.T, phase status.ConfigPhase, assigned, active, lkg *corev1.ConfigMap) *status.ConfigStatus {
+func (c *component) waitStatus(ctx context.Context, t *testing.T, phase nodeapi.ConfigPhase, assigned, active, lkg *corev1.ConfigMap) *nodeapi.ConfigStatus {
 	t.Helper()
-	var got *status.ConfigStatus
+	var got *nodeapi.ConfigStatus
 	match := func(src *corev1.NodeConfigSource, cm *corev1.ConfigMap) bool {
 		if cm == nil {
 			return src == nil
@@ -147,9 +147,9 @@ func (c *component) waitStatus(ctx context.Context, t *testing.T, phase status.C
 	}
 	pollUntil(t, fmt.Sprintf("%s: ConfigStatus phase %s", c.name, phase), func() (bool, string) {
 		var err error
-		got, err = status.ReadConfigStatus(c.h.getNode(ctx, t), c.name)
+		got, err = nodeapi.ReadConfigStatus(c.h.getNode(ctx, t), c.name)
 		if err != nil || got == nil {
-			return false, fmt.Sprintf("annotation %s: %+v, %v", status.ConfigStatusAnnotationFor(c.name), got, err)
+			return false, fmt.Sprintf("annotation %s: %+v, %v", nodeapi.StatusAnnotationFor(c.name), got, err)
 		}
 		return got.Phase == phase && match(got.Assigned, assigned) && match(got.Active, active) && match(got.LastKnownGood, lkg),
 			mustJSON(got)
@@ -187,9 +187,9 @@ func requireNodeAssignment(t *testing.T, bin string) {
 	if code != 0 {
 		t.Fatalf("kube-proxy-like --help: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, source.AnnotationKeyFor(proxyComponent)) {
+	if !strings.Contains(stdout, nodeapi.AssignmentAnnotationFor(proxyComponent)) {
 		t.Fatalf("kube-proxy-like --help does not mention %s: it cannot take its own assignment from the Node\n%s",
-			source.AnnotationKeyFor(proxyComponent), stdout)
+			nodeapi.AssignmentAnnotationFor(proxyComponent), stdout)
 	}
 }
 
@@ -214,8 +214,8 @@ func TestComponentsShareANode(t *testing.T) {
 	ctx := testContext(t, 10*time.Minute)
 	h := newLPHarness(ctx, t)
 
-	kl := h.startComponent(t, status.KubeletComponent, bins[kubeletLikePackage], h.kubelet)
-	kl.assign = h.nodeAssigner(status.KubeletComponent, "kubelet")
+	kl := h.startComponent(t, nodeapi.DefaultComponent, bins[kubeletLikePackage], h.kubelet)
+	kl.assign = h.nodeAssigner(nodeapi.DefaultComponent, "kubelet")
 	requireNodeAssignment(t, bins[kubeProxyLikePackage])
 	kp := h.startComponent(t, proxyComponent, bins[kubeProxyLikePackage], h.proxy)
 	kp.assign = h.nodeAssigner(proxyComponent, "kube-proxy")
@@ -227,8 +227,8 @@ func TestComponentsShareANode(t *testing.T) {
 	pGood := kp.assign(ctx, t, map[string]string{proxyKey: kubeProxyPayload("10.1.0.0/16"), kubeletKey: brokenYAML})
 	kl.waitServing(ctx, t, "the good kubelet config", currentReport(kGood))
 	proxyProc := kp.waitServing(ctx, t, "the good kube-proxy config", currentReport(pGood))
-	kl.waitStatus(ctx, t, status.PhasePromoted, kGood, kGood, kGood)
-	kp.waitStatus(ctx, t, status.PhasePromoted, pGood, pGood, pGood)
+	kl.waitStatus(ctx, t, nodeapi.PhasePromoted, kGood, kGood, kGood)
+	kp.waitStatus(ctx, t, nodeapi.PhasePromoted, pGood, pGood, pGood)
 	if got := wantClusterCIDR(t, proxyProc.ServingAddr()); got != "10.1.0.0/16" {
 		t.Errorf("kube-proxy-like /configz clusterCIDR %q, want 10.1.0.0/16", got)
 	}
@@ -239,9 +239,9 @@ func TestComponentsShareANode(t *testing.T) {
 	kBad := kl.assign(ctx, t, map[string]string{kubeletKey: kubeletPayload(42) + "maxPods: 43\n"})
 	kl.waitServing(ctx, t, "the kubelet rollback", status.Report{Status: corev1.ConditionFalse,
 		Reason: status.DecodeFailedReason(kBad.UID), Message: status.LastKnownGoodMessage(status.Ref{UID: kGood.UID}, status.LocalDefault)})
-	kl.waitStatus(ctx, t, status.PhaseRolledBack, kBad, kGood, kGood)
+	kl.waitStatus(ctx, t, nodeapi.PhaseRolledBack, kBad, kGood, kGood)
 	h.wantUntouched(ctx, t, kp, proxyCond, proxyProc)
-	kp.waitStatus(ctx, t, status.PhasePromoted, pGood, pGood, pGood)
+	kp.waitStatus(ctx, t, nodeapi.PhasePromoted, pGood, pGood, pGood)
 
 	// 3. A bad kube-proxy config: kube-proxy-like rolls back in process;
 	// the kubelet-like keeps its rollback.
@@ -250,13 +250,13 @@ func TestComponentsShareANode(t *testing.T) {
 	pBad := kp.assign(ctx, t, map[string]string{proxyKey: kubeProxyPayload("10.1.0.0/16") + "clusterCIDR: 10.9.0.0/16\n"})
 	kp.waitServing(ctx, t, "the kube-proxy rollback", status.Report{Status: corev1.ConditionFalse,
 		Reason: status.DecodeFailedReason(pBad.UID), Message: status.LastKnownGoodMessage(status.Ref{UID: pGood.UID}, status.LocalDefault)})
-	kp.waitStatus(ctx, t, status.PhaseRolledBack, pBad, pGood, pGood)
+	kp.waitStatus(ctx, t, nodeapi.PhaseRolledBack, pBad, pGood, pGood)
 	if got := wantClusterCIDR(t, proxyProc.ServingAddr()); got != "10.1.0.0/16" {
 		t.Errorf("kube-proxy-like /configz clusterCIDR after its rollback %q, want the good 10.1.0.0/16", got)
 	}
 	kubeletProc := kl.loop.All()[kubeletProcs-1]
 	h.wantUntouched(ctx, t, kl, kubeletCond, kubeletProc)
-	kl.waitStatus(ctx, t, status.PhaseRolledBack, kBad, kGood, kGood)
+	kl.waitStatus(ctx, t, nodeapi.PhaseRolledBack, kBad, kGood, kGood)
 
 	// 4. Both recover with new good configs; both conditions and both
 	// ConfigStatus annotations are on the Node.
@@ -264,14 +264,14 @@ func TestComponentsShareANode(t *testing.T) {
 	pGood2 := kp.assign(ctx, t, map[string]string{proxyKey: kubeProxyPayload("10.2.0.0/16")})
 	kl.waitServing(ctx, t, "the second good kubelet config", currentReport(kGood2))
 	kp.waitServing(ctx, t, "the second good kube-proxy config", currentReport(pGood2))
-	kl.waitStatus(ctx, t, status.PhasePromoted, kGood2, kGood2, kGood2)
-	kp.waitStatus(ctx, t, status.PhasePromoted, pGood2, pGood2, pGood2)
+	kl.waitStatus(ctx, t, nodeapi.PhasePromoted, kGood2, kGood2, kGood2)
+	kp.waitStatus(ctx, t, nodeapi.PhasePromoted, pGood2, pGood2, pGood2)
 	node := h.getNode(ctx, t)
 	var condTypes []corev1.NodeConditionType
 	for _, c := range node.Status.Conditions {
 		condTypes = append(condTypes, c.Type)
 	}
-	if diff := cmp.Diff([]corev1.NodeConditionType{status.ConditionTypeFor(status.KubeletComponent), status.ConditionTypeFor(proxyComponent)}, condTypes,
+	if diff := cmp.Diff([]corev1.NodeConditionType{nodeapi.ConditionTypeFor(nodeapi.DefaultComponent), nodeapi.ConditionTypeFor(proxyComponent)}, condTypes,
 		cmpSortTypes); diff != "" {
 		t.Errorf("Node conditions after every report (-want +got):\n%s", diff)
 	}

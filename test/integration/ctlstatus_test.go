@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -65,10 +66,10 @@ func TestCtlStatus(t *testing.T) {
 	trialEnds := metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	for _, r := range []struct {
 		component string
-		cs        status.ConfigStatus
+		cs        nodeapi.ConfigStatus
 	}{
-		{status.KubeletComponent, status.ConfigStatus{Assigned: srcOf(kcm, "kubelet"), Active: srcOf(kcm, "kubelet"), LastKnownGood: srcOf(kcm, "kubelet"), Phase: status.PhasePromoted}},
-		{"kube-proxy", status.ConfigStatus{Assigned: srcOf(pcm, "config.conf"), Active: srcOf(pcm, "config.conf"), Phase: status.PhaseTrial, TrialEnds: &trialEnds}},
+		{nodeapi.DefaultComponent, nodeapi.ConfigStatus{Assigned: srcOf(kcm, "kubelet"), Active: srcOf(kcm, "kubelet"), LastKnownGood: srcOf(kcm, "kubelet"), Phase: nodeapi.PhasePromoted}},
+		{"kube-proxy", nodeapi.ConfigStatus{Assigned: srcOf(pcm, "config.conf"), Active: srcOf(pcm, "config.conf"), Phase: nodeapi.PhaseTrial, TrialEnds: &trialEnds}},
 	} {
 		rep, err := status.NewNodeReporter(status.NodeReporterOptions{Client: c.Client, NodeName: "node-a", Component: r.component})
 		if err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/merge"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -183,7 +184,7 @@ func mustJSON(v any) string {
 // annotate sets the assignment annotation to value; nil removes it.
 func (n *testNode) annotate(ctx context.Context, t *testing.T, value *string) {
 	t.Helper()
-	patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{source.AnnotationKey: value}}})
+	patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{nodeapi.AssignmentAnnotation: value}}})
 	if _, err := n.h.client.CoreV1().Nodes().Patch(ctx, n.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patching the assignment of Node %s: %v", n.name, err)
 	}
@@ -216,10 +217,10 @@ func (n *testNode) wantReport(ctx context.Context, t *testing.T, want status.Rep
 	t.Helper()
 	got, ok := n.report(ctx, t)
 	if !ok {
-		t.Fatalf("Node %s has no %s condition; want %+v", n.name, status.ConditionType, want)
+		t.Fatalf("Node %s has no %s condition; want %+v", n.name, nodeapi.ConditionType, want)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("Node %s %s condition (-want +got):\n%s", n.name, status.ConditionType, diff)
+		t.Fatalf("Node %s %s condition (-want +got):\n%s", n.name, nodeapi.ConditionType, diff)
 	}
 }
 
@@ -234,10 +235,10 @@ func (n *testNode) waitReport(ctx context.Context, t *testing.T, want status.Rep
 	})
 	if err != nil {
 		if !seen {
-			t.Fatalf("Node %s never got a %s condition (want %+v): %v", n.name, status.ConditionType, want, err)
+			t.Fatalf("Node %s never got a %s condition (want %+v): %v", n.name, nodeapi.ConditionType, want, err)
 		}
 		t.Fatalf("Node %s %s condition never became the wanted one: %v; last (-want +got):\n%s",
-			n.name, status.ConditionType, err, cmp.Diff(want, last))
+			n.name, nodeapi.ConditionType, err, cmp.Diff(want, last))
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -133,17 +134,17 @@ func watchNode(ctx context.Context, t *testing.T, h *harness, name string) *node
 func (hi *nodeHistory) record(node *corev1.Node) {
 	hi.mu.Lock()
 	defer hi.mu.Unlock()
-	if _, has := node.Annotations[status.ConfigStatusAnnotationFor("kubelet")]; has {
+	if _, has := node.Annotations[nodeapi.StatusAnnotationFor("kubelet")]; has {
 		hi.statusSeen = true
 	} else if hi.statusSeen {
 		hi.dropped = append(hi.dropped, fmt.Sprintf("resourceVersion %s: no %s annotation",
-			node.ResourceVersion, status.ConfigStatusAnnotationFor("kubelet")))
+			node.ResourceVersion, nodeapi.StatusAnnotationFor("kubelet")))
 	}
 	ok := status.Find(node.Status.Conditions)
 	if ok == nil {
 		if hi.configOKSeen {
 			hi.dropped = append(hi.dropped, fmt.Sprintf("resourceVersion %s: no %s among %s",
-				node.ResourceVersion, status.ConditionType, conditionTypes(node)))
+				node.ResourceVersion, nodeapi.ConditionType, conditionTypes(node)))
 		}
 		return
 	}
@@ -155,7 +156,7 @@ func (hi *nodeHistory) record(node *corev1.Node) {
 	for _, typ := range kubeletConditions {
 		if status.FindType(node.Status.Conditions, typ) == nil {
 			hi.dropped = append(hi.dropped, fmt.Sprintf("resourceVersion %s: %s next to Ready but no %s among %s",
-				node.ResourceVersion, status.ConditionType, typ, conditionTypes(node)))
+				node.ResourceVersion, nodeapi.ConditionType, typ, conditionTypes(node)))
 		}
 	}
 	hi.heartbeats[ready.LastHeartbeatTime] = true
@@ -252,10 +253,10 @@ func (r *hollowRun) waitNode(ctx context.Context, t *testing.T, what string, wan
 		}
 		c := status.Find(node.Status.Conditions)
 		if c == nil {
-			return false, fmt.Sprintf("no %s condition among %v", status.ConditionType, conditionTypes(node))
+			return false, fmt.Sprintf("no %s condition among %v", nodeapi.ConditionType, conditionTypes(node))
 		}
 		if got := (status.Report{Status: c.Status, Reason: c.Reason, Message: c.Message}); got != want {
-			return false, fmt.Sprintf("%s %+v", status.ConditionType, got)
+			return false, fmt.Sprintf("%s %+v", nodeapi.ConditionType, got)
 		}
 		if pods := node.Status.Capacity.Pods(); pods.Value() != wantPods {
 			return false, fmt.Sprintf("capacity pods %s", pods)
@@ -274,14 +275,14 @@ func (r *hollowRun) waitNode(ctx context.Context, t *testing.T, what string, wan
 
 // waitPhase waits until the Node's ConfigStatus annotation has phase and
 // active names the ConfigMap with UID active ("" for the local config).
-func (r *hollowRun) waitPhase(ctx context.Context, t *testing.T, phase status.ConfigPhase, active types.UID) {
+func (r *hollowRun) waitPhase(ctx context.Context, t *testing.T, phase nodeapi.ConfigPhase, active types.UID) {
 	t.Helper()
 	pollUntil(t, fmt.Sprintf("ConfigStatus phase %s, active %q", phase, active), func() (bool, string) {
 		node := r.getNode(ctx, t)
 		if node == nil {
 			return false, "no Node yet"
 		}
-		cs, err := status.ReadConfigStatus(node, "kubelet")
+		cs, err := nodeapi.ReadConfigStatus(node, "kubelet")
 		if err != nil || cs == nil {
 			return false, fmt.Sprintf("ConfigStatus %+v, err %v", cs, err)
 		}
@@ -359,7 +360,7 @@ func TestHollowKubeletFork(t *testing.T) {
 	// config (the kubelet's maxPods default, 110) is in use.
 	r.waitNode(ctx, t, "the Node Ready on the local default config", localDefaultReport(), 110)
 	registered := time.Since(loopStart)
-	r.waitPhase(ctx, t, status.PhaseLocal, "")
+	r.waitPhase(ctx, t, nodeapi.PhaseLocal, "")
 	if got, want := r.getNode(ctx, t).Status.NodeInfo.KubeletVersion, kubernetesVersion(t); got != want {
 		t.Errorf("Node kubeletVersion %q, want %q: the kubelet code of k8s.io/kubernetes this module requires, "+
 			"stamped by ensure-bins.sh (a stale bin/hollow-kubelet?)", got, want)
@@ -388,7 +389,7 @@ func TestHollowKubeletFork(t *testing.T) {
 		}
 		return src.ConfigMap.UID == good.UID, fmt.Sprintf("names UID %q", src.ConfigMap.UID)
 	}, r.describe)
-	r.waitPhase(ctx, t, status.PhasePromoted, good.UID)
+	r.waitPhase(ctx, t, nodeapi.PhasePromoted, good.UID)
 	if onGood.Exited() {
 		t.Fatalf("the kubelet on maxPods 150 exited during its trial\n%s", r.describe())
 	}
@@ -420,7 +421,7 @@ func TestHollowKubeletFork(t *testing.T) {
 		Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(invalid.UID),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: good.UID}, status.LocalDefault),
 	}, 150)
-	r.waitPhase(ctx, t, status.PhaseRolledBack, good.UID)
+	r.waitPhase(ctx, t, nodeapi.PhaseRolledBack, good.UID)
 	if got := len(r.loop.All()); got != before {
 		t.Fatalf("%d restarts for a config that fails validation, want none\n%s", got-before, r.describe())
 	}
@@ -460,7 +461,7 @@ func TestHollowKubeletFork(t *testing.T) {
 		}
 	}
 	wantPointer(t, r.stateDir, "last-known-good", good.UID, "")
-	r.waitPhase(ctx, t, status.PhaseRolledBack, good.UID)
+	r.waitPhase(ctx, t, nodeapi.PhaseRolledBack, good.UID)
 	if rolledBack.Exited() {
 		t.Fatalf("the kubelet rolled back to maxPods 150 exited\n%s", r.describe())
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
-	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -192,7 +192,7 @@ func (h *lpHarness) waitPolicy(ctx context.Context, t *testing.T) {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		_, last = h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType,
-			assignmentPatch(source.AnnotationKey, &v), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			assignmentPatch(nodeapi.AssignmentAnnotation, &v), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return last != nil && strings.Contains(last.Error(), assignmentPolicy), nil
 	})
 	if err != nil {
@@ -233,7 +233,7 @@ func (h *lpHarness) operatorAssign(ctx context.Context, t *testing.T, component 
 		t.Fatalf("operator: get ConfigMap %s/%s: %v", cm.Namespace, cm.Name, err)
 	}
 	v := assignmentFor(got)
-	if _, err := c.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(source.AnnotationKeyFor(component), &v), metav1.PatchOptions{}); err != nil {
+	if _, err := c.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(nodeapi.AssignmentAnnotationFor(component), &v), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("operator: assigning %s/%s to component %s on Node %s: %v", cm.Namespace, cm.Name, component, h.node, err)
 	}
 }
@@ -251,7 +251,7 @@ func (h *lpHarness) getNode(ctx context.Context, t *testing.T) *corev1.Node {
 // waitCondition waits until the Node's condition of component is want.
 func (h *lpHarness) waitCondition(ctx context.Context, t *testing.T, component string, want status.Report) {
 	t.Helper()
-	typ := status.ConditionTypeFor(component)
+	typ := nodeapi.ConditionTypeFor(component)
 	var last *corev1.NodeCondition
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		last = status.FindType(h.getNode(ctx, t).Status.Conditions, typ)
@@ -266,17 +266,17 @@ func (h *lpHarness) waitCondition(ctx context.Context, t *testing.T, component s
 // says it runs cm as assigned.
 func (h *lpHarness) waitConfigStatus(ctx context.Context, t *testing.T, component string, cm *corev1.ConfigMap) {
 	t.Helper()
-	var last *status.ConfigStatus
+	var last *nodeapi.ConfigStatus
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		last, lastErr = status.ReadConfigStatus(h.getNode(ctx, t), component)
+		last, lastErr = nodeapi.ReadConfigStatus(h.getNode(ctx, t), component)
 		return lastErr == nil && last != nil && last.Active != nil && last.Active.ConfigMap != nil &&
 			last.Active.ConfigMap.UID == cm.UID && last.Assigned != nil && last.Assigned.ConfigMap != nil &&
 			last.Assigned.ConfigMap.UID == cm.UID, nil
 	})
 	if err != nil {
 		t.Fatalf("Node %s: %s annotation never said %s runs ConfigMap %s (UID %s): %v; last %+v, error %v",
-			h.node, status.ConfigStatusAnnotationFor(component), component, cm.Name, cm.UID, err, last, lastErr)
+			h.node, nodeapi.StatusAnnotationFor(component), component, cm.Name, cm.UID, err, last, lastErr)
 	}
 }
 
@@ -354,7 +354,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 	kcm := h.createConfigMap(ctx, t, "kubelet-a", map[string]string{kubelet.PayloadKey: kubeletPayload(42)})
 	pcm := h.createConfigMap(ctx, t, "kube-proxy-a", map[string]string{kubeproxy.Profile{}.PayloadKey(): kubeProxyPayload("10.1.0.0/16")})
-	h.operatorAssign(ctx, t, status.KubeletComponent, kcm)
+	h.operatorAssign(ctx, t, nodeapi.DefaultComponent, kcm)
 	h.operatorAssign(ctx, t, proxyComponent, pcm)
 
 	// Everything works with least privilege: each component resolves its
@@ -363,9 +363,9 @@ func TestLeastPrivilege(t *testing.T) {
 	runComponent(ctx, t, h.kubelet.client, h.node, dynconfig.Options[kubeletConfig]{Profile: kubelet.Profile{}})
 	runComponent(ctx, t, h.proxy.client, h.node, dynconfig.Options[kubeproxyv1alpha1.KubeProxyConfiguration]{
 		Component: proxyComponent, Profile: kubeproxy.Profile{}})
-	h.waitCondition(ctx, t, status.KubeletComponent, currentReport(kcm))
+	h.waitCondition(ctx, t, nodeapi.DefaultComponent, currentReport(kcm))
 	h.waitCondition(ctx, t, proxyComponent, currentReport(pcm))
-	h.waitConfigStatus(ctx, t, status.KubeletComponent, kcm)
+	h.waitConfigStatus(ctx, t, nodeapi.DefaultComponent, kcm)
 	h.waitConfigStatus(ctx, t, proxyComponent, pcm)
 
 	t.Run("reads outside the config namespace are forbidden", func(t *testing.T) {
@@ -396,17 +396,17 @@ func TestLeastPrivilege(t *testing.T) {
 			name  string
 			patch []byte
 		}{
-			{"set the kubelet's", assignmentPatch(source.AnnotationKey, &bogus)},
-			{"remove the kubelet's", assignmentPatch(source.AnnotationKey, nil)},
-			{"set kube-proxy's", assignmentPatch(source.AnnotationKeyFor(proxyComponent), &bogus)},
-			{"add a new component's", assignmentPatch(source.AnnotationKeyFor("new-agent"), &bogus)},
+			{"set the kubelet's", assignmentPatch(nodeapi.AssignmentAnnotation, &bogus)},
+			{"remove the kubelet's", assignmentPatch(nodeapi.AssignmentAnnotation, nil)},
+			{"set kube-proxy's", assignmentPatch(nodeapi.AssignmentAnnotationFor(proxyComponent), &bogus)},
+			{"add a new component's", assignmentPatch(nodeapi.AssignmentAnnotationFor("new-agent"), &bogus)},
 		} {
 			_, err := h.kubelet.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, tc.patch, metav1.PatchOptions{})
 			wantDenied(t, "node patches its Node to "+tc.name+" assignment", err,
 				"ValidatingAdmissionPolicy '"+assignmentPolicy+"'", "may not change its config assignment")
 		}
-		if got := h.getNode(ctx, t).Annotations; got[source.AnnotationKey] != before[source.AnnotationKey] ||
-			got[source.AnnotationKeyFor(proxyComponent)] != before[source.AnnotationKeyFor(proxyComponent)] {
+		if got := h.getNode(ctx, t).Annotations; got[nodeapi.AssignmentAnnotation] != before[nodeapi.AssignmentAnnotation] ||
+			got[nodeapi.AssignmentAnnotationFor(proxyComponent)] != before[nodeapi.AssignmentAnnotationFor(proxyComponent)] {
 			t.Errorf("assignments changed by denied patches: before %v, after %v", before, got)
 		}
 		// The node may still change its other annotations: the policy
@@ -425,7 +425,7 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 		fresh := newClient(t, newCfg, 5, 10)
 		_, err = fresh.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: newNode,
-			Annotations: map[string]string{source.AnnotationKey: bogus}}}, metav1.CreateOptions{})
+			Annotations: map[string]string{nodeapi.AssignmentAnnotation: bogus}}}, metav1.CreateOptions{})
 		wantDenied(t, "a node registers with an assignment", err,
 			"ValidatingAdmissionPolicy '"+assignmentPolicy+"'", "may not change its config assignment (dynconfig.io/config-source)")
 		if _, err := fresh.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: newNode}}, metav1.CreateOptions{}); err != nil {
@@ -446,7 +446,7 @@ func TestLeastPrivilege(t *testing.T) {
 			if id.user == h.kubelet.user {
 				why = "may not change its config assignment"
 			}
-			for _, key := range []string{source.AnnotationKey, source.AnnotationKeyFor(proxyComponent)} {
+			for _, key := range []string{nodeapi.AssignmentAnnotation, nodeapi.AssignmentAnnotationFor(proxyComponent)} {
 				for _, value := range []*string{&bogus, nil} {
 					what := fmt.Sprintf("%s patches nodes/status to set %s to %v", id.user, key, value != nil)
 					_, err := id.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(key, value), metav1.PatchOptions{}, "status")
@@ -455,7 +455,7 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 		}
 		// The ServiceAccount has no grant to patch the Node itself.
-		_, err := h.proxy.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(source.AnnotationKeyFor(proxyComponent), &bogus), metav1.PatchOptions{})
+		_, err := h.proxy.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, assignmentPatch(nodeapi.AssignmentAnnotationFor(proxyComponent), &bogus), metav1.PatchOptions{})
 		wantDenied(t, "the ServiceAccount patches the Node", err, "cannot patch resource")
 	})
 
@@ -463,24 +463,24 @@ func TestLeastPrivilege(t *testing.T) {
 		for _, tc := range []struct {
 			id        identity
 			component string
-		}{{h.kubelet, status.KubeletComponent}, {h.proxy, proxyComponent}} {
-			cs := &status.ConfigStatus{Phase: status.PhaseLocal, Error: "written by the test"}
+		}{{h.kubelet, nodeapi.DefaultComponent}, {h.proxy, proxyComponent}} {
+			cs := &nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal, Error: "written by the test"}
 			v, err := cs.MarshalAnnotation()
 			if err != nil {
 				t.Fatal(err)
 			}
-			cond := corev1.NodeCondition{Type: status.ConditionTypeFor(tc.component), Status: corev1.ConditionUnknown,
+			cond := corev1.NodeCondition{Type: nodeapi.ConditionTypeFor(tc.component), Status: corev1.ConditionUnknown,
 				Reason: "written by the test", Message: "test", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}
 			patch := mustJSON(map[string]any{
-				"metadata": map[string]any{"annotations": map[string]string{status.ConfigStatusAnnotationFor(tc.component): v}},
+				"metadata": map[string]any{"annotations": map[string]string{nodeapi.StatusAnnotationFor(tc.component): v}},
 				"status":   map[string]any{"conditions": []corev1.NodeCondition{cond}},
 			})
 			if _, err := tc.id.client.CoreV1().Nodes().Patch(ctx, h.node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 				t.Errorf("%s writes condition %s and annotation %s through nodes/status: %v",
-					tc.id.user, cond.Type, status.ConfigStatusAnnotationFor(tc.component), err)
+					tc.id.user, cond.Type, nodeapi.StatusAnnotationFor(tc.component), err)
 				continue
 			}
-			got, err := status.ReadConfigStatus(h.getNode(ctx, t), tc.component)
+			got, err := nodeapi.ReadConfigStatus(h.getNode(ctx, t), tc.component)
 			if err != nil || got == nil || got.Error != cs.Error {
 				t.Errorf("%s: ConfigStatus read back %+v, %v; want the one written", tc.component, got, err)
 			}
@@ -488,7 +488,7 @@ func TestLeastPrivilege(t *testing.T) {
 	})
 
 	t.Run("a ServiceAccount component writes its own Node's status only", func(t *testing.T) {
-		patch := []byte(`{"metadata":{"annotations":{"` + status.ConfigStatusAnnotationFor(proxyComponent) + `":"{\"phase\":\"Local\"}"}}}`)
+		patch := []byte(`{"metadata":{"annotations":{"` + nodeapi.StatusAnnotationFor(proxyComponent) + `":"{\"phase\":\"Local\"}"}}}`)
 		// The token of the Pod on this Node, writing another Node.
 		_, err := h.proxy.client.CoreV1().Nodes().Patch(ctx, h.other, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		wantDenied(t, "the Pod on "+h.node+" patches the status of "+h.other, err,
@@ -522,9 +522,9 @@ func TestLeastPrivilege(t *testing.T) {
 		runCtl(t, ctl, "assign", "--kubeconfig="+kubeconfig, "--node="+h.node, "--configmap="+configNamespace+"/"+kcm2.Name)
 		runCtl(t, ctl, "assign", "--kubeconfig="+kubeconfig, "--node="+h.node, "--configmap="+configNamespace+"/"+pcm2.Name,
 			"--component="+proxyComponent)
-		h.waitCondition(ctx, t, status.KubeletComponent, currentReport(kcm2))
+		h.waitCondition(ctx, t, nodeapi.DefaultComponent, currentReport(kcm2))
 		h.waitCondition(ctx, t, proxyComponent, currentReport(pcm2))
-		h.waitConfigStatus(ctx, t, status.KubeletComponent, kcm2)
+		h.waitConfigStatus(ctx, t, nodeapi.DefaultComponent, kcm2)
 		h.waitConfigStatus(ctx, t, proxyComponent, pcm2)
 
 		// status reads the fleet (list) and one Node (get) with the
@@ -533,9 +533,9 @@ func TestLeastPrivilege(t *testing.T) {
 			out := runCtl(t, ctl, append([]string{"status", "--kubeconfig=" + kubeconfig, "-o", "json"}, args...)...)
 			var list struct {
 				Items []struct {
-					Node      string               `json:"node"`
-					Component string               `json:"component"`
-					Status    *status.ConfigStatus `json:"status"`
+					Node      string                `json:"node"`
+					Component string                `json:"component"`
+					Status    *nodeapi.ConfigStatus `json:"status"`
 				} `json:"items"`
 			}
 			if err := json.Unmarshal([]byte(out), &list); err != nil {
@@ -547,7 +547,7 @@ func TestLeastPrivilege(t *testing.T) {
 					active[it.Component] = it.Status.Active.ConfigMap.UID
 				}
 			}
-			want := map[string]types.UID{status.KubeletComponent: kcm2.UID, proxyComponent: pcm2.UID}
+			want := map[string]types.UID{nodeapi.DefaultComponent: kcm2.UID, proxyComponent: pcm2.UID}
 			if diff := cmp.Diff(want, active); diff != "" {
 				t.Errorf("dynconfigctl status %v: active configs on %s (-want +got):\n%s\n%s", args, h.node, diff, out)
 			}

@@ -35,9 +35,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
@@ -104,12 +103,12 @@ func BenchmarkRolloutController(b *testing.B) {
 		}
 		cms[i] = cm
 	}
-	reported := func(cm *corev1.ConfigMap, phase status.ConfigPhase) string {
+	reported := func(cm *corev1.ConfigMap, phase nodeapi.ConfigPhase) string {
 		src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 			Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: kubelet.PayloadKey,
 		}}
-		st := &status.ConfigStatus{Phase: phase, Assigned: src, Active: src}
-		if phase == status.PhasePromoted {
+		st := &nodeapi.ConfigStatus{Phase: phase, Assigned: src, Active: src}
+		if phase == nodeapi.PhasePromoted {
 			st.LastKnownGood = src
 		}
 		v, err := st.MarshalAnnotation()
@@ -125,7 +124,7 @@ func BenchmarkRolloutController(b *testing.B) {
 	if err := parallel(benchNodes, func(i int) error {
 		_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: names[i], Labels: map[string]string{label: "true"},
-			Annotations: map[string]string{source.AnnotationKey: assignmentFor(cms[1]), status.ConfigStatusAnnotation: reported(cms[1], status.PhasePromoted)},
+			Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(cms[1]), nodeapi.StatusAnnotation: reported(cms[1], nodeapi.PhasePromoted)},
 		}}, metav1.CreateOptions{})
 		return err
 	}); err != nil {
@@ -135,8 +134,8 @@ func BenchmarkRolloutController(b *testing.B) {
 	// The simulated components: whatever is assigned, report it in trial
 	// (unless the trial is 0) and promoted once the trial is over.
 	simClient := newClient(b, protobuf(cl.Config), 1000, 2000)
-	promoted := map[types.UID]string{cms[0].UID: reported(cms[0], status.PhasePromoted), cms[1].UID: reported(cms[1], status.PhasePromoted)}
-	inTrial := map[types.UID]string{cms[0].UID: reported(cms[0], status.PhaseTrial), cms[1].UID: reported(cms[1], status.PhaseTrial)}
+	promoted := map[types.UID]string{cms[0].UID: reported(cms[0], nodeapi.PhasePromoted), cms[1].UID: reported(cms[1], nodeapi.PhasePromoted)}
+	inTrial := map[types.UID]string{cms[0].UID: reported(cms[0], nodeapi.PhaseTrial), cms[1].UID: reported(cms[1], nodeapi.PhaseTrial)}
 	var trial atomic.Int64 // the current case's trial, in nanoseconds
 	type simWork struct {
 		node    string
@@ -151,10 +150,10 @@ func BenchmarkRolloutController(b *testing.B) {
 	onNode := func(obj any) {
 		n := obj.(*corev1.Node)
 		var src corev1.NodeConfigSource
-		if json.Unmarshal([]byte(n.Annotations[source.AnnotationKey]), &src) != nil || src.ConfigMap == nil {
+		if json.Unmarshal([]byte(n.Annotations[nodeapi.AssignmentAnnotation]), &src) != nil || src.ConfigMap == nil {
 			return
 		}
-		uid, cur := src.ConfigMap.UID, n.Annotations[status.ConfigStatusAnnotation]
+		uid, cur := src.ConfigMap.UID, n.Annotations[nodeapi.StatusAnnotation]
 		if promoted[uid] == "" || cur == promoted[uid] || cur == inTrial[uid] {
 			return
 		}
@@ -170,7 +169,7 @@ func BenchmarkRolloutController(b *testing.B) {
 	factory.Start(simCtx.Done())
 	factory.WaitForCacheSync(simCtx.Done())
 	report := func(node, value string) {
-		patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]string{status.ConfigStatusAnnotation: value}}})
+		patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]string{nodeapi.StatusAnnotation: value}}})
 		_, _ = simClient.CoreV1().Nodes().Patch(simCtx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 	}
 	var sims sync.WaitGroup

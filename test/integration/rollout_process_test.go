@@ -29,8 +29,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/source"
 )
 
 // rolloutPackage is the rollout controller's command.
@@ -529,7 +529,7 @@ func watchAssignments(ctx context.Context, t *testing.T, f *fleet) *assignmentWa
 				aw.mu.Unlock()
 				return
 			}
-			aw.observe(n.Name, f.describe(n.Annotations[source.AnnotationKey]))
+			aw.observe(n.Name, f.describe(n.Annotations[nodeapi.AssignmentAnnotation]))
 		}
 	}()
 	t.Cleanup(func() { w.Stop(); <-done })

@@ -34,11 +34,10 @@ import (
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/controller"
 	"github.com/dynconfig/dynconfig/rollout/plan"
-	"github.com/dynconfig/dynconfig/source"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // rolloutCRD is the checked-in CRD the tests install.
@@ -146,7 +145,7 @@ func TestRollout(t *testing.T) {
 			f.names = append(f.names, name)
 			if _, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 				Name: name, Labels: map[string]string{f.label: "true"},
-				Annotations: map[string]string{source.AnnotationKey: assignmentFor(f.oldCM)},
+				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(f.oldCM)},
 			}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -474,7 +473,7 @@ func startFleet(ctx context.Context, t *testing.T, h *harness, prefix string, n 
 	if err := parallel(n, func(i int) error {
 		_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: f.names[i], Labels: map[string]string{f.label: "true"},
-			Annotations: map[string]string{source.AnnotationKey: old},
+			Annotations: map[string]string{nodeapi.AssignmentAnnotation: old},
 		}}, metav1.CreateOptions{})
 		return err
 	}); err != nil {
@@ -647,16 +646,16 @@ func (f *fleet) stays(ctx context.Context, name string, d time.Duration, cond fu
 // cm promoted.
 func nodeOn(n *corev1.Node, cm *corev1.ConfigMap) (bool, string) {
 	var src corev1.NodeConfigSource
-	err := json.Unmarshal([]byte(n.Annotations[source.AnnotationKey]), &src)
+	err := json.Unmarshal([]byte(n.Annotations[nodeapi.AssignmentAnnotation]), &src)
 	if err != nil || src.ConfigMap == nil || src.ConfigMap.UID != cm.UID {
-		return false, "assigned " + n.Annotations[source.AnnotationKey]
+		return false, "assigned " + n.Annotations[nodeapi.AssignmentAnnotation]
 	}
-	s, err := status.ReadConfigStatus(n, "kubelet")
+	s, err := nodeapi.ReadConfigStatus(n, "kubelet")
 	if err != nil || s == nil {
 		return false, fmt.Sprintf("status %v %v", s, err)
 	}
-	if s.Phase != status.PhasePromoted || s.Active == nil || s.Active.ConfigMap == nil || s.Active.ConfigMap.UID != cm.UID {
-		return false, fmt.Sprintf("phase %s, active %s", s.Phase, status.DescribeSource(s.Active))
+	if s.Phase != nodeapi.PhasePromoted || s.Active == nil || s.Active.ConfigMap == nil || s.Active.ConfigMap.UID != cm.UID {
+		return false, fmt.Sprintf("phase %s, active %s", s.Phase, nodeapi.DescribeSource(s.Active))
 	}
 	return true, ""
 }

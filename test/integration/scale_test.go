@@ -30,6 +30,7 @@ import (
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/merge"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -114,7 +115,7 @@ func TestScale(t *testing.T) {
 		_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:        names[i],
 			Labels:      map[string]string{scaleLabel: "true"},
-			Annotations: map[string]string{source.AnnotationKey: oldAssignment},
+			Annotations: map[string]string{nodeapi.AssignmentAnnotation: oldAssignment},
 		}}, metav1.CreateOptions{})
 		return err
 	}); err != nil {
@@ -199,7 +200,7 @@ func TestScale(t *testing.T) {
 	var patchedMu sync.Mutex
 	waited := make(chan error, 1)
 	go func() { waited <- waiter.run(ctx, scaleDeadline) }()
-	patch := []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]string{source.AnnotationKey: assignmentFor(newCM)}}}))
+	patch := []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(newCM)}}}))
 	if err := parallel(n, func(i int) error {
 		start := time.Now()
 		patchedMu.Lock()
@@ -450,9 +451,9 @@ func (r nodeReport) String() string {
 	case !r.seen:
 		return "never seen"
 	case !r.condition:
-		return "no " + string(status.ConditionType) + " condition"
+		return "no " + string(nodeapi.ConditionType) + " condition"
 	}
-	return fmt.Sprintf("%s %s (%s) %q", status.ConditionType, r.status, r.reason, r.message)
+	return fmt.Sprintf("%s %s (%s) %q", nodeapi.ConditionType, r.status, r.reason, r.message)
 }
 
 // summarize says how many nodes report ConfigOK True with message and,
@@ -468,7 +469,7 @@ func summarize(names []string, reports []nodeReport, message string) string {
 		others[r.String()] = append(others[r.String()], names[i])
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d nodes report %s True %q", ok, len(names), status.ConditionType, message)
+	fmt.Fprintf(&b, "%d of %d nodes report %s True %q", ok, len(names), nodeapi.ConditionType, message)
 	groups := make([]string, 0, len(others))
 	for g := range others {
 		groups = append(groups, g)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 )
 
@@ -60,7 +61,7 @@ func newWaitCluster(t *testing.T, msgs ...string) *waitCluster {
 }
 
 func configOK(msg string) corev1.NodeCondition {
-	return corev1.NodeCondition{Type: status.ConditionType, Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed, Message: msg}
+	return corev1.NodeCondition{Type: nodeapi.ConditionType, Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed, Message: msg}
 }
 
 // report makes node i report msg, returning the updated Node; no watch sees

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -77,7 +78,7 @@ func TestSmoke(t *testing.T) {
 	patchConditions(ctx, t, c, node.Name, configOK)
 	got := patchConditions(ctx, t, c, node.Name, heartbeat)
 	want := []corev1.NodeCondition{ready, {
-		Type:               status.ConditionType,
+		Type:               nodeapi.ConditionType,
 		Status:             corev1.ConditionTrue,
 		Reason:             "all checks passed",
 		Message:            "using current (UID: " + string(cm.UID) + ")",

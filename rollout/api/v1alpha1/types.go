@@ -73,7 +73,8 @@ type ConfigRolloutSpec struct {
 	ConfigMapName string `json:"configMapName"`
 	// PayloadKey is the ConfigMap data key that holds the config. Default:
 	// the component's key ("kubelet" for the kubelet, "config.conf" for
-	// kube-proxy, the component's name otherwise).
+	// kube-proxy: nodeapi.DefaultPayloadKey); required for any other
+	// component (the rollout stays Pending, PayloadKeyRequired, without it).
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PayloadKey string `json:"payloadKey,omitempty"`
@@ -381,4 +382,21 @@ func (s *ConfigRolloutStatus) PreviousOf(rec *NodeRecord) (src *corev1.NodeConfi
 		return rec.Previous, true
 	}
 	return nil, true
+}
+
+// CountsAsFailed reports whether the record counts against maxFailures: a
+// node that failed or was skipped, also once it was reverted.
+func (r *NodeRecord) CountsAsFailed() bool {
+	return r.State == NodeFailed || r.State == NodeSkipped || r.FailedBeforeRevert
+}
+
+// StepTarget resolves a node step (RolloutStep.Nodes) against the number of
+// selected nodes: a percentage rounds up, and the result is at most
+// selected.
+func StepTarget(v *intstr.IntOrString, selected int) (int, error) {
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, selected, true)
+	if err != nil {
+		return 0, err
+	}
+	return max(0, min(n, selected)), nil
 }

@@ -1,4 +1,4 @@
-package status
+package nodeapi
 
 import (
 	"bytes"
@@ -6,26 +6,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// ConfigStatusAnnotation is the Node annotation in which the kubelet
-// publishes its ConfigStatus. Other components publish theirs under
-// ConfigStatusAnnotationFor(component).
-const ConfigStatusAnnotation = "dynconfig.io/config-status"
-
-// ConfigStatusAnnotationFor returns the Node annotation that carries a
-// component's ConfigStatus: ConfigStatusAnnotation for the kubelet (or an
-// empty name), else ConfigStatusAnnotation + "." + component, next to the
-// component's assignment annotation (source.AnnotationKeyFor).
-func ConfigStatusAnnotationFor(component string) string {
-	if component == "" || component == KubeletComponent {
-		return ConfigStatusAnnotation
-	}
-	return ConfigStatusAnnotation + "." + component
-}
 
 // ConfigPhase is where a component stands with its assigned config.
 type ConfigPhase string
@@ -43,24 +28,38 @@ const (
 	PhasePromoted ConfigPhase = "Promoted"
 	// PhaseRolledBack: the assigned config is bad or unusable (see Error);
 	// the component runs its last-known-good config, or its local config.
+	// This is a verdict on the config.
 	PhaseRolledBack ConfigPhase = "RolledBack"
 	// PhaseDeadEnd: the assigned config is bad and the rollback target
 	// crash-loops too; the node needs a repair (see Error).
 	PhaseDeadEnd ConfigPhase = "DeadEnd"
+	// PhaseSyncFailed: the component could not find out what to run (it
+	// could not read its assignment or the ConfigMap, e.g. the API server
+	// answered an error or not at all) and runs its last-known-good until
+	// it can. This is no verdict on the assigned config: the component
+	// tries again, and a reader should wait rather than count it as bad.
+	PhaseSyncFailed ConfigPhase = "SyncFailed"
 )
+
+// phases lists every phase, in the order errors name them.
+var phases = []ConfigPhase{PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd, PhaseSyncFailed}
+
+// Bad reports whether the phase is a verdict that the assigned config is
+// bad: RolledBack or DeadEnd. SyncFailed is not.
+func (p ConfigPhase) Bad() bool { return p == PhaseRolledBack || p == PhaseDeadEnd }
 
 // ConfigStatus is what a component publishes about its config, readable by
 // any process that can read the Node: what the old Node.status.config
 // carried (the assigned, active and last-known-good sources and an error)
 // plus the trial phase. A nil source means the local config.
 //
-// It lives in a Node annotation (ConfigStatusAnnotationFor) rather than in
+// It lives in a Node annotation (StatusAnnotationFor) rather than in
 // Node.status.config because the API server drops status.config unless it
 // is already set (the field belongs to the removed DynamicKubeletConfig
 // feature) and because several components share one Node: each gets its own
-// annotation. NodeReporter writes it in the same PATCH of the status
-// subresource as the component's condition, so the two never disagree and
-// a transition costs one write.
+// annotation. A component writes it in the same PATCH of the status
+// subresource as its condition, so the two never disagree and a transition
+// costs one write.
 type ConfigStatus struct {
 	// Assigned is the config the node is assigned (what the assignment
 	// annotation names, resolved to a UID and resourceVersion).
@@ -98,21 +97,45 @@ func normalize(s *ConfigStatus) ConfigStatus {
 	return c
 }
 
-// Validate checks the phase, so that a reader never acts on a status it
-// does not understand.
+// Validate checks the phase and the sources, so that a reader never acts
+// on a status it does not understand.
 func (s *ConfigStatus) Validate() error {
-	switch s.Phase {
-	case PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd:
-		return nil
-	case "":
-		return fmt.Errorf("phase: required (one of %s, %s, %s, %s, %s)", PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd)
+	switch {
+	case s.Phase == "":
+		return fmt.Errorf("phase: required (one of %s)", phaseList())
+	case !knownPhase(s.Phase):
+		return fmt.Errorf("phase: unknown phase %q (want one of %s)", s.Phase, phaseList())
 	}
-	return fmt.Errorf("phase: unknown phase %q (want one of %s, %s, %s, %s, %s)",
-		s.Phase, PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd)
+	for _, f := range []struct {
+		name string
+		src  *corev1.NodeConfigSource
+	}{{"assigned", s.Assigned}, {"active", s.Active}, {"lastKnownGood", s.LastKnownGood}} {
+		if err := Validate(f.src); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+func phaseList() string {
+	names := make([]string, len(phases))
+	for i, p := range phases {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+func knownPhase(p ConfigPhase) bool {
+	for _, q := range phases {
+		if p == q {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseConfigStatus decodes an annotation value strictly: unknown fields,
-// trailing data and an unknown phase are errors.
+// trailing data, an unknown phase and an invalid source are errors.
 func ParseConfigStatus(value string) (*ConfigStatus, error) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
 	dec.DisallowUnknownFields()
@@ -133,7 +156,7 @@ func ParseConfigStatus(value string) (*ConfigStatus, error) {
 // or nil and no error when it published none. The error names the node and
 // the annotation.
 func ReadConfigStatus(node *corev1.Node, component string) (*ConfigStatus, error) {
-	key := ConfigStatusAnnotationFor(component)
+	key := StatusAnnotationFor(component)
 	v, ok := node.Annotations[key]
 	if !ok {
 		return nil, nil
