@@ -42,7 +42,11 @@ var (
 //   - ConfigOK says what runs (current True, rollback target False or
 //     Unknown, the running config's message during a sync failure);
 //   - a config that fails validation is marked bad and never runs;
-//   - a crash-looping config is marked bad after exactly threshold+1 runs;
+//   - a crash-looping config is marked bad after exactly threshold+1 runs,
+//     counted from its first run, or from its first run after forget-bad
+//     repaired it (crash evidence from before a repair does not count);
+//   - a config the component refused to apply in process (Reload failed)
+//     is marked bad, "failed to apply", and does not run;
 //   - the state dir verifies: no torn or corrupt file outside the step
 //     that damaged one, every pointer's checkpoint present.
 //
@@ -106,16 +110,25 @@ type sim struct {
 	crashy         map[string]bool
 	invalid        map[string]bool
 	lastLKG        string
-	damaged        bool    // the last step damaged a state file on purpose
+	repaired       map[string]bool // configs whose bad mark forget-bad removed, not run since
+	reloads        []reloadCall    // the Reload calls of the sync that runs
+	damaged        bool            // the last step damaged a state file on purpose
 	pointerDamaged [2]bool // current, last-known-good damaged on purpose
 	cmSeq          int
+}
+
+// reloadCall is one call of the component's Reload.
+type reloadCall struct {
+	value   int
+	refused bool
 }
 
 const modelTrial = time.Minute
 
 func runLifecycleSequence(t *testing.T, seed uint64, steps int) {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		runs: map[string]int{}, thresholds: map[string]int{}, crashy: map[string]bool{}, invalid: map[string]bool{}}
+		runs: map[string]int{}, thresholds: map[string]int{}, crashy: map[string]bool{}, invalid: map[string]bool{},
+		repaired: map[string]bool{}}
 	s.n = newNode(t, "")
 	s.reload = s.rng.IntN(2) == 0
 	s.requireHealthy = s.rng.IntN(2) == 0
@@ -252,8 +265,14 @@ func (s *sim) step() {
 			s.fatalf("open for forget-bad: %v", err)
 		}
 		if cur, err := st.Current(); err == nil && cur.Source != nil {
-			if _, err := st.ForgetBad(checkpoint.MarkKey(cur.Source)); err != nil {
+			forgotten, err := st.ForgetBad(checkpoint.MarkKey(cur.Source))
+			if err != nil {
 				s.fatalf("ForgetBad: %v", err)
+			}
+			if len(forgotten) > 0 {
+				// A fresh trial: its crash evidence from before the
+				// repair no longer counts (DESIGN, turn 2).
+				s.repaired[lkg.Key(cur.Source)] = true
 			}
 		}
 		st.Close()
@@ -298,7 +317,9 @@ func (s *sim) controller() *Controller[testConfig] {
 		o.Restart = func() { s.restarted = true }
 		if s.reload {
 			o.Reload = func(_ context.Context, cfg *testConfig) error {
-				if s.reloadFails && cfg.Value > 0 {
+				refused := s.reloadFails && cfg.Value > 0
+				s.reloads = append(s.reloads, reloadCall{value: cfg.Value, refused: refused})
+				if refused {
 					return errors.New("reload refused")
 				}
 				return nil
@@ -325,9 +346,12 @@ func (s *sim) start() {
 		s.c.collectGarbage(s.n.ctx()) // what Run does first
 		st := s.c.snapshot()
 		id := lkg.Key(st.running.Source)
-		if id != "" && st.current.FirstRun.Equal(s.n.clock.Now()) {
+		// The model's own record, not only the state dir's: the first run
+		// after an adoption, and the first run after a repair.
+		if id != "" && (st.current.FirstRun.Equal(s.n.clock.Now()) || s.repaired[id]) {
 			firstRuns[id] = true
 		}
+		delete(s.repaired, id)
 		s.startedRun()
 		loopRuns[id]++
 		s.checkCrashLoopCount(firstRuns, loopRuns)
@@ -408,6 +432,7 @@ func (s *sim) sync() {
 		return
 	}
 	before := lkg.Key(s.c.snapshot().running.Source)
+	s.reloads = nil
 	err := s.c.sync(s.n.ctx())
 	switch {
 	case errors.Is(err, errRestarted) || s.restarted:
@@ -419,6 +444,7 @@ func (s *sim) sync() {
 		s.fatalf("sync: %v", err)
 	}
 	st := s.c.snapshot()
+	s.checkRefusedReload(st)
 	if after := lkg.Key(st.running.Source); after != before {
 		s.logf("  reloaded %s", idOrLocal(after))
 		s.startedRun()
@@ -426,6 +452,28 @@ func (s *sim) sync() {
 			s.logf("  crash after the reload")
 			s.crash()
 		}
+	}
+}
+
+// checkRefusedReload: a config the component refused to apply in process
+// (its Reload returned an error) is marked bad and does not run (DESIGN,
+// turn 2: failed to apply current).
+func (s *sim) checkRefusedReload(st state) {
+	if len(s.reloads) == 0 || !s.reloads[0].refused {
+		return
+	}
+	s.logf("  reload of current refused")
+	cur := st.current.Source
+	if lkg.Same(st.running.Source, cur) {
+		s.fatalf("the component refused to apply %s, which the Controller says runs", lkg.Key(cur))
+	}
+	snap, err := checkpoint.Inspect(s.n.stateDir)
+	if err != nil {
+		s.fatalf("Inspect: %v", err)
+	}
+	tr, _ := snap.Version("v1.0.0")
+	if _, mark, ok := tr.BadMarks.Lookup(cur); !ok || !strings.Contains(mark.Reason, "failed to apply") {
+		s.fatalf("the component refused to apply %s: bad mark %+v (%v), want one saying failed to apply", lkg.Key(cur), mark, ok)
 	}
 }
 
