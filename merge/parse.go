@@ -527,14 +527,15 @@ func fromGo(a *arena, layer int32, v any) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseJSONValue(a, layer, data)
+}
+
+// parseJSONValue parses one JSON value (of encoding/json's making) into nodes.
+func parseJSONValue(a *arena, layer int32, data []byte) (*node, error) {
 	p := parser{arena: a, layer: layer}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	n, err := p.jsonValue(dec)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return p.jsonValue(dec)
 }
 
 func isRangeErr(err error) bool {

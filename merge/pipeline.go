@@ -2,6 +2,7 @@ package merge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -343,7 +344,10 @@ func (p *Pipeline[T]) defaultBase(r *mergeRun, base *node, baseName string) *nod
 		return base
 	}
 	p.profile.Default(obj)
-	defaulted, err := fromGo(&r.a, 0, obj)
+	defaulted, err := encodeValue(&r.a, 0, reflect.ValueOf(obj).Elem(), p.root)
+	if errors.Is(err, errEncodeFallback) {
+		defaulted, err = fromGo(&r.a, 0, obj)
+	}
 	if err != nil {
 		// encoding/json refuses a few values (NaN); so does the kubelet.
 		r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: baseName, Problems: []Problem{{Type: ProblemInvalidValue,
@@ -398,8 +402,7 @@ func keepBaseLayers(defaulted, base *node, t *typeInfo) {
 
 // sameValue reports whether two nodes decode to the same value of type t.
 func sameValue(a, b *node, t *typeInfo) bool {
-	ja, jb := appendJSON(nil, a), appendJSON(nil, b)
-	if string(ja) == string(jb) {
+	if sameJSON(a, b) {
 		return true
 	}
 	va, vb := reflect.New(t.rtype), reflect.New(t.rtype)
@@ -409,6 +412,42 @@ func sameValue(a, b *node, t *typeInfo) bool {
 	ea, errA := json.Marshal(va.Interface())
 	eb, errB := json.Marshal(vb.Interface())
 	return errA == nil && errB == nil && string(ea) == string(eb)
+}
+
+// sameJSON reports whether two trees encode to the same JSON (appendJSON),
+// without encoding them.
+func sameJSON(a, b *node) bool {
+	if a.kind != b.kind {
+		return false
+	}
+	switch a.kind {
+	case nNull:
+		return true
+	case nBool:
+		return a.b == b.b
+	case nNumber, nString:
+		return a.str == b.str
+	case nObject:
+		if len(a.obj) != len(b.obj) {
+			return false
+		}
+		for i := range a.obj {
+			if a.obj[i].key != b.obj[i].key || !sameJSON(a.obj[i].val, b.obj[i].val) {
+				return false
+			}
+		}
+		return true
+	default:
+		if len(a.arr) != len(b.arr) {
+			return false
+		}
+		for i := range a.arr {
+			if !sameJSON(a.arr[i], b.arr[i]) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // decode parses and checks one document. shared names the base document
