@@ -25,6 +25,8 @@ type parser struct {
 	// lenient turns duplicate keys into warnings (the later value wins).
 	lenient  bool
 	warnings []Problem
+	// noFastYAML turns parseYAMLFast off (tests compare both ways).
+	noFastYAML bool
 }
 
 // parse returns the root object of data, or nil with problems.
@@ -58,6 +60,11 @@ func (p *parser) parseYAML(data []byte) *node {
 		// Decoding a sequence into yaml.MapSlice "succeeds" with garbage.
 		p.addProblem(ProblemSyntax, "", "document must be a mapping (a YAML or JSON object), not a list")
 		return nil
+	}
+	if !p.noFastYAML && !bytes.Contains(data, []byte("<<")) {
+		if root, ok := p.parseYAMLFast(data); ok {
+			return root
+		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root *node
@@ -217,10 +224,7 @@ func yamlKey(k any) (string, bool) {
 func (p *parser) fromMapSlice(ms yaml.MapSlice) *node {
 	n := p.arena.new(nObject, p.layer)
 	n.obj = make([]member, 0, len(ms))
-	var seen map[string]int // only for big objects
-	if len(ms) > 16 {
-		seen = make(map[string]int, len(ms))
-	}
+	var seen map[string]int
 	for _, item := range ms {
 		key, ok := yamlKey(item.Key)
 		if !ok {
@@ -233,29 +237,42 @@ func (p *parser) fromMapSlice(ms yaml.MapSlice) *node {
 		if v == nil {
 			continue
 		}
-		dup := -1
-		if seen != nil {
-			if i, ok := seen[key]; ok {
-				dup = i
-			} else {
-				seen[key] = len(n.obj)
-			}
-		} else {
-			for i := range n.obj {
-				if n.obj[i].key == key {
-					dup = i
-					break
-				}
-			}
-		}
-		if dup >= 0 {
-			p.addProblem(ProblemDuplicateField, key, "")
-			n.obj[dup].val = v // the later value wins, as in a non-strict decode
-			continue
-		}
-		n.obj = append(n.obj, member{key: key, val: v})
+		p.addMember(n, &seen, key, v)
 	}
 	return n
+}
+
+// addMember appends key to an object being parsed; a duplicate key is a
+// problem, and the later value wins in the first one's place, as in a
+// non-strict decode. seen indexes the keys once the object is big.
+func (p *parser) addMember(n *node, seen *map[string]int, key string, v *node) {
+	dup := -1
+	if *seen == nil && len(n.obj) >= 16 {
+		*seen = make(map[string]int, 2*len(n.obj))
+		for i, m := range n.obj {
+			(*seen)[m.key] = i
+		}
+	}
+	if *seen != nil {
+		if i, ok := (*seen)[key]; ok {
+			dup = i
+		} else {
+			(*seen)[key] = len(n.obj)
+		}
+	} else {
+		for i := range n.obj {
+			if n.obj[i].key == key {
+				dup = i
+				break
+			}
+		}
+	}
+	if dup >= 0 {
+		p.addProblem(ProblemDuplicateField, key, "")
+		n.obj[dup].val = v
+		return
+	}
+	n.obj = append(n.obj, member{key: key, val: v})
 }
 
 func (p *parser) fromYAMLMap(m map[any]any) *node {
