@@ -8,7 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // errEncodeFallback says that encodeValue met something it does not
@@ -19,6 +22,10 @@ import (
 var errEncodeFallback = errors.New("merge: value needs encoding/json")
 
 var (
+	// durationType is metav1.Duration, the most common opaque type of
+	// Kubernetes configurations, encoded and decoded without encoding/json
+	// (encodeValue, decodeOpaque) exactly as its methods do.
+	durationType      = reflect.TypeFor[metav1.Duration]()
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
@@ -33,6 +40,13 @@ var (
 // encoding/json uses them. It returns errEncodeFallback where it would not
 // be exact, and encoding/json's own error for values json.Marshal refuses.
 func encodeValue(a *arena, layer int32, v reflect.Value, t *typeInfo) (*node, error) {
+	if t.rtype == durationType {
+		// metav1.Duration.MarshalJSON is json.Marshal(d.Duration.String()):
+		// plain ASCII, nothing to escape.
+		n := a.new(nString, layer)
+		n.str = time.Duration(v.Field(0).Int()).String()
+		return n, nil
+	}
 	if t.marshaler {
 		return encodeMarshaler(a, layer, v)
 	}
@@ -143,6 +157,18 @@ func encodeValue(a *arena, layer int32, v reflect.Value, t *typeInfo) (*node, er
 func encodeMarshaler(a *arena, layer int32, v reflect.Value) (*node, error) {
 	var data []byte
 	var err error
+	if v.CanAddr() && v.Kind() != reflect.Interface {
+		// Call MarshalJSON itself, as encoding/json does for an addressable
+		// value; a simple scalar result is what json.Marshal would return
+		// after compacting and escaping it, once parsed.
+		if m, ok := v.Addr().Interface().(json.Marshaler); ok {
+			if data, err = m.MarshalJSON(); err == nil {
+				if n := simpleJSONScalar(a, layer, data); n != nil {
+					return n, nil
+				}
+			}
+		}
+	}
 	if v.CanAddr() {
 		data, err = json.Marshal(v.Addr().Interface())
 	} else {

@@ -5,6 +5,9 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // encodeBothWays encodes obj with encodeValue and with encoding/json plus
@@ -113,6 +116,45 @@ func TestEncodeValueEmbedding(t *testing.T) {
 	for i := range cases {
 		if !encodeBothWays(t, &cases[i], root) {
 			t.Errorf("case %d: encodeValue fell back to encoding/json", i)
+		}
+	}
+}
+
+// TestDurationWithoutEncodingJSON: metav1.Duration is encoded and decoded
+// without encoding/json; the results are its own methods' results.
+func TestDurationWithoutEncodingJSON(t *testing.T) {
+	root, err := buildSchema(reflect.TypeFor[metav1.Duration]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 2000; i++ {
+		d := metav1.Duration{Duration: time.Duration(r.Int63n(1<<50) - 1<<49)}
+		if i%3 == 0 {
+			d.Duration = time.Duration(r.Int63())
+		}
+		var a arena
+		n, err := encodeValue(&a, 0, reflect.ValueOf(&d).Elem(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := d.MarshalJSON()
+		if got := appendJSON(nil, n); string(got) != string(want) {
+			t.Fatalf("%v: encoded %s, MarshalJSON %s", d.Duration, got, want)
+		}
+	}
+	for _, s := range []string{"10s", "1h2m3.5s", "-5m", "0", "", "10x", "1e3s", "5", " 5s", "1.5h", "9999999999h", "\u00b5s", "3µs", "1h\n"} {
+		var a arena
+		n := a.new(nString, 0)
+		n.str = s
+		got, gotErr := decodeOpaque(n, root)
+		var want metav1.Duration
+		wantErr := want.UnmarshalJSON(appendJSON(nil, n))
+		if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+			t.Fatalf("%q: error %v, UnmarshalJSON error %v", s, gotErr, wantErr)
+		}
+		if gotErr == nil && got.(*metav1.Duration).Duration != want.Duration {
+			t.Fatalf("%q: %v, UnmarshalJSON %v", s, got, want)
 		}
 	}
 }

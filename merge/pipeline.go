@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -146,19 +147,53 @@ const DefaultsLayer = "defaults"
 // MergedDocument is the document name of validation errors.
 const MergedDocument = "merged config"
 
-// Pipeline merges configuration layers for one profile. It holds only
-// read-only data derived from T and the options, so one Pipeline may be used
-// from several goroutines at once.
+// Pipeline merges configuration layers for one profile. It holds read-only
+// data derived from T and the options, and a cache of field path strings
+// behind a lock, so one Pipeline may be used from several goroutines at once.
 type Pipeline[T any] struct {
 	profile Profile[T]
 	gvk     schema.GroupVersionKind
-	root    *typeInfo
+	// apiVersion is gvk's group/version, the apiVersion of every document.
+	apiVersion string
+	root       *typeInfo
 	// typeMetaFields says whether T has apiVersion and kind fields; if not,
 	// documents still carry them and they are checked and then dropped.
 	typeMetaFields bool
 	lenient        bool
 	policy         compiledPolicy
 	log            logr.Logger
+	// paths interns the provenance keys, which are the same field paths
+	// merge after merge.
+	paths pathInterner
+}
+
+// pathInterner hands out one string per field path, so that a merge's
+// provenance map does not allocate its keys anew. It keeps at most
+// maxInternedPaths (map keys of documents are paths too).
+type pathInterner struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+const maxInternedPaths = 4096
+
+func (pi *pathInterner) intern(b []byte) string {
+	pi.mu.RLock()
+	s, ok := pi.m[string(b)]
+	pi.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	pi.mu.Lock()
+	if pi.m == nil {
+		pi.m = make(map[string]string, 256)
+	}
+	if len(pi.m) < maxInternedPaths {
+		pi.m[s] = s
+	}
+	pi.mu.Unlock()
+	return s
 }
 
 // New prepares a pipeline for T. It fails if T is not a struct, if the
@@ -181,11 +216,12 @@ func New[T any](profile Profile[T], opts Options) (*Pipeline[T], error) {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	p := &Pipeline[T]{
-		profile: profile,
-		gvk:     gvk,
-		root:    root,
-		lenient: opts.Lenient,
-		log:     opts.Logger,
+		profile:    profile,
+		gvk:        gvk,
+		apiVersion: gvk.GroupVersion().String(),
+		root:       root,
+		lenient:    opts.Lenient,
+		log:        opts.Logger,
 	}
 	av, kind := root.fields["apiVersion"], root.fields["kind"]
 	p.typeMetaFields = av != nil && kind != nil && av.typ.kind == tkString && kind.typ.kind == tkString
@@ -216,7 +252,8 @@ func (r *mergeRun) layer(name string) int32 {
 // problems of all documents, policy violations, and then (only when all
 // documents were fine) the validation errors of the merged configuration.
 func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
-	r := &mergeRun{names: []string{DefaultsLayer}}
+	r := &mergeRun{names: make([]string, 1, 4+len(l.DropIns)+len(l.Flags))}
+	r.names[0] = DefaultsLayer
 
 	var base, inst *node
 	var docs []*node // decoded document layers, for the policy checks
@@ -313,14 +350,14 @@ func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
 			setTree = r.a.new(nObject, 0)
 		}
 	}
-	treeProvenance(setTree, p.root, make([]byte, 0, 128), r.names, prov)
+	treeProvenance(setTree, p.root, make([]byte, 0, 128), r.names, prov, &p.paths)
 
 	if d, ok := p.profile.(DropInDefaulter[T]); ok && len(l.DropIns) > 0 {
 		d.DefaultDropInMerge(obj)
 	} else {
 		p.profile.Default(obj)
 	}
-	defaultsProvenance(reflect.ValueOf(obj).Elem(), p.root, setTree, make([]byte, 0, 128), prov)
+	defaultsProvenance(reflect.ValueOf(obj).Elem(), p.root, setTree, make([]byte, 0, 128), prov, &p.paths)
 
 	if errs := p.profile.Validate(obj); len(errs) > 0 {
 		r.errs.Validation = &ValidationError{Document: MergedDocument, Errors: errs, Provenance: prov}
@@ -491,12 +528,15 @@ func (p *Pipeline[T]) decode(r *mergeRun, doc *Document, mode docMode, shared st
 
 func (p *Pipeline[T]) checkTypeMeta(root *node, shared string) []Problem {
 	var problems []Problem
-	want := []struct{ key, value string }{
-		{"apiVersion", p.gvk.GroupVersion().String()},
+	want := [...]struct{ key, value string }{
+		{"apiVersion", p.apiVersion},
 		{"kind", p.gvk.Kind},
 	}
 	for _, w := range want {
 		v := root.get(w.key)
+		if v != nil && v.kind == nString && v.str == w.value {
+			continue
+		}
 		expected := strconv.Quote(w.value)
 		if shared != "" {
 			expected += " (the same as the shared document " + shared + ")"
@@ -518,7 +558,7 @@ func (p *Pipeline[T]) ensureTypeMeta(r *mergeRun, root *node) {
 	if !p.typeMetaFields {
 		return
 	}
-	for _, kv := range [][2]string{{"apiVersion", p.gvk.GroupVersion().String()}, {"kind", p.gvk.Kind}} {
+	for _, kv := range [...][2]string{{"apiVersion", p.apiVersion}, {"kind", p.gvk.Kind}} {
 		if root.get(kv[0]) == nil {
 			n := r.a.new(nString, 0)
 			n.str = kv[1]
@@ -528,7 +568,7 @@ func (p *Pipeline[T]) ensureTypeMeta(r *mergeRun, root *node) {
 }
 
 // treeProvenance records the layer of every leaf of the merged tree.
-func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[string]string) {
+func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[string]string, pi *pathInterner) {
 	if t != nil {
 		t = t.deref()
 	}
@@ -554,20 +594,20 @@ func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[s
 				p = append(p, m.key...)
 				p = append(p, ']')
 			}
-			treeProvenance(m.val, ft, p, names, out)
+			treeProvenance(m.val, ft, p, names, out, pi)
 		}
 		return
 	}
 	if n.kind == nNull || len(path) == 0 {
 		return
 	}
-	out[string(path)] = names[n.layer]
+	out[pi.intern(path)] = names[n.layer]
 }
 
 // defaultsProvenance records, as set by the defaults, every non-zero leaf
 // of the defaulted object that no layer set (n is the merged tree at v's
 // position, nil where no layer set anything).
-func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out map[string]string) {
+func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out map[string]string, pi *pathInterner) {
 	switch t.kind {
 	case tkPtr:
 		if v.IsNil() {
@@ -576,7 +616,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		if et := t.deref(); et.kind != tkStruct && et.kind != tkMap {
 			// A pointer to a leaf is set when it is not nil, even to false.
 			if n == nil && len(path) > 0 {
-				out[string(path)] = DefaultsLayer
+				out[pi.intern(path)] = DefaultsLayer
 			}
 			return
 		}
@@ -586,7 +626,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 			}
 			v = v.Elem()
 		}
-		defaultsProvenance(v, t.deref(), n, path, out)
+		defaultsProvenance(v, t.deref(), n, path, out, pi)
 		return
 	case tkStruct:
 		if n != nil && n.kind != nObject {
@@ -606,7 +646,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 				p = append(p, '.')
 			}
 			p = append(p, f.name...)
-			defaultsProvenance(fv, f.typ, child, p, out)
+			defaultsProvenance(fv, f.typ, child, p, out, pi)
 		}
 		return
 	case tkMap:
@@ -618,7 +658,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		}
 		if v.Len() == 0 {
 			if n == nil {
-				out[string(path)] = DefaultsLayer
+				out[pi.intern(path)] = DefaultsLayer
 			}
 			return
 		}
@@ -630,12 +670,12 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 				child = n.get(key)
 			}
 			p := append(append(append(path, '['), key...), ']')
-			defaultsProvenance(iter.Value(), t.elem, child, p, out)
+			defaultsProvenance(iter.Value(), t.elem, child, p, out, pi)
 		}
 		return
 	}
 	if n == nil && !isZero(v, t) && len(path) > 0 {
-		out[string(path)] = DefaultsLayer
+		out[pi.intern(path)] = DefaultsLayer
 	}
 }
 

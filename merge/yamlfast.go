@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -40,18 +41,22 @@ type fastYAML struct {
 	eof bool
 }
 
-// parseYAMLFast parses data if it is in the fast path's part of YAML. When
-// ok is false nothing of the parser's state (problems, path) has changed.
+// parseYAMLFast parses data if it is in the fast path's part of YAML. It
+// records no problems: a document with any (a duplicate key) is left to the
+// full parser. When ok is false the parser's state is as it was.
 func (p *parser) parseYAMLFast(data []byte) (root *node, ok bool) {
 	for _, c := range data {
 		if c >= 0x7f || (c < 0x20 && c != '\n') {
 			return nil, false
 		}
 	}
-	nProblems, nWarnings, nPath := len(p.problems), len(p.warnings), len(p.path)
+	nPath, nMembers, nElems := len(p.path), len(p.arena.members), len(p.arena.elems)
 	defer func() {
 		if !ok {
-			p.problems, p.warnings, p.path = p.problems[:nProblems], p.warnings[:nWarnings], p.path[:nPath]
+			p.path = p.path[:nPath]
+			clear(p.arena.members[nMembers:])
+			clear(p.arena.elems[nElems:])
+			p.arena.members, p.arena.elems = p.arena.members[:nMembers], p.arena.elems[:nElems]
 		}
 	}()
 	f := fastYAML{p: p, src: string(data)}
@@ -104,7 +109,8 @@ func (f *fastYAML) mapping(indent int) (*node, bool) {
 		return nil, false
 	}
 	n := p.arena.new(nObject, p.layer)
-	var seen map[string]int
+	a := p.arena
+	base := len(a.members)
 	for !f.eof && f.ind == indent {
 		if isSeqItem(f.ln) {
 			return nil, false
@@ -143,12 +149,49 @@ func (f *fastYAML) mapping(indent int) (*node, bool) {
 		if !ok {
 			return nil, false
 		}
-		p.addMember(n, &seen, key, v)
+		a.members = append(a.members, member{key: key, val: v})
 	}
 	if !f.eof && f.ind > indent {
 		return nil, false
 	}
+	// The members were collected on the arena's stack (nested mappings are
+	// done before their parent's next member): one exact allocation.
+	ms := a.members[base:]
+	if hasDuplicateKey(ms, &a.keys) {
+		return nil, false // yaml.v2 keeps both; the full parser reports it
+	}
+	n.obj = make([]member, len(ms))
+	copy(n.obj, ms)
+	clear(ms)
+	a.members = a.members[:base]
 	return n, true
+}
+
+// hasDuplicateKey reports whether two members have the same key; scratch
+// is reused for big objects.
+func hasDuplicateKey(ms []member, scratch *[]string) bool {
+	if len(ms) <= 16 {
+		for i := 1; i < len(ms); i++ {
+			for j := 0; j < i; j++ {
+				if ms[i].key == ms[j].key {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	keys := (*scratch)[:0]
+	for _, m := range ms {
+		keys = append(keys, m.key)
+	}
+	slices.Sort(keys)
+	*scratch = keys
+	for i := 1; i < len(keys); i++ {
+		if keys[i] == keys[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // sequence reads the block sequence whose dashes are at column indent.
@@ -158,6 +201,8 @@ func (f *fastYAML) sequence(indent int) (*node, bool) {
 		return nil, false
 	}
 	n := p.arena.new(nArray, p.layer)
+	a := p.arena
+	base := len(a.elems)
 	for i := 0; !f.eof && f.ind == indent && isSeqItem(f.ln); i++ {
 		spaces := 1
 		for spaces < len(f.ln) && f.ln[spaces] == ' ' {
@@ -185,14 +230,16 @@ func (f *fastYAML) sequence(indent int) (*node, bool) {
 		if !ok {
 			return nil, false
 		}
-		n.arr = append(n.arr, e)
+		a.elems = append(a.elems, e)
 	}
 	if !f.eof && f.ind > indent {
 		return nil, false
 	}
-	if n.arr == nil {
-		n.arr = []*node{}
-	}
+	es := a.elems[base:]
+	n.arr = make([]*node, len(es))
+	copy(n.arr, es)
+	clear(es)
+	a.elems = a.elems[:base]
 	return n, true
 }
 
