@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // encodeBothWays encodes obj with encodeValue and with encoding/json plus
@@ -158,3 +159,50 @@ func TestDurationWithoutEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestProvenanceWithoutCopy: the provenance walks over the merged tree with
+// markUnset's marks give what they give over the copy setByLayers makes (as
+// Merge did before), on generated bases with drop-ins.
+func TestProvenanceWithoutCopy(t *testing.T) {
+	p := newPipeline(t, Profile[kubeletConfig](defaultsOnly{}), Options{})
+	g := &gen{r: rand.New(rand.NewSource(5)), fieldProb: 0.3}
+	gvk := [2]string{"kubelet.config.k8s.io/v1beta1", "KubeletConfiguration"}
+	compared := 0
+	for i := 0; i < 150; i++ {
+		l := Layers{Base: &Document{Name: "base.yaml", Data: g.document(t, p.root, gvk)}}
+		gp := &gen{r: g.r, fieldProb: 0.05, nulls: true}
+		for j := 0; j < 1+i%3; j++ {
+			l.DropIns = append(l.DropIns, Document{Name: "d.conf", Data: gp.document(t, p.root, gvk)})
+		}
+		res, err := p.Merge(l)
+		if err != nil {
+			continue
+		}
+		names := []string{DefaultsLayer, "base.yaml", "d.conf", "d.conf", "d.conf"}
+		copied := setByLayers(res.merged)
+		if copied == nil {
+			continue
+		}
+		want := map[string]string{}
+		old := provenanceWalk{names: names, out: want, paths: &pathInterner{}}
+		old.tree(copied, p.root, nil)
+		old.defaults(reflect.ValueOf(res.Object).Elem(), p.root, copied, nil)
+		got := map[string]string{}
+		markUnset(res.merged)
+		pw := provenanceWalk{names: names, out: got, paths: &pathInterner{}, onlySet: true}
+		pw.tree(res.merged, p.root, nil)
+		pw.defaults(reflect.ValueOf(res.Object).Elem(), p.root, res.merged, nil)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("case %d: provenance differs:\n got %v\nwant %v", i, got, want)
+		}
+		compared++
+	}
+	if compared < 50 {
+		t.Fatalf("only %d merges compared", compared)
+	}
+}
+
+// defaultsOnly is kubeletTestProfile without validation.
+type defaultsOnly struct{ kubeletTestProfile }
+
+func (defaultsOnly) Validate(*kubeletConfig) field.ErrorList { return nil }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -342,22 +343,26 @@ func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
 		root.del("kind")
 	}
 	prov := make(map[string]string, 128)
-	setTree := root
+	setTree, onlySet := root, false
 	if len(l.DropIns) > 0 {
-		// Only what the layers set: the defaults of the base are found below,
-		// as for a merge without drop-ins.
-		if setTree = setByLayers(root); setTree == nil {
+		// Only what the layers set (setByLayers, without the copy): the
+		// defaults of the base are found below, as for a merge without
+		// drop-ins.
+		if markUnset(root) {
 			setTree = r.a.new(nObject, 0)
+		} else {
+			onlySet = true
 		}
 	}
-	treeProvenance(setTree, p.root, make([]byte, 0, 128), r.names, prov, &p.paths)
+	pw := provenanceWalk{names: r.names, out: prov, paths: &p.paths, onlySet: onlySet}
+	pw.tree(setTree, p.root, make([]byte, 0, 128))
 
 	if d, ok := p.profile.(DropInDefaulter[T]); ok && len(l.DropIns) > 0 {
 		d.DefaultDropInMerge(obj)
 	} else {
 		p.profile.Default(obj)
 	}
-	defaultsProvenance(reflect.ValueOf(obj).Elem(), p.root, setTree, make([]byte, 0, 128), prov, &p.paths)
+	pw.defaults(reflect.ValueOf(obj).Elem(), p.root, setTree, make([]byte, 0, 128))
 
 	if errs := p.profile.Validate(obj); len(errs) > 0 {
 		r.errs.Validation = &ValidationError{Document: MergedDocument, Errors: errs, Provenance: prov}
@@ -441,6 +446,15 @@ func keepBaseLayers(defaulted, base *node, t *typeInfo) {
 func sameValue(a, b *node, t *typeInfo) bool {
 	if sameJSON(a, b) {
 		return true
+	}
+	if t.rtype == durationType && a.kind == nString && b.kind == nString {
+		// Durations are the same when they encode the same (String is
+		// one-to-one): compare them decoded, as decodeOpaque decodes them.
+		da, errA := decodeOpaque(a, t)
+		db, errB := decodeOpaque(b, t)
+		if errA == nil && errB == nil {
+			return *da.(*metav1.Duration) == *db.(*metav1.Duration)
+		}
 	}
 	va, vb := reflect.New(t.rtype), reflect.New(t.rtype)
 	if assign(va.Elem(), a, t) != nil || assign(vb.Elem(), b, t) != nil {
@@ -567,13 +581,53 @@ func (p *Pipeline[T]) ensureTypeMeta(r *mergeRun, root *node) {
 	}
 }
 
-// treeProvenance records the layer of every leaf of the merged tree.
-func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[string]string, pi *pathInterner) {
+// markUnset marks the nodes that setByLayers would leave out (nothing in
+// them was set by a layer other than the defaults) and reports whether n is
+// one.
+func markUnset(n *node) bool {
+	if n.kind != nObject {
+		n.unset = n.layer == 0
+		return n.unset
+	}
+	kept := 0
+	for _, m := range n.obj {
+		if !markUnset(m.val) {
+			kept++
+		}
+	}
+	n.unset = kept == 0 && (len(n.obj) > 0 || n.layer == 0)
+	return n.unset
+}
+
+// provenanceWalk fills a merge's provenance map.
+type provenanceWalk struct {
+	names []string // layer index -> name
+	out   map[string]string
+	paths *pathInterner
+	// onlySet: members marked unset (markUnset) are not there, so that the
+	// walks see the tree setByLayers would return.
+	onlySet bool
+}
+
+// child returns n's member key as the walk sees it.
+func (pw *provenanceWalk) child(n *node, key string) *node {
+	c := n.get(key)
+	if pw.onlySet && c != nil && c.unset {
+		return nil
+	}
+	return c
+}
+
+// tree records the layer of every leaf of the merged tree.
+func (pw *provenanceWalk) tree(n *node, t *typeInfo, path []byte) {
 	if t != nil {
 		t = t.deref()
 	}
 	if n.kind == nObject && len(n.obj) > 0 && (t == nil || t.kind == tkStruct || t.kind == tkMap) {
 		for _, m := range n.obj {
+			if pw.onlySet && m.val.unset {
+				continue
+			}
 			var ft *typeInfo
 			p := path
 			if t != nil && t.kind == tkStruct {
@@ -594,20 +648,20 @@ func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[s
 				p = append(p, m.key...)
 				p = append(p, ']')
 			}
-			treeProvenance(m.val, ft, p, names, out, pi)
+			pw.tree(m.val, ft, p)
 		}
 		return
 	}
 	if n.kind == nNull || len(path) == 0 {
 		return
 	}
-	out[pi.intern(path)] = names[n.layer]
+	pw.out[pw.paths.intern(path)] = pw.names[n.layer]
 }
 
-// defaultsProvenance records, as set by the defaults, every non-zero leaf
-// of the defaulted object that no layer set (n is the merged tree at v's
-// position, nil where no layer set anything).
-func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out map[string]string, pi *pathInterner) {
+// defaults records, as set by the defaults, every non-zero leaf of the
+// defaulted object that no layer set (n is the merged tree at v's position,
+// nil where no layer set anything).
+func (pw *provenanceWalk) defaults(v reflect.Value, t *typeInfo, n *node, path []byte) {
 	switch t.kind {
 	case tkPtr:
 		if v.IsNil() {
@@ -616,7 +670,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		if et := t.deref(); et.kind != tkStruct && et.kind != tkMap {
 			// A pointer to a leaf is set when it is not nil, even to false.
 			if n == nil && len(path) > 0 {
-				out[pi.intern(path)] = DefaultsLayer
+				pw.out[pw.paths.intern(path)] = DefaultsLayer
 			}
 			return
 		}
@@ -626,7 +680,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 			}
 			v = v.Elem()
 		}
-		defaultsProvenance(v, t.deref(), n, path, out, pi)
+		pw.defaults(v, t.deref(), n, path)
 		return
 	case tkStruct:
 		if n != nil && n.kind != nObject {
@@ -639,14 +693,14 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 			}
 			var child *node
 			if n != nil {
-				child = n.get(f.name)
+				child = pw.child(n, f.name)
 			}
 			p := path
 			if len(p) > 0 {
 				p = append(p, '.')
 			}
 			p = append(p, f.name...)
-			defaultsProvenance(fv, f.typ, child, p, out, pi)
+			pw.defaults(fv, f.typ, child, p)
 		}
 		return
 	case tkMap:
@@ -658,7 +712,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		}
 		if v.Len() == 0 {
 			if n == nil {
-				out[pi.intern(path)] = DefaultsLayer
+				pw.out[pw.paths.intern(path)] = DefaultsLayer
 			}
 			return
 		}
@@ -667,15 +721,15 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 			key := mapKeyString(iter.Key())
 			var child *node
 			if n != nil {
-				child = n.get(key)
+				child = pw.child(n, key)
 			}
 			p := append(append(append(path, '['), key...), ']')
-			defaultsProvenance(iter.Value(), t.elem, child, p, out, pi)
+			pw.defaults(iter.Value(), t.elem, child, p)
 		}
 		return
 	}
 	if n == nil && !isZero(v, t) && len(path) > 0 {
-		out[pi.intern(path)] = DefaultsLayer
+		pw.out[pw.paths.intern(path)] = DefaultsLayer
 	}
 }
 
@@ -688,6 +742,9 @@ func isZero(v reflect.Value, t *typeInfo) bool {
 	}
 	if t.kind != tkOpaque {
 		return false
+	}
+	if t.rtype == durationType {
+		return v.Field(0).Int() == 0 // "0s" is the zero Duration's encoding
 	}
 	got, err := json.Marshal(v.Interface())
 	if err != nil {

@@ -43,6 +43,9 @@ func (k nodeKind) String() string {
 type node struct {
 	kind nodeKind
 	b    bool
+	// unset: markUnset found that no layer but the defaults set anything
+	// in this subtree.
+	unset bool
 	// str holds a string value, or a number as a JSON literal (exactly as
 	// encoding/json would receive it after sigs.k8s.io/yaml's YAML-to-JSON).
 	str string
