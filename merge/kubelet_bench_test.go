@@ -220,6 +220,35 @@ func BenchmarkPipelineKubeletProfile(b *testing.B) {
 	}
 }
 
+// BenchmarkPipelineKubeletProfileJSON is BenchmarkPipelineKubeletProfile
+// with the five documents in JSON (a ConfigMap payload may be either).
+func BenchmarkPipelineKubeletProfileJSON(b *testing.B) {
+	layers := benchKubeletLayers(b)
+	toJSON := func(d *merge.Document) {
+		js, err := yaml.YAMLToJSON(d.Data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.Data = js
+	}
+	toJSON(layers.Base)
+	toJSON(layers.Instance)
+	for i := range layers.DropIns {
+		toJSON(&layers.DropIns[i])
+	}
+	p := newKubeletPipeline(b)
+	checkSameAsUpstream(b, layers, p)
+	b.ReportAllocs()
+	start := merge.ProcessCPUTime()
+	defer func() { reportCPU(b, start) }()
+	for b.Loop() {
+		res, err := p.Merge(layers)
+		if err != nil || len(res.Provenance) == 0 {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkKubeadmWayKubeletProfile: kubeadmWay, defaults and validation included.
 func BenchmarkKubeadmWayKubeletProfile(b *testing.B) {
 	benchUpstream(b, kubeadmWay)

@@ -25,14 +25,20 @@ type parser struct {
 	// lenient turns duplicate keys into warnings (the later value wins).
 	lenient  bool
 	warnings []Problem
-	// noFastYAML turns parseYAMLFast off (tests compare both ways).
-	noFastYAML bool
+	// noFastPaths turns parseJSONFast and parseYAMLFast off (tests compare
+	// both ways).
+	noFastPaths bool
 }
 
 // parse returns the root object of data, or nil with problems.
 func (p *parser) parse(data []byte) *node {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
+		if !p.noFastPaths {
+			if root, ok := p.parseJSONFast(trimmed); ok {
+				return root
+			}
+		}
 		if root, ok := p.parseJSON(trimmed); ok {
 			return root
 		}
@@ -61,7 +67,7 @@ func (p *parser) parseYAML(data []byte) *node {
 		p.addProblem(ProblemSyntax, "", "document must be a mapping (a YAML or JSON object), not a list")
 		return nil
 	}
-	if !p.noFastYAML && !bytes.Contains(data, []byte("<<")) {
+	if !p.noFastPaths && !bytes.Contains(data, []byte("<<")) {
 		if root, ok := p.parseYAMLFast(data); ok {
 			return root
 		}

@@ -24,7 +24,7 @@ func parseBothWays(t testing.TB, data []byte) (fast bool) {
 			t.Fatalf("parseYAMLFast gave up but left problems %v, warnings %v, path %v", probe.problems, probe.warnings, probe.path)
 		}
 		pf := parser{arena: &a, layer: 3, lenient: lenient}
-		ps := parser{arena: &a, layer: 3, lenient: lenient, noFastYAML: true}
+		ps := parser{arena: &a, layer: 3, lenient: lenient, noFastPaths: true}
 		got, want := pf.parse(data), ps.parse(data)
 		if (got == nil) != (want == nil) {
 			t.Fatalf("lenient=%v: fast path root %v, yaml.v2 root %v\n%s", lenient, got != nil, want != nil, data)
