@@ -71,7 +71,7 @@ var jsonFastCases = []string{
 	`{"a":"x\"y"}`, `{"a":"\u00e9"}`, `{"a":"é"}`, "{\"a\":\"\xff\"}", "{\"a\":\"x\ty\"}",
 	`{"a":[1,2,[3,{}]],"b":[]}`, `{"a":[1,]}`, `{"a":[,1]}`, `{"a":{"b":{"c":{}}}}`,
 	`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `{"a":1,}`, `{,"a":1}`, `{"a" 1}`, `{"a":1}}`, `{"a":1} x`, `{"a":1}{}`,
-	`{a:1}`, `{'a':1}`, `{"a":1` , `{"a":[`, "{\"a\":\n 1\r\n}",
+	`{a:1}`, `{'a':1}`, `{"a":1`, `{"a":[`, "{\"a\":\n 1\r\n}",
 	`{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","port":1e3,"maxPods":7}`,
 	strings.Repeat(`{"a":`, 70) + `1` + strings.Repeat(`}`, 70),
 	strings.Repeat(`[`, 30) + `]`,
