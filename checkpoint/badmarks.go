@@ -55,7 +55,7 @@ func scanBadMarks(payload []byte) (BadMarks, bool) {
 		var b BadMark
 		var seen [3]bool
 		for {
-			lit, ok := s.strLiteral()
+			lit, _, ok := s.strLiteral()
 			if !ok || !s.consume(':') {
 				return nil, false
 			}
@@ -63,7 +63,7 @@ func scanBadMarks(payload []byte) (BadMarks, bool) {
 			switch string(lit[1 : len(lit)-1]) { // escaped names: decodeBadMarks
 			case "time":
 				field = 0
-				lit, ok := s.strLiteral()
+				lit, _, ok := s.strLiteral()
 				if !ok || b.Time.UnmarshalJSON(lit) != nil {
 					return nil, false
 				}
@@ -140,50 +140,63 @@ func (s *badMarksScanner) end() bool {
 	return s.pos == len(s.data)
 }
 
-// strLiteral returns the next JSON string with its quotes, unparsed.
-func (s *badMarksScanner) strLiteral() ([]byte, bool) {
+// strStop marks the bytes a JSON string scan stops at: the closing quote,
+// a backslash, control characters (not allowed in JSON strings), and bytes
+// of multi-byte UTF-8 sequences (to be validated).
+var strStop = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// strLiteral returns the next JSON string with its quotes, unparsed, and
+// whether it has escapes or bytes beyond ASCII.
+func (s *badMarksScanner) strLiteral() (lit []byte, plain bool, ok bool) {
 	if !s.consume('"') {
-		return nil, false
+		return nil, false, false
 	}
-	start := s.pos - 1
-	for s.pos < len(s.data) {
-		// Jump to the next quote; what lies before it must have no
-		// control characters, and a backslash escapes the byte after it.
-		j := bytes.IndexByte(s.data[s.pos:], '"')
-		if j < 0 {
-			return nil, false
+	start, data := s.pos-1, s.data
+	plain = true
+	for i := s.pos; i < len(data); i++ {
+		c := data[i]
+		if !strStop[c] {
+			continue
 		}
-		end := s.pos + j
-		for s.pos < end {
-			switch c := s.data[s.pos]; {
-			case c < 0x20:
-				return nil, false
-			case c == '\\':
-				s.pos += 2
-			default:
-				s.pos++
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			return data[start:s.pos], plain, true
+		case c == '\\':
+			if i+1 < len(data) && data[i+1] < 0x20 {
+				return nil, false, false
 			}
+			plain = false
+			i++ // the escaped byte
+		case c < 0x20:
+			return nil, false, false
+		default:
+			plain = false // checked as UTF-8 by str
 		}
-		if s.pos == end {
-			s.pos++
-			return s.data[start:s.pos], true
-		}
-		// The quote was escaped (the backslash's byte was it): look further.
 	}
-	return nil, false
+	return nil, false, false
 }
 
 // str returns the next JSON string's value, as encoding/json decodes it.
 func (s *badMarksScanner) str() (string, bool) {
-	lit, ok := s.strLiteral()
+	lit, plain, ok := s.strLiteral()
 	if !ok {
 		return "", false
 	}
 	body := lit[1 : len(lit)-1]
-	if !utf8.Valid(body) {
+	if !plain && !utf8.Valid(body) {
 		return "", false // encoding/json would replace the bad bytes
 	}
-	if bytes.IndexByte(body, '\\') < 0 {
+	if plain || bytes.IndexByte(body, '\\') < 0 {
 		switch string(body) { // the problems the Controller writes: no copy
 		case "CrashLoop":
 			return "CrashLoop", true
