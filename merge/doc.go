@@ -85,7 +85,7 @@
 // with a problem, by go.yaml.in/yaml/v2 and encoding/json, so results and
 // messages are theirs. Tests and fuzz targets compare the two ways
 // (TestYAMLFastPath, TestJSONFastPath). A merge of five realistic kubelet
-// layers makes about 400 allocations; TestPipelineAllocations fails when
+// layers makes fewer than 400 allocations; TestPipelineAllocations fails when
 // that grows past its budget.
 //
 // What strict decoding cannot catch: keys of Go maps are free-form. The

@@ -511,7 +511,7 @@ func (p *Pipeline[T]) decode(r *mergeRun, doc *Document, mode docMode, shared st
 	warnings := ps.warnings
 	if root != nil {
 		tm := p.checkTypeMeta(root, shared)
-		c := checker{mode: mode, lenient: p.lenient}
+		c := checker{mode: mode, lenient: p.lenient, path: make([]pathSeg, 0, 8)}
 		if !p.typeMetaFields {
 			// Check apiVersion/kind above, not as fields of T.
 			av, kind := root.get("apiVersion"), root.get("kind")

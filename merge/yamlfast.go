@@ -50,6 +50,12 @@ func (p *parser) parseYAMLFast(data []byte) (root *node, ok bool) {
 			return nil, false
 		}
 	}
+	if cap(p.arena.members) == 0 {
+		// Sized for a kubelet configuration: the stacks grow once per merge.
+		p.arena.members = make([]member, 0, 96)
+		p.arena.elems = make([]*node, 0, 16)
+		p.arena.keys = make([]string, 0, 96)
+	}
 	nPath, nMembers, nElems := len(p.path), len(p.arena.members), len(p.arena.elems)
 	defer func() {
 		if !ok {
