@@ -74,9 +74,21 @@ func benchStateDir(b *testing.B, dir string, stale, marks int) source.Assignment
 // and load and verify current's checkpoint (~4 KiB payload). The startup
 // record, a durable write, is measured by checkpoint's
 // BenchmarkRecordStartup; BenchmarkBootstrap has both.
-func BenchmarkBootstrapReadPath(b *testing.B) {
+func BenchmarkBootstrapReadPath(b *testing.B) { benchmarkBootstrapReadPath(b, 10) }
+
+// BenchmarkBootstrapReadPathFullBadConfigList is the read path of a start
+// with a full list of bad marks (checkpoint.MaxUnreferencedBadMarks), where
+// decoding the marks file once cost more than the rest of the read path.
+func BenchmarkBootstrapReadPathFullBadConfigList(b *testing.B) {
+	benchmarkBootstrapReadPath(b, checkpoint.MaxUnreferencedBadMarks)
+}
+
+// BenchmarkBootstrapReadPathNoBadMarks: the same without a marks file.
+func BenchmarkBootstrapReadPathNoBadMarks(b *testing.B) { benchmarkBootstrapReadPath(b, 0) }
+
+func benchmarkBootstrapReadPath(b *testing.B, marks int) {
 	dir := filepath.Join(b.TempDir(), "state")
-	benchStateDir(b, dir, 100, 10) // the read path does not depend on the assignment
+	benchStateDir(b, dir, 100, marks) // the read path does not depend on the assignment
 	opts := checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0", Logger: klog.Background().V(10)}
 	b.ReportAllocs()
 	defer reportCPU(b)()

@@ -169,7 +169,7 @@ func (s *Store) readBadMarks() (BadMarks, bool, error) {
 	if data == nil {
 		return BadMarks{}, false, nil
 	}
-	m, legacy, err := decodeBadMarks(data)
+	m, legacy, err := readBadMarks(data)
 	if err != nil {
 		return BadMarks{}, false, &CorruptError{Path: path, Err: err}
 	}

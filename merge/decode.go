@@ -7,7 +7,10 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -299,6 +302,13 @@ func (c *checker) numberError(n *node, t *typeInfo, err error) {
 // decodeOpaque decodes a node into a new value of a type with custom JSON
 // decoding, exactly as encoding/json would hand it over. It returns a pointer.
 func decodeOpaque(n *node, t *typeInfo) (any, error) {
+	if t.rtype == durationType && n.kind == nString && utf8.ValidString(n.str) {
+		// metav1.Duration.UnmarshalJSON: the JSON string, then
+		// time.ParseDuration. Its errors come from the method itself.
+		if d, err := time.ParseDuration(n.str); err == nil {
+			return &metav1.Duration{Duration: d}, nil
+		}
+	}
 	ptr := reflect.New(t.rtype)
 	switch {
 	case t.jsonUnmarshaler:
@@ -379,13 +389,26 @@ func assign(v reflect.Value, n *node, t *typeInfo) error {
 		if v.IsNil() {
 			v.Set(reflect.MakeMapWithSize(t.rtype, len(n.obj)))
 		}
-		et := t.rtype.Elem()
-		for _, m := range n.obj {
-			k, err := mapKey(m.key, t)
-			if err != nil {
-				return err
+		// One key and one element value for the whole map: SetMapIndex
+		// copies them.
+		ev := reflect.New(t.rtype.Elem()).Elem()
+		var kv reflect.Value
+		if t.keyKind == tkString {
+			kv = reflect.New(t.rtype.Key()).Elem()
+		}
+		for i, m := range n.obj {
+			k := kv
+			if t.keyKind == tkString {
+				kv.SetString(m.key)
+			} else {
+				var err error
+				if k, err = mapKey(m.key, t); err != nil {
+					return err
+				}
 			}
-			ev := reflect.New(et).Elem()
+			if i > 0 {
+				ev.SetZero()
+			}
 			if err := assign(ev, m.val, t.elem); err != nil {
 				return fmt.Errorf("[%s]: %w", m.key, err)
 			}

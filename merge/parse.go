@@ -25,12 +25,20 @@ type parser struct {
 	// lenient turns duplicate keys into warnings (the later value wins).
 	lenient  bool
 	warnings []Problem
+	// noFastPaths turns parseJSONFast and parseYAMLFast off (tests compare
+	// both ways).
+	noFastPaths bool
 }
 
 // parse returns the root object of data, or nil with problems.
 func (p *parser) parse(data []byte) *node {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
+		if !p.noFastPaths {
+			if root, ok := p.parseJSONFast(trimmed); ok {
+				return root
+			}
+		}
 		if root, ok := p.parseJSON(trimmed); ok {
 			return root
 		}
@@ -58,6 +66,11 @@ func (p *parser) parseYAML(data []byte) *node {
 		// Decoding a sequence into yaml.MapSlice "succeeds" with garbage.
 		p.addProblem(ProblemSyntax, "", "document must be a mapping (a YAML or JSON object), not a list")
 		return nil
+	}
+	if !p.noFastPaths && !bytes.Contains(data, []byte("<<")) {
+		if root, ok := p.parseYAMLFast(data); ok {
+			return root
+		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root *node
@@ -217,10 +230,7 @@ func yamlKey(k any) (string, bool) {
 func (p *parser) fromMapSlice(ms yaml.MapSlice) *node {
 	n := p.arena.new(nObject, p.layer)
 	n.obj = make([]member, 0, len(ms))
-	var seen map[string]int // only for big objects
-	if len(ms) > 16 {
-		seen = make(map[string]int, len(ms))
-	}
+	var seen map[string]int
 	for _, item := range ms {
 		key, ok := yamlKey(item.Key)
 		if !ok {
@@ -233,29 +243,42 @@ func (p *parser) fromMapSlice(ms yaml.MapSlice) *node {
 		if v == nil {
 			continue
 		}
-		dup := -1
-		if seen != nil {
-			if i, ok := seen[key]; ok {
-				dup = i
-			} else {
-				seen[key] = len(n.obj)
-			}
-		} else {
-			for i := range n.obj {
-				if n.obj[i].key == key {
-					dup = i
-					break
-				}
-			}
-		}
-		if dup >= 0 {
-			p.addProblem(ProblemDuplicateField, key, "")
-			n.obj[dup].val = v // the later value wins, as in a non-strict decode
-			continue
-		}
-		n.obj = append(n.obj, member{key: key, val: v})
+		p.addMember(n, &seen, key, v)
 	}
 	return n
+}
+
+// addMember appends key to an object being parsed; a duplicate key is a
+// problem, and the later value wins in the first one's place, as in a
+// non-strict decode. seen indexes the keys once the object is big.
+func (p *parser) addMember(n *node, seen *map[string]int, key string, v *node) {
+	dup := -1
+	if *seen == nil && len(n.obj) >= 16 {
+		*seen = make(map[string]int, 2*len(n.obj))
+		for i, m := range n.obj {
+			(*seen)[m.key] = i
+		}
+	}
+	if *seen != nil {
+		if i, ok := (*seen)[key]; ok {
+			dup = i
+		} else {
+			(*seen)[key] = len(n.obj)
+		}
+	} else {
+		for i := range n.obj {
+			if n.obj[i].key == key {
+				dup = i
+				break
+			}
+		}
+	}
+	if dup >= 0 {
+		p.addProblem(ProblemDuplicateField, key, "")
+		n.obj[dup].val = v
+		return
+	}
+	n.obj = append(n.obj, member{key: key, val: v})
 }
 
 func (p *parser) fromYAMLMap(m map[any]any) *node {
@@ -527,14 +550,15 @@ func fromGo(a *arena, layer int32, v any) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseJSONValue(a, layer, data)
+}
+
+// parseJSONValue parses one JSON value (of encoding/json's making) into nodes.
+func parseJSONValue(a *arena, layer int32, data []byte) (*node, error) {
 	p := parser{arena: a, layer: layer}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	n, err := p.jsonValue(dec)
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return p.jsonValue(dec)
 }
 
 func isRangeErr(err error) bool {

@@ -2,11 +2,14 @@ package merge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -145,19 +148,53 @@ const DefaultsLayer = "defaults"
 // MergedDocument is the document name of validation errors.
 const MergedDocument = "merged config"
 
-// Pipeline merges configuration layers for one profile. It holds only
-// read-only data derived from T and the options, so one Pipeline may be used
-// from several goroutines at once.
+// Pipeline merges configuration layers for one profile. It holds read-only
+// data derived from T and the options, and a cache of field path strings
+// behind a lock, so one Pipeline may be used from several goroutines at once.
 type Pipeline[T any] struct {
 	profile Profile[T]
 	gvk     schema.GroupVersionKind
-	root    *typeInfo
+	// apiVersion is gvk's group/version, the apiVersion of every document.
+	apiVersion string
+	root       *typeInfo
 	// typeMetaFields says whether T has apiVersion and kind fields; if not,
 	// documents still carry them and they are checked and then dropped.
 	typeMetaFields bool
 	lenient        bool
 	policy         compiledPolicy
 	log            logr.Logger
+	// paths interns the provenance keys, which are the same field paths
+	// merge after merge.
+	paths pathInterner
+}
+
+// pathInterner hands out one string per field path, so that a merge's
+// provenance map does not allocate its keys anew. It keeps at most
+// maxInternedPaths (map keys of documents are paths too).
+type pathInterner struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+const maxInternedPaths = 4096
+
+func (pi *pathInterner) intern(b []byte) string {
+	pi.mu.RLock()
+	s, ok := pi.m[string(b)]
+	pi.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	pi.mu.Lock()
+	if pi.m == nil {
+		pi.m = make(map[string]string, 256)
+	}
+	if len(pi.m) < maxInternedPaths {
+		pi.m[s] = s
+	}
+	pi.mu.Unlock()
+	return s
 }
 
 // New prepares a pipeline for T. It fails if T is not a struct, if the
@@ -180,11 +217,12 @@ func New[T any](profile Profile[T], opts Options) (*Pipeline[T], error) {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	p := &Pipeline[T]{
-		profile: profile,
-		gvk:     gvk,
-		root:    root,
-		lenient: opts.Lenient,
-		log:     opts.Logger,
+		profile:    profile,
+		gvk:        gvk,
+		apiVersion: gvk.GroupVersion().String(),
+		root:       root,
+		lenient:    opts.Lenient,
+		log:        opts.Logger,
 	}
 	av, kind := root.fields["apiVersion"], root.fields["kind"]
 	p.typeMetaFields = av != nil && kind != nil && av.typ.kind == tkString && kind.typ.kind == tkString
@@ -215,7 +253,8 @@ func (r *mergeRun) layer(name string) int32 {
 // problems of all documents, policy violations, and then (only when all
 // documents were fine) the validation errors of the merged configuration.
 func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
-	r := &mergeRun{names: []string{DefaultsLayer}}
+	r := &mergeRun{names: make([]string, 1, 4+len(l.DropIns)+len(l.Flags))}
+	r.names[0] = DefaultsLayer
 
 	var base, inst *node
 	var docs []*node // decoded document layers, for the policy checks
@@ -304,22 +343,26 @@ func (p *Pipeline[T]) Merge(l Layers) (*Result[T], error) {
 		root.del("kind")
 	}
 	prov := make(map[string]string, 128)
-	setTree := root
+	setTree, onlySet := root, false
 	if len(l.DropIns) > 0 {
-		// Only what the layers set: the defaults of the base are found below,
-		// as for a merge without drop-ins.
-		if setTree = setByLayers(root); setTree == nil {
+		// Only what the layers set (setByLayers, without the copy): the
+		// defaults of the base are found below, as for a merge without
+		// drop-ins.
+		if markUnset(root) {
 			setTree = r.a.new(nObject, 0)
+		} else {
+			onlySet = true
 		}
 	}
-	treeProvenance(setTree, p.root, make([]byte, 0, 128), r.names, prov)
+	pw := provenanceWalk{names: r.names, out: prov, paths: &p.paths, onlySet: onlySet}
+	pw.tree(setTree, p.root, make([]byte, 0, 128))
 
 	if d, ok := p.profile.(DropInDefaulter[T]); ok && len(l.DropIns) > 0 {
 		d.DefaultDropInMerge(obj)
 	} else {
 		p.profile.Default(obj)
 	}
-	defaultsProvenance(reflect.ValueOf(obj).Elem(), p.root, setTree, make([]byte, 0, 128), prov)
+	pw.defaults(reflect.ValueOf(obj).Elem(), p.root, setTree, make([]byte, 0, 128))
 
 	if errs := p.profile.Validate(obj); len(errs) > 0 {
 		r.errs.Validation = &ValidationError{Document: MergedDocument, Errors: errs, Provenance: prov}
@@ -343,7 +386,10 @@ func (p *Pipeline[T]) defaultBase(r *mergeRun, base *node, baseName string) *nod
 		return base
 	}
 	p.profile.Default(obj)
-	defaulted, err := fromGo(&r.a, 0, obj)
+	defaulted, err := encodeValue(&r.a, 0, reflect.ValueOf(obj).Elem(), p.root)
+	if errors.Is(err, errEncodeFallback) {
+		defaulted, err = fromGo(&r.a, 0, obj)
+	}
 	if err != nil {
 		// encoding/json refuses a few values (NaN); so does the kubelet.
 		r.errs.Decode = append(r.errs.Decode, &DecodeError{Document: baseName, Problems: []Problem{{Type: ProblemInvalidValue,
@@ -398,9 +444,17 @@ func keepBaseLayers(defaulted, base *node, t *typeInfo) {
 
 // sameValue reports whether two nodes decode to the same value of type t.
 func sameValue(a, b *node, t *typeInfo) bool {
-	ja, jb := appendJSON(nil, a), appendJSON(nil, b)
-	if string(ja) == string(jb) {
+	if sameJSON(a, b) {
 		return true
+	}
+	if t.rtype == durationType && a.kind == nString && b.kind == nString {
+		// Durations are the same when they encode the same (String is
+		// one-to-one): compare them decoded, as decodeOpaque decodes them.
+		da, errA := decodeOpaque(a, t)
+		db, errB := decodeOpaque(b, t)
+		if errA == nil && errB == nil {
+			return *da.(*metav1.Duration) == *db.(*metav1.Duration)
+		}
 	}
 	va, vb := reflect.New(t.rtype), reflect.New(t.rtype)
 	if assign(va.Elem(), a, t) != nil || assign(vb.Elem(), b, t) != nil {
@@ -409,6 +463,42 @@ func sameValue(a, b *node, t *typeInfo) bool {
 	ea, errA := json.Marshal(va.Interface())
 	eb, errB := json.Marshal(vb.Interface())
 	return errA == nil && errB == nil && string(ea) == string(eb)
+}
+
+// sameJSON reports whether two trees encode to the same JSON (appendJSON),
+// without encoding them.
+func sameJSON(a, b *node) bool {
+	if a.kind != b.kind {
+		return false
+	}
+	switch a.kind {
+	case nNull:
+		return true
+	case nBool:
+		return a.b == b.b
+	case nNumber, nString:
+		return a.str == b.str
+	case nObject:
+		if len(a.obj) != len(b.obj) {
+			return false
+		}
+		for i := range a.obj {
+			if a.obj[i].key != b.obj[i].key || !sameJSON(a.obj[i].val, b.obj[i].val) {
+				return false
+			}
+		}
+		return true
+	default:
+		if len(a.arr) != len(b.arr) {
+			return false
+		}
+		for i := range a.arr {
+			if !sameJSON(a.arr[i], b.arr[i]) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // decode parses and checks one document. shared names the base document
@@ -421,7 +511,7 @@ func (p *Pipeline[T]) decode(r *mergeRun, doc *Document, mode docMode, shared st
 	warnings := ps.warnings
 	if root != nil {
 		tm := p.checkTypeMeta(root, shared)
-		c := checker{mode: mode, lenient: p.lenient}
+		c := checker{mode: mode, lenient: p.lenient, path: make([]pathSeg, 0, 8)}
 		if !p.typeMetaFields {
 			// Check apiVersion/kind above, not as fields of T.
 			av, kind := root.get("apiVersion"), root.get("kind")
@@ -452,12 +542,15 @@ func (p *Pipeline[T]) decode(r *mergeRun, doc *Document, mode docMode, shared st
 
 func (p *Pipeline[T]) checkTypeMeta(root *node, shared string) []Problem {
 	var problems []Problem
-	want := []struct{ key, value string }{
-		{"apiVersion", p.gvk.GroupVersion().String()},
+	want := [...]struct{ key, value string }{
+		{"apiVersion", p.apiVersion},
 		{"kind", p.gvk.Kind},
 	}
 	for _, w := range want {
 		v := root.get(w.key)
+		if v != nil && v.kind == nString && v.str == w.value {
+			continue
+		}
 		expected := strconv.Quote(w.value)
 		if shared != "" {
 			expected += " (the same as the shared document " + shared + ")"
@@ -479,7 +572,7 @@ func (p *Pipeline[T]) ensureTypeMeta(r *mergeRun, root *node) {
 	if !p.typeMetaFields {
 		return
 	}
-	for _, kv := range [][2]string{{"apiVersion", p.gvk.GroupVersion().String()}, {"kind", p.gvk.Kind}} {
+	for _, kv := range [...][2]string{{"apiVersion", p.apiVersion}, {"kind", p.gvk.Kind}} {
 		if root.get(kv[0]) == nil {
 			n := r.a.new(nString, 0)
 			n.str = kv[1]
@@ -488,13 +581,53 @@ func (p *Pipeline[T]) ensureTypeMeta(r *mergeRun, root *node) {
 	}
 }
 
-// treeProvenance records the layer of every leaf of the merged tree.
-func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[string]string) {
+// markUnset marks the nodes that setByLayers would leave out (nothing in
+// them was set by a layer other than the defaults) and reports whether n is
+// one.
+func markUnset(n *node) bool {
+	if n.kind != nObject {
+		n.unset = n.layer == 0
+		return n.unset
+	}
+	kept := 0
+	for _, m := range n.obj {
+		if !markUnset(m.val) {
+			kept++
+		}
+	}
+	n.unset = kept == 0 && (len(n.obj) > 0 || n.layer == 0)
+	return n.unset
+}
+
+// provenanceWalk fills a merge's provenance map.
+type provenanceWalk struct {
+	names []string // layer index -> name
+	out   map[string]string
+	paths *pathInterner
+	// onlySet: members marked unset (markUnset) are not there, so that the
+	// walks see the tree setByLayers would return.
+	onlySet bool
+}
+
+// child returns n's member key as the walk sees it.
+func (pw *provenanceWalk) child(n *node, key string) *node {
+	c := n.get(key)
+	if pw.onlySet && c != nil && c.unset {
+		return nil
+	}
+	return c
+}
+
+// tree records the layer of every leaf of the merged tree.
+func (pw *provenanceWalk) tree(n *node, t *typeInfo, path []byte) {
 	if t != nil {
 		t = t.deref()
 	}
 	if n.kind == nObject && len(n.obj) > 0 && (t == nil || t.kind == tkStruct || t.kind == tkMap) {
 		for _, m := range n.obj {
+			if pw.onlySet && m.val.unset {
+				continue
+			}
 			var ft *typeInfo
 			p := path
 			if t != nil && t.kind == tkStruct {
@@ -515,20 +648,20 @@ func treeProvenance(n *node, t *typeInfo, path []byte, names []string, out map[s
 				p = append(p, m.key...)
 				p = append(p, ']')
 			}
-			treeProvenance(m.val, ft, p, names, out)
+			pw.tree(m.val, ft, p)
 		}
 		return
 	}
 	if n.kind == nNull || len(path) == 0 {
 		return
 	}
-	out[string(path)] = names[n.layer]
+	pw.out[pw.paths.intern(path)] = pw.names[n.layer]
 }
 
-// defaultsProvenance records, as set by the defaults, every non-zero leaf
-// of the defaulted object that no layer set (n is the merged tree at v's
-// position, nil where no layer set anything).
-func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out map[string]string) {
+// defaults records, as set by the defaults, every non-zero leaf of the
+// defaulted object that no layer set (n is the merged tree at v's position,
+// nil where no layer set anything).
+func (pw *provenanceWalk) defaults(v reflect.Value, t *typeInfo, n *node, path []byte) {
 	switch t.kind {
 	case tkPtr:
 		if v.IsNil() {
@@ -537,7 +670,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		if et := t.deref(); et.kind != tkStruct && et.kind != tkMap {
 			// A pointer to a leaf is set when it is not nil, even to false.
 			if n == nil && len(path) > 0 {
-				out[string(path)] = DefaultsLayer
+				pw.out[pw.paths.intern(path)] = DefaultsLayer
 			}
 			return
 		}
@@ -547,7 +680,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 			}
 			v = v.Elem()
 		}
-		defaultsProvenance(v, t.deref(), n, path, out)
+		pw.defaults(v, t.deref(), n, path)
 		return
 	case tkStruct:
 		if n != nil && n.kind != nObject {
@@ -560,14 +693,14 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 			}
 			var child *node
 			if n != nil {
-				child = n.get(f.name)
+				child = pw.child(n, f.name)
 			}
 			p := path
 			if len(p) > 0 {
 				p = append(p, '.')
 			}
 			p = append(p, f.name...)
-			defaultsProvenance(fv, f.typ, child, p, out)
+			pw.defaults(fv, f.typ, child, p)
 		}
 		return
 	case tkMap:
@@ -579,7 +712,7 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 		}
 		if v.Len() == 0 {
 			if n == nil {
-				out[string(path)] = DefaultsLayer
+				pw.out[pw.paths.intern(path)] = DefaultsLayer
 			}
 			return
 		}
@@ -588,15 +721,15 @@ func defaultsProvenance(v reflect.Value, t *typeInfo, n *node, path []byte, out 
 			key := mapKeyString(iter.Key())
 			var child *node
 			if n != nil {
-				child = n.get(key)
+				child = pw.child(n, key)
 			}
 			p := append(append(append(path, '['), key...), ']')
-			defaultsProvenance(iter.Value(), t.elem, child, p, out)
+			pw.defaults(iter.Value(), t.elem, child, p)
 		}
 		return
 	}
 	if n == nil && !isZero(v, t) && len(path) > 0 {
-		out[string(path)] = DefaultsLayer
+		pw.out[pw.paths.intern(path)] = DefaultsLayer
 	}
 }
 
@@ -609,6 +742,9 @@ func isZero(v reflect.Value, t *typeInfo) bool {
 	}
 	if t.kind != tkOpaque {
 		return false
+	}
+	if t.rtype == durationType {
+		return v.Field(0).Int() == 0 // "0s" is the zero Duration's encoding
 	}
 	got, err := json.Marshal(v.Interface())
 	if err != nil {

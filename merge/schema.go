@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -44,6 +45,13 @@ type typeInfo struct {
 	// tkOpaque: which decoding interface the pointer to the type implements
 	jsonUnmarshaler bool
 	textUnmarshaler bool
+
+	// marshaler: encoding/json encodes the type with its own MarshalJSON or
+	// MarshalText (see encodeValue).
+	marshaler bool
+	// encodeOrder (tkStruct) lists fieldList in encoding/json's order: by
+	// index sequence, promoted fields where their embedded struct is.
+	encodeOrder []*fieldInfo
 }
 
 // fieldInfo describes one JSON field of a struct.
@@ -59,6 +67,11 @@ type fieldInfo struct {
 	// the field is promoted through: like encoding/json, we cannot
 	// allocate it, and setting the field is an error.
 	unsettable string
+	// omitEmpty: the json tag says omitempty.
+	omitEmpty bool
+	// encodeFallback: the json tag has an option encodeValue does not
+	// reproduce (string, omitzero).
+	encodeFallback bool
 }
 
 var (
@@ -81,7 +94,7 @@ func (b *schemaBuilder) build(t reflect.Type) (*typeInfo, error) {
 	if ti, ok := b.seen[t]; ok {
 		return ti, nil
 	}
-	ti := &typeInfo{rtype: t}
+	ti := &typeInfo{rtype: t, marshaler: implementsMarshaler(t)}
 	b.seen[t] = ti
 
 	if t.Kind() != reflect.Pointer {
@@ -290,6 +303,16 @@ func (b *schemaBuilder) structFields(ti *typeInfo) error {
 				mergeKey:   winner.sf.Tag.Get("patchMergeKey"),
 				unsettable: winner.unsettable,
 			}
+			if _, opts, ok := strings.Cut(winner.sf.Tag.Get("json"), ","); ok {
+				for o := range strings.SplitSeq(opts, ",") {
+					switch o {
+					case "omitempty":
+						fi.omitEmpty = true
+					case "string", "omitzero":
+						fi.encodeFallback = true
+					}
+				}
+			}
 			ti.fields[name] = fi
 			ti.fieldList = append(ti.fieldList, fi)
 		}
@@ -299,6 +322,8 @@ func (b *schemaBuilder) structFields(ti *typeInfo) error {
 			delete(ti.fields, name)
 		}
 	}
+	ti.encodeOrder = slices.Clone(ti.fieldList)
+	slices.SortStableFunc(ti.encodeOrder, func(a, b *fieldInfo) int { return slices.Compare(a.index, b.index) })
 	return nil
 }
 

@@ -43,6 +43,9 @@ func (k nodeKind) String() string {
 type node struct {
 	kind nodeKind
 	b    bool
+	// unset: markUnset found that no layer but the defaults set anything
+	// in this subtree.
+	unset bool
 	// str holds a string value, or a number as a JSON literal (exactly as
 	// encoding/json would receive it after sigs.k8s.io/yaml's YAML-to-JSON).
 	str string
@@ -93,14 +96,21 @@ func (n *node) del(key string) {
 }
 
 // arena hands out nodes from slabs: a document of a few hundred values costs a
-// handful of allocations instead of one per value.
+// handful of allocations instead of one per value. It also lends the parsers
+// of one merge their scratch stacks.
 type arena struct {
 	slab []node
+	// members and elems are the YAML fast path's stacks of the objects and
+	// lists being read; keys its scratch for finding duplicates.
+	members []member
+	elems   []*node
+	keys    []string
 }
 
 func (a *arena) new(kind nodeKind, layer int32) *node {
 	if len(a.slab) == cap(a.slab) {
-		a.slab = make([]node, 0, 64)
+		// Slabs double up to 1024 nodes: small merges stay small.
+		a.slab = make([]node, 0, min(max(2*cap(a.slab), 64), 1024))
 	}
 	a.slab = a.slab[:len(a.slab)+1]
 	n := &a.slab[len(a.slab)-1]
