@@ -23,6 +23,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/internal/damage"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -510,4 +511,39 @@ func unreadableMarksChild(t *testing.T) {
 	if r.Status == corev1.ConditionTrue {
 		t.Errorf("condition %+v: True although the marks could not be read", r)
 	}
+}
+
+// Issue 21, defect 1: a component that does not run as root, whose
+// quarantine/ it cannot search (a root-run tool made it 0700), must not
+// hang looking for a free name when a corrupt file must be moved aside; it
+// leaves the file in place and Bootstrap still runs the right config. The
+// child runs as nobody (EACCES from permission bits does not stop root).
+func TestRegressionUnsearchableQuarantineDoesNotHang(t *testing.T) {
+	if arg, ok := damage.InChild(t); ok {
+		dirs := strings.Split(arg, "\n")
+		n := &node{t: t, stateDir: dirs[0], srcDir: dirs[1],
+			clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
+		cfg, r := n.start()
+		if cfg.Value != 2 || r.Status != corev1.ConditionTrue || r.Message != "using current (UID: uid-b)" {
+			t.Fatalf("ran value %d with %+v; want b (value 2), True", cfg.Value, r)
+		}
+		return
+	}
+	n, files := prepareDamageNode(t)
+	if err := os.WriteFile(files["checkpoint of b"], []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damage.ChownTree(t, filepath.Dir(n.stateDir), damage.Nobody)
+	damage.ChownTree(t, n.srcDir, damage.Nobody)
+	q := filepath.Join(n.stateDir, checkpoint.QuarantineDir)
+	if err := os.MkdirAll(q, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(q, "root-owned"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(q, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	damage.AsUser(t, damage.Nobody, n.stateDir+"\n"+n.srcDir, 30*time.Second)
 }

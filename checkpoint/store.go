@@ -252,6 +252,13 @@ func (s *Store) prepare() error {
 			freshMeta = true
 		}
 	}
+	// The quarantine is created when something is first moved aside, but
+	// something else in its place is fixed now, as for every directory.
+	if fi, err := os.Lstat(filepath.Join(s.dir, QuarantineDir)); err == nil && !fi.IsDir() {
+		if err := s.ensureQuarantineDir(); err != nil {
+			return err
+		}
+	}
 	// Temporary files of interrupted writes (in tmp/, meta/ and this
 	// version's tracking dir; older versions also wrote them in
 	// checkpoints/) are harmless: every write makes a new one with a random
