@@ -37,6 +37,12 @@ type Controller[T any] struct {
 	published *status.Report // the last report the Reporter accepted
 	healthC   chan struct{}  // closed by MarkHealthy for the config running now
 	healthy   bool
+
+	// startups and startupsErr are what Bootstrap recorded when the
+	// record on disk is incomplete (startupsErr not nil): Run decides with
+	// them rather than with the file, which lacks this start.
+	startups    []time.Time
+	startupsErr error
 }
 
 // state is what the last decision left behind, for Run.
@@ -122,6 +128,12 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 
 	v := c.readState(ctx)
 	v.startups = startups
+	if err != nil && !errors.Is(err, checkpoint.ErrCorrupt) {
+		// Counted anyway (what was read plus this start), but a crash loop
+		// may go unseen: lkg.Decide does not run a current on trial.
+		v.startupsErr = err
+		c.startups, c.startupsErr = startups, err
+	}
 	var syncErr error
 	if !c.remoteEnabled() {
 		c.resetToLocal(ctx, v)
@@ -149,7 +161,10 @@ type view struct {
 	marks      checkpoint.BadMarks
 	marksErr   error // an I/O error (a corrupt file reads as no marks)
 	startups   []time.Time
-	loads      map[checkpoint.Key]loaded
+	// startupsErr: the startups could not be read or this start could not
+	// be recorded, so crash restarts cannot all be counted.
+	startupsErr error
+	loads       map[checkpoint.Key]loaded
 }
 
 type loaded struct {
@@ -337,6 +352,7 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		CurrentCrashLooping: !lkg.Same(cur, lastKnownGood) && crashloop.CrashLooping(crashloop.Input{
 			Startups: v.startups, Since: v.current.FirstRun, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
 		}),
+		CrashCountError: v.startupsErr,
 	}
 	if _, mark, ok := v.marks.Lookup(cur); ok {
 		in.CurrentBad = &lkg.Entry{Time: mark.Time, Reason: mark.Reason, CrashLoop: mark.IsCrashLoop()}
@@ -715,8 +731,13 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		c.publish(ctx, s.report)
 		return nil
 	}
-	if v.startups, err = c.store.Startups(); err != nil {
+	if c.startupsErr != nil {
+		v.startups, v.startupsErr = c.startups, c.startupsErr
+	} else if v.startups, err = c.store.Startups(); err != nil {
 		c.noteStateError(ctx, err, "Reading the startups")
+		if !errors.Is(err, checkpoint.ErrCorrupt) {
+			v.startupsErr = err
+		}
 	}
 	d, cfg, err := c.decide(ctx, v, nil, nil)
 	if err != nil {
@@ -774,7 +795,7 @@ func (c *Controller[T]) reload(ctx context.Context, v *view, d lkg.Decision, cfg
 		}
 	}
 	v2 := c.readState(ctx)
-	v2.startups = v.startups
+	v2.startups, v2.startupsErr = v.startups, v.startupsErr
 	d2, cfg2, err := c.decide(ctx, v2, nil, nil)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -546,4 +547,137 @@ func TestRegressionUnsearchableQuarantineDoesNotHang(t *testing.T) {
 		t.Fatal(err)
 	}
 	damage.AsUser(t, damage.Nobody, n.stateDir+"\n"+n.srcDir, 30*time.Second)
+}
+
+// tmpfsDir mounts a small tmpfs (size bytes) for a state dir that can be
+// filled up: a real ENOSPC, no injected error. It needs root, and skips the
+// test otherwise.
+func tmpfsDir(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700,size="+strconv.Itoa(size)); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fill writes a file under dir until the file system is full, and returns
+// a function that frees the space again.
+func fill(t *testing.T, dir string) (free func()) {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v", dir, err)
+			}
+			break
+		}
+	}
+	return func() { _ = os.Remove(p) }
+}
+
+// Issue 21, defect 2 (full disk): a start that cannot be recorded is
+// counted anyway, and a config on trial whose crash restarts cannot all be
+// counted does not run: ConfigOK is Unknown and names the cause, never
+// "all checks passed". The disk is a real, full tmpfs.
+func TestRegressionFullDiskDoesNotHideCrashLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		crashesOnDisk  int // recorded before the disk filled up
+		wantStatus     corev1.ConditionStatus
+		wantReasonPart string
+	}{
+		// On disk: 1 crash restart; this unrecorded start is the 2nd: not
+		// above the threshold (2), but the next ones could not be counted.
+		{"crash count unknown", 1, corev1.ConditionUnknown, "no space left on device"},
+		// On disk: 2; this start is the 3rd crash restart: a crash loop.
+		{"crash loop counted with this start", 2, corev1.ConditionFalse, "crash loop detected with current (UID: uid-b)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t, "")
+			n.stateDir = filepath.Join(tmpfsDir(t, 256<<10), "state")
+			n.configMap("a", "uid-a", goodValue1, nil)
+			n.configMap("b", "uid-b", goodValue2, nil)
+			n.assign("a", "uid-a")
+			n.runTrial()
+			n.assign("b", "uid-b")
+			n.start() // adopts b
+			for range tc.crashesOnDisk {
+				n.clock.Step(time.Second)
+				n.start()
+			}
+			free := fill(t, n.stateDir)
+			defer free()
+			n.clock.Step(time.Second)
+			cfg, r := n.start()
+			if cfg.Value != 1 || r.Status != tc.wantStatus || !strings.Contains(r.Reason, tc.wantReasonPart) ||
+				r.Message != "using last known good: (UID: uid-a)" {
+				t.Fatalf("ran value %d with %+v; want last-known-good a (value 1), %s, reason naming %q",
+					cfg.Value, r, tc.wantStatus, tc.wantReasonPart)
+			}
+			// Once the disk has room, counting works again: the unrecorded
+			// start is lost, this one is recorded. With one crash restart
+			// on disk before, b is tried again (2, not above 2); with two,
+			// it is found crash-looping (3).
+			free()
+			n.clock.Step(time.Second)
+			_, r = n.start()
+			if want := tc.crashesOnDisk < 2; (r.Status == corev1.ConditionTrue) != want {
+				t.Fatalf("after the disk has room: %+v; want b running: %v", r, want)
+			}
+		})
+	}
+}
+
+// Issue 21, defect 2 (unreadable startups): as a component that does not
+// run as root, a startups file it cannot read (EACCES) makes a config on
+// trial not run (Unknown, naming the cause); the file is not replaced.
+func TestRegressionUnreadableStartupsFailSafe(t *testing.T) {
+	if arg, ok := damage.InChild(t); ok {
+		dirs := strings.Split(arg, "\n")
+		n := &node{t: t, stateDir: dirs[0], srcDir: dirs[1],
+			clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
+		cfg, r := n.start()
+		if cfg.Value != 1 || r.Status != corev1.ConditionUnknown || !strings.Contains(r.Reason, "permission denied") ||
+			!strings.Contains(r.Reason, "startups.json") {
+			t.Fatalf("ran value %d with %+v; want last-known-good a (value 1), Unknown, naming the unreadable startups file", cfg.Value, r)
+		}
+		return
+	}
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, nil)
+	n.configMap("b", "uid-b", goodValue2, nil)
+	n.assign("a", "uid-a")
+	n.runTrial()
+	n.assign("b", "uid-b")
+	n.start() // adopts b: on trial
+	startups := filepath.Join(n.stateDir, "tracking", "v1.0.0", "startups.json")
+	before, err := os.ReadFile(startups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage.ChownTree(t, filepath.Dir(n.stateDir), damage.Nobody)
+	damage.ChownTree(t, n.srcDir, damage.Nobody)
+	if err := os.Chown(startups, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	damage.AsUser(t, damage.Nobody, n.stateDir+"\n"+n.srcDir, 30*time.Second)
+	if after, err := os.ReadFile(startups); err != nil || string(after) != string(before) {
+		t.Fatalf("the unreadable startups file was replaced: %q, %v", after, err)
+	}
 }

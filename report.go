@@ -1,6 +1,8 @@
 package dynconfig
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,6 +38,8 @@ func problemReason(d lkg.Decision, current *corev1.NodeConfigSource) string {
 		return status.ApplyFailedReason(uid)
 	case lkg.ProblemStateUnreadable:
 		return status.StateUnreadableReason(d.Cause)
+	case lkg.ProblemCrashCountUnknown:
+		return crashCountUnknownReason(uid, d.Cause)
 	case lkg.ProblemMarkedBad:
 		if d.DeadEnd {
 			return status.DeadEndReason(d.Cause.Error(), d.DeadEndAfterCrashLoop)
@@ -66,7 +70,7 @@ func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, 
 		Reason:  problemReason(d, current),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: uidOf(d.Run)}, local),
 	}
-	if d.Problem == lkg.ProblemSyncFailed || d.Problem == lkg.ProblemStateUnreadable {
+	if d.Problem == lkg.ProblemSyncFailed || d.Problem == lkg.ProblemStateUnreadable || d.Problem == lkg.ProblemCrashCountUnknown {
 		r.Status = corev1.ConditionUnknown
 	}
 	if d.LastKnownGoodUnusable != nil {
@@ -116,4 +120,11 @@ func configStatus(s state, r status.Report) *status.ConfigStatus {
 		}
 	}
 	return cs
+}
+
+// crashCountUnknownReason: current is on trial and its crash restarts
+// cannot be counted, so it does not run. (Condition wording belongs to
+// package status; this one waits there for its owner.)
+func crashCountUnknownReason(current types.UID, cause error) string {
+	return fmt.Sprintf("crash restarts of current (UID: %s) cannot be counted, a crash loop would go unnoticed, cause: %v", current, cause)
 }

@@ -429,38 +429,49 @@ func (s *Store) readStartups() ([]time.Time, bool, error) {
 }
 
 // RecordStartup appends the Clock's now to the startups file, keeping the
-// newest MaxStartups, and returns every recorded startup, this one last. A
-// corrupt file is moved to the quarantine and replaced by one holding this
-// startup (its *CorruptError is returned with the startups, for the caller
-// to report). A file that cannot be read is an error, and nothing is
-// written.
+// newest MaxStartups, and returns every recorded startup, this one last.
+//
+// The startups are returned whatever happens, this one always counted, so
+// that a failing disk cannot hide a crash loop:
+//   - a corrupt file is moved to the quarantine and replaced by one holding
+//     this startup (its *CorruptError is returned with the startups, for the
+//     caller to report);
+//   - a file that cannot be written (ENOSPC, EROFS, EACCES) leaves the old
+//     file, and the error is returned with what was read plus this start;
+//   - a file that cannot be read (EACCES, EIO) is never replaced (nothing
+//     is written, so no record is lost to a transient fault), and the
+//     error is returned with this start alone.
+//
+// Any error that is not a *CorruptError means the record on disk is
+// incomplete: crash restarts cannot all be counted.
 func (s *Store) RecordStartup() ([]time.Time, error) {
+	now := s.clock.Now().UTC()
 	unlock, err := s.writeLocked()
 	if err != nil {
-		return nil, err
+		return []time.Time{now}, err
 	}
 	defer unlock()
 	ts, _, rerr := s.readStartups()
 	var ce *CorruptError
 	if rerr != nil {
 		if !errors.As(rerr, &ce) {
-			return nil, fmt.Errorf("record startup: %w", rerr)
-		}
-		if err := s.moveAside(ce); err != nil {
-			return nil, fmt.Errorf("record startup: %v; %w", rerr, err)
+			return []time.Time{now}, fmt.Errorf("record startup: %w", rerr)
 		}
 		ts = nil
+		if err := s.moveAside(ce); err != nil {
+			return []time.Time{now}, fmt.Errorf("record startup: %v; %w", rerr, err)
+		}
 	}
-	ts = append(ts, s.clock.Now().UTC())
+	ts = append(ts, now)
 	if len(ts) > MaxStartups {
 		ts = ts[len(ts)-MaxStartups:]
 	}
 	data, err := encodeStartups(ts)
 	if err != nil {
-		return nil, err
+		return ts, err
 	}
 	if err := s.replaceFile(s.trackingPath(StartupsFile), data); err != nil {
-		return nil, fmt.Errorf("record startup: %w", err)
+		return ts, fmt.Errorf("record startup: %w", err)
 	}
 	return ts, rerr
 }

@@ -105,6 +105,13 @@ const (
 	// ProblemStateUnreadable: the bad marks could not be read (an I/O error,
 	// not corruption), so whether current is bad is unclear.
 	ProblemStateUnreadable
+	// ProblemCrashCountUnknown: current is on trial and its crash restarts
+	// cannot be counted (the startups could not be read, or this start
+	// could not be recorded: a full disk, an unreadable file), so a crash
+	// loop could not be stopped; the rollback target runs instead, status
+	// Unknown. Nothing is marked bad: the next start that can count tries
+	// current again.
+	ProblemCrashCountUnknown
 )
 
 // String names the problem.
@@ -128,6 +135,8 @@ func (p Problem) String() string {
 		return "ApplyFailed"
 	case ProblemStateUnreadable:
 		return "StateUnreadable"
+	case ProblemCrashCountUnknown:
+		return "CrashCountUnknown"
 	}
 	return fmt.Sprintf("Problem(%d)", int(p))
 }
@@ -161,6 +170,11 @@ type Input struct {
 	// CurrentCrashLooping: current is still in its trial window and the
 	// startups since it first ran exceed its threshold.
 	CurrentCrashLooping bool
+	// CrashCountError is non-nil when the startups could not be read or
+	// this start could not be recorded, so CurrentCrashLooping may be false
+	// only for want of evidence. A current on trial (not last-known-good)
+	// is then not run: a crash loop would go unnoticed.
+	CrashCountError error
 
 	// LoadLastKnownGood loads, decodes and validates the last-known-good
 	// config. Required when LastKnownGood is remote.
@@ -222,6 +236,10 @@ var (
 //   - a missing or corrupt checkpoint of current rolls back without a mark;
 //   - unreadable bad marks roll back (current might be marked), status
 //     Unknown;
+//   - a current on trial whose crash restarts cannot be counted (startups
+//     unreadable, or this start unrecorded) rolls back without a mark,
+//     status Unknown, unless what could be counted already shows a crash
+//     loop;
 //   - a last-known-good that cannot be used falls back to local, and says so;
 //   - a rollback target that crash-loops too is a dead end.
 //
@@ -264,6 +282,9 @@ func Decide(in Input) (Decision, error) {
 	}
 	if in.CurrentCrashLooping {
 		return rollBack(in, Decision{Problem: ProblemCrashLoop, MarkBad: true}), nil
+	}
+	if in.CrashCountError != nil && !Same(in.Current, in.LastKnownGood) {
+		return rollBack(in, Decision{Problem: ProblemCrashCountUnknown, Cause: in.CrashCountError}), nil
 	}
 	return Decision{Run: in.Current}, nil
 }
