@@ -128,7 +128,9 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 
 	v := c.readState(ctx)
 	v.startups = startups
-	if err != nil && !errors.Is(err, checkpoint.ErrCorrupt) {
+	if err == nil || errors.Is(err, checkpoint.ErrCorrupt) {
+		v.thisStart = startups[len(startups)-1]
+	} else {
 		// Counted anyway (what was read plus this start), but a crash loop
 		// may go unseen: lkg.Decide does not run a current on trial.
 		v.startupsErr = err
@@ -164,7 +166,10 @@ type view struct {
 	// startupsErr: the startups could not be read or this start could not
 	// be recorded, so crash restarts cannot all be counted.
 	startupsErr error
-	loads       map[checkpoint.Key]loaded
+	// thisStart is this process's recorded startup time, when it is on
+	// disk: a current first run at startup records it as its first run.
+	thisStart time.Time
+	loads     map[checkpoint.Key]loaded
 }
 
 type loaded struct {
@@ -488,7 +493,7 @@ func (c *Controller[T]) resetHealth() {
 func (c *Controller[T]) startRunning(ctx context.Context, v *view, d lkg.Decision) {
 	now := c.opts.Clock.Now()
 	if !d.UsingLastKnownGood && d.Run != nil && v.current.FirstRun.IsZero() {
-		if p, err := c.store.RecordFirstRun(); err != nil {
+		if p, err := c.store.RecordFirstRunAt(v.thisStart); err != nil {
 			c.noteStateError(ctx, err, "Recording the first run of current")
 		} else {
 			v.current = p

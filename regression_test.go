@@ -681,3 +681,45 @@ func TestRegressionUnreadableStartupsFailSafe(t *testing.T) {
 		t.Fatalf("the unreadable startups file was replaced: %q, %v", after, err)
 	}
 }
+
+// Issue 21, defect 4: a clock stepped back (an RTC corrected by NTP) must
+// neither invent crash restarts nor hide them.
+func TestRegressionClockStepBack(t *testing.T) {
+	t.Run("startups stamped in the future are not the new config's crashes", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("b", "uid-b", goodValue2, nil)
+		t0 := n.clock.Now()
+		n.clock.SetTime(t0.Add(time.Hour)) // the clock runs an hour ahead
+		for range 4 {
+			n.clock.Step(time.Second)
+			n.start() // local config, restarted now and then
+		}
+		n.clock.SetTime(t0) // corrected
+		n.assign("b", "uid-b")
+		cfg, r := n.start() // adopts b
+		if cfg.Value != 2 || r.Status != corev1.ConditionTrue {
+			t.Fatalf("first start of b: ran value %d with %+v; want b, True", cfg.Value, r)
+		}
+		n.clock.Step(time.Second)
+		if cfg, r := n.start(); cfg.Value != 2 || r.Status != corev1.ConditionTrue {
+			t.Fatalf("first crash restart of b (threshold 2): ran value %d with %+v; want b, True", cfg.Value, r)
+		}
+	})
+	t.Run("crash restarts after a step back are counted", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("b", "uid-b", goodValue2, nil)
+		t0 := n.clock.Now()
+		n.clock.SetTime(t0.Add(time.Hour))
+		n.assign("b", "uid-b")
+		n.start() // adopts b, an hour ahead
+		n.clock.SetTime(t0)
+		var r status.Report
+		for range 3 { // threshold 2: the third crash restart trips
+			n.clock.Step(time.Second)
+			_, r = n.start()
+		}
+		if r.Status != corev1.ConditionFalse || r.Reason != status.CrashLoopReason("uid-b") {
+			t.Fatalf("after 3 crash restarts across the step: %+v; want b found crash-looping", r)
+		}
+	})
+}
