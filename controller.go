@@ -359,6 +359,9 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		}),
 		CrashCountError: v.startupsErr,
 	}
+	if v.lkgErr != nil {
+		in.LastKnownGoodError = fmt.Errorf("last-known-good pointer unreadable: %w", v.lkgErr)
+	}
 	if _, mark, ok := v.marks.Lookup(cur); ok {
 		in.CurrentBad = &lkg.Entry{Time: mark.Time, Reason: mark.Reason, CrashLoop: mark.IsCrashLoop()}
 		in.LastKnownGoodCrashLooping = crashloop.CrashLooping(crashloop.Input{

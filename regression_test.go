@@ -723,3 +723,25 @@ func TestRegressionClockStepBack(t *testing.T) {
 		}
 	})
 }
+
+// Issue 21, defect 5: a last-known-good pointer that cannot be read makes a
+// rollback run the local config; the condition says that the
+// last-known-good is unusable and why, as for an unreadable checkpoint.
+func TestRegressionUnreadableLastKnownGoodPointerIsReported(t *testing.T) {
+	n, files := prepareDamageNode(t)
+	if err := os.WriteFile(files["last-known-good"], []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := n.controller(func(o *Options[testConfig]) { o.Remote = unreachable() })
+	cfg, err := c.Bootstrap(n.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	r := n.reporter.last()
+	if cfg.Value != 0 || r.Status != corev1.ConditionUnknown ||
+		!strings.Contains(r.Reason, "last-known-good is unusable") || !strings.Contains(r.Reason, "last-known-good pointer unreadable") ||
+		!strings.Contains(r.Reason, "meta/last-known-good") {
+		t.Fatalf("ran value %d with %+v; want local (0), Unknown, a reason saying last-known-good is unusable and why", cfg.Value, r)
+	}
+}

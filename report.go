@@ -74,7 +74,7 @@ func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, 
 		r.Status = corev1.ConditionUnknown
 	}
 	if d.LastKnownGoodUnusable != nil {
-		r.Reason = status.WithUnusableLastKnownGood(r.Reason, uidOf(lastKnownGood), d.LastKnownGoodUnusable)
+		r.Reason = withUnusableLastKnownGood(r.Reason, lastKnownGood, d.LastKnownGoodUnusable)
 	}
 	return r
 }
@@ -87,7 +87,7 @@ func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, 
 func syncFailedReport(s state, cause error) status.Report {
 	reason := status.SyncFailedReason(cause)
 	if u := s.decision.LastKnownGoodUnusable; u != nil {
-		reason = status.WithUnusableLastKnownGood(reason, uidOf(s.lastKnownGood), u)
+		reason = withUnusableLastKnownGood(reason, s.lastKnownGood, u)
 	}
 	return status.Report{Status: corev1.ConditionUnknown, Reason: reason, Message: s.report.Message}
 }
@@ -127,4 +127,15 @@ func configStatus(s state, r status.Report) *status.ConfigStatus {
 // package status; this one waits there for its owner.)
 func crashCountUnknownReason(current types.UID, cause error) string {
 	return fmt.Sprintf("crash restarts of current (UID: %s) cannot be counted, a crash loop would go unnoticed, cause: %v", current, cause)
+}
+
+// withUnusableLastKnownGood extends reason with why the last-known-good
+// could not be used: status.WithUnusableLastKnownGood for a remote one; for
+// one whose pointer could not even be read (no UID to name), the same words
+// without the UID.
+func withUnusableLastKnownGood(reason string, lastKnownGood *corev1.NodeConfigSource, cause error) string {
+	if uid := uidOf(lastKnownGood); uid != "" {
+		return status.WithUnusableLastKnownGood(reason, uid, cause)
+	}
+	return fmt.Sprintf("%s; last-known-good is unusable, using local config, cause: %v", reason, cause)
 }

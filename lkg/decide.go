@@ -176,6 +176,11 @@ type Input struct {
 	// is then not run: a crash loop would go unnoticed.
 	CrashCountError error
 
+	// LastKnownGoodError is non-nil when the last-known-good pointer could
+	// not be read (damaged, unreadable): the rollback target is then the
+	// local config, and a rollback says why (LastKnownGoodUnusable).
+	// LastKnownGood must be nil.
+	LastKnownGoodError error
 	// LoadLastKnownGood loads, decodes and validates the last-known-good
 	// config. Required when LastKnownGood is remote.
 	LoadLastKnownGood Loader
@@ -211,9 +216,10 @@ type Decision struct {
 	// loop, so repairing the node and forgetting the mark can help. A
 	// decode, validation or apply mark is certain: forgetting it cannot.
 	DeadEndAfterCrashLoop bool
-	// LastKnownGoodUnusable is non-nil when the remote last-known-good could
-	// not be used (missing or corrupt checkpoint, decode or validation
-	// failure, or it is the rejected current itself), so Run is local.
+	// LastKnownGoodUnusable is non-nil when the last-known-good could not
+	// be used (its pointer unreadable, its checkpoint missing or corrupt, a
+	// decode or validation failure, or it is the rejected current itself),
+	// so Run is local.
 	LastKnownGoodUnusable error
 }
 
@@ -256,7 +262,9 @@ func Decide(in Input) (Decision, error) {
 		return rollBack(in, Decision{Problem: ProblemSyncFailed, Cause: in.SyncError}), nil
 	}
 	if !remote(in.Current) {
-		return Decision{ResetLastKnownGood: remote(in.LastKnownGood)}, nil
+		// A damaged last-known-good pointer is rewritten too: with a local
+		// current, the rollback target is local.
+		return Decision{ResetLastKnownGood: remote(in.LastKnownGood) || in.LastKnownGoodError != nil}, nil
 	}
 	if in.MarksError != nil {
 		return rollBack(in, Decision{Problem: ProblemStateUnreadable, Cause: in.MarksError}), nil
@@ -293,6 +301,10 @@ func Decide(in Input) (Decision, error) {
 // last-known-good cannot be used.
 func rollBack(in Input, d Decision) Decision {
 	d.UsingLastKnownGood = true
+	if in.LastKnownGoodError != nil {
+		d.LastKnownGoodUnusable = in.LastKnownGoodError
+		return d
+	}
 	if !remote(in.LastKnownGood) {
 		return d
 	}

@@ -77,6 +77,24 @@ func TestDecide(t *testing.T) {
 			wantCauseMessage: plain.Error(),
 		},
 		{
+			name:             "an unreadable last-known-good pointer: a rollback runs local and says why",
+			in:               Input{SyncError: errSync, Current: cur, LastKnownGoodError: plain},
+			want:             Decision{UsingLastKnownGood: true, Problem: ProblemSyncFailed},
+			wantLKGUnusable:  true,
+			wantCauseMessage: errSync.Error(),
+		},
+		{
+			name:         "an unreadable last-known-good pointer does not matter while current runs",
+			in:           Input{Current: cur, LastKnownGoodError: plain},
+			want:         Decision{Run: cur},
+			wantCurLoads: 1,
+		},
+		{
+			name: "an unreadable last-known-good pointer with a local current is reset",
+			in:   Input{LastKnownGoodError: plain},
+			want: Decision{ResetLastKnownGood: true},
+		},
+		{
 			name:             "uncountable crash restarts of current on trial roll back, no mark",
 			in:               Input{CrashCountError: plain, Current: cur, LastKnownGood: lkg},
 			want:             Decision{Run: lkg, UsingLastKnownGood: true, Problem: ProblemCrashCountUnknown},
