@@ -54,6 +54,10 @@ type state struct {
 	report        status.Report
 	syncFailed    bool // the last decision was made without a clear assignment
 	running       lkg.Running
+	// rollbackCheck is what Run found when it checked the rollback target
+	// while another config runs: nil when it could be used, for target.
+	rollbackCheck       error
+	rollbackCheckTarget *corev1.NodeConfigSource
 }
 
 // New validates opts and returns a Controller. Nothing is read or locked
@@ -399,6 +403,9 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		lastKnownGood = nil
 	}
 	report := reportFor(d, cur, lastKnownGood, c.local())
+	c.mu.Lock()
+	report = withRollbackCheck(report, lastKnownGood, c.st.rollbackCheckTarget, c.st.rollbackCheck)
+	c.mu.Unlock()
 	c.observe(ctx, d, cur, lastKnownGood, report)
 
 	c.mu.Lock()
@@ -617,6 +624,7 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	resync := c.opts.Clock.NewTimer(c.jitter())
 	defer resync.Stop()
 	for {
+		c.checkRollbackTarget(ctx)
 		pv := c.promotion()
 		if pv.Promote {
 			c.promote(ctx)
@@ -663,6 +671,51 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 func (c *Controller[T]) jitter() time.Duration {
 	p := c.opts.ResyncPeriod
 	return p + time.Duration(rand.Int64N(int64(p)/10+1))
+}
+
+// checkRollbackTarget loads, decodes and validates the last-known-good
+// config while another config runs, off the startup path, so that a
+// damaged rollback target is found while there is time to repair it, not
+// on the day a rollback needs it. A problem is reported in the condition's
+// message, by an Event (once per target), and by a metric. It runs each
+// time Run wakes (a resync, a change, the end of a trial): one checkpoint
+// read while a remote target is not the config running, nothing otherwise.
+func (c *Controller[T]) checkRollbackTarget(ctx context.Context) {
+	s := c.snapshot()
+	target := s.lastKnownGood
+	key, remote := checkpoint.KeyFromSource(target)
+	var err error
+	if remote && !lkg.Same(target, s.running.Source) {
+		var cm *corev1.ConfigMap
+		if cm, err = c.store.Load(key); err == nil {
+			_, err = c.build(target, cm)
+		} else if errors.Is(err, checkpoint.ErrCorrupt) {
+			c.noteStateError(ctx, err, "Checking the last-known-good checkpoint")
+		}
+	}
+	if err == nil && !remote && s.rollbackCheck == nil {
+		return
+	}
+	c.opts.Metrics.SetLastKnownGoodUnusable(err != nil)
+	c.mu.Lock()
+	known := s.rollbackCheck != nil && lkg.Same(s.rollbackCheckTarget, target)
+	c.st.rollbackCheck, c.st.rollbackCheckTarget = err, target
+	if !remote {
+		c.st.rollbackCheckTarget = nil
+	}
+	before := c.st.report
+	c.st.report = withRollbackCheck(stripRollbackCheck(before), target, target, err)
+	changed := !before.Equal(c.st.report)
+	c.mu.Unlock()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "The last-known-good config could not be used if a rollback needed it", "lastKnownGood", describe(target))
+		if !known {
+			c.warn(ctx, status.EventReasonLastKnownGoodUnusable, rollbackCheckMessage(target, err))
+		}
+	}
+	if changed {
+		c.report(ctx)
+	}
 }
 
 // promotion applies lkg.Promotion to the running state.

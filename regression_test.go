@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -744,4 +745,56 @@ func TestRegressionUnreadableLastKnownGoodPointerIsReported(t *testing.T) {
 		!strings.Contains(r.Reason, "meta/last-known-good") {
 		t.Fatalf("ran value %d with %+v; want local (0), Unknown, a reason saying last-known-good is unusable and why", cfg.Value, r)
 	}
+}
+
+// Issue 21, defect 6: a damaged last-known-good checkpoint is found by Run
+// while current runs well, off the startup path, and reported in the
+// condition's message, by one Event and by a metric, while there is time
+// to repair it; once current is promoted the report clears.
+func TestRegressionDamagedRollbackTargetFoundWhileCurrentRuns(t *testing.T) {
+	n, files := prepareDamageNode(t)
+	if err := os.WriteFile(files["checkpoint of a"], []byte("bit rot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := status.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &recordedEvents{}
+	r, cfg := n.run(n.controller(func(o *Options[testConfig]) { o.Metrics = metrics; o.Events = events }))
+	if cfg.Value != 2 {
+		t.Fatalf("ran value %d; want b", cfg.Value)
+	}
+	waitFor(t, func() bool {
+		return strings.Contains(n.reporter.last().Message, "last-known-good (UID: uid-a) is unusable")
+	})
+	last := n.reporter.last()
+	if last.Status != corev1.ConditionTrue || !strings.HasPrefix(last.Message, "using current (UID: uid-b); ") {
+		t.Errorf("condition %+v; want True, using current, and the unusable rollback target", last)
+	}
+	if v := gaugeValue(t, reg, status.MetricLastKnownGoodUnusable); v != 1 {
+		t.Errorf("%s = %v, want 1", status.MetricLastKnownGoodUnusable, v)
+	}
+	// Wake Run a few more times: still one Event for this target.
+	for range 3 {
+		n.clock.Step(time.Second)
+		waitFor(t, n.clock.HasWaiters)
+	}
+	var unusable []string
+	for _, e := range events.list() {
+		if strings.HasPrefix(e, status.EventReasonLastKnownGoodUnusable+": ") {
+			unusable = append(unusable, e)
+		}
+	}
+	if len(unusable) != 1 {
+		t.Errorf("events %q; want one %s", events.list(), status.EventReasonLastKnownGoodUnusable)
+	}
+	// b's trial ends: b is promoted, the rollback target is b, all is well.
+	n.clock.Step(2 * time.Minute)
+	waitFor(t, func() bool {
+		return n.reporter.last().Message == "using current (UID: uid-b)" &&
+			gaugeValue(t, reg, status.MetricLastKnownGoodUnusable) == 0
+	})
+	r.stop(t)
 }

@@ -2,6 +2,7 @@ package dynconfig
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,4 +139,32 @@ func withUnusableLastKnownGood(reason string, lastKnownGood *corev1.NodeConfigSo
 		return status.WithUnusableLastKnownGood(reason, uid, cause)
 	}
 	return fmt.Sprintf("%s; last-known-good is unusable, using local config, cause: %v", reason, cause)
+}
+
+// rollbackCheckSep starts what withRollbackCheck appends to a message.
+const rollbackCheckSep = "; "
+
+// rollbackCheckMessage says that the rollback target could not be used.
+func rollbackCheckMessage(lastKnownGood *corev1.NodeConfigSource, cause error) string {
+	return fmt.Sprintf("last-known-good (UID: %s) is unusable, a rollback would use the local config, cause: %v", uidOf(lastKnownGood), cause)
+}
+
+// withRollbackCheck appends to the message of a report that runs current
+// (status True) that its rollback target is unusable, when the check of
+// checked (the last-known-good when it was checked) found so and it is
+// still the last-known-good.
+func withRollbackCheck(r status.Report, lastKnownGood, checked *corev1.NodeConfigSource, check error) status.Report {
+	if check == nil || r.Status != corev1.ConditionTrue || uidOf(lastKnownGood) == "" || !lkg.Same(lastKnownGood, checked) {
+		return r
+	}
+	r.Message += rollbackCheckSep + rollbackCheckMessage(lastKnownGood, check)
+	return r
+}
+
+// stripRollbackCheck removes what withRollbackCheck appended.
+func stripRollbackCheck(r status.Report) status.Report {
+	if i := strings.Index(r.Message, rollbackCheckSep+"last-known-good (UID: "); i >= 0 {
+		r.Message = r.Message[:i]
+	}
+	return r
 }

@@ -31,6 +31,10 @@ const (
 	// EventReasonStateFileQuarantined: a corrupt or foreign file in the
 	// state dir was moved to its quarantine. Type Warning.
 	EventReasonStateFileQuarantined = "StateFileQuarantined"
+	// EventReasonLastKnownGoodUnusable: the rollback target, checked while
+	// another config runs, could not be used if a rollback needed it; the
+	// node would fall back to its local config. Type Warning.
+	EventReasonLastKnownGoodUnusable = "LastKnownGoodUnusable"
 )
 
 // DefaultEventComponent is the event source component when
