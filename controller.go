@@ -107,11 +107,20 @@ func (c *Controller[T]) remoteEnabled() bool {
 // run; report the ConfigOK condition; and return the config to run. Call it
 // once, before Run. Garbage collection of old checkpoints waits for Run, so
 // that no startup waits on it.
+//
+// Everything Bootstrap asks of the cluster (the assignment, its ConfigMap,
+// the condition report, Events) shares one deadline,
+// Options.StartupSyncTimeout from the call: against an API server that
+// accepts connections and never answers, Bootstrap returns after about
+// that long, with the last-known-good config, and what it could not report
+// is reported by Run.
 func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 	logger := klog.FromContext(ctx)
 	if c.store != nil {
 		return nil, errors.New("dynconfig: Bootstrap called twice")
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartupSyncTimeout)
+	defer cancel()
 	store, err := checkpoint.Open(checkpoint.Options{
 		Dir: c.opts.StateDir, ComponentVersion: c.opts.ComponentVersion, Clock: c.opts.Clock, Logger: logger,
 	})

@@ -8,6 +8,9 @@ package dynconfig
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +24,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
@@ -797,4 +802,92 @@ func TestRegressionDamagedRollbackTargetFoundWhileCurrentRuns(t *testing.T) {
 			gaugeValue(t, reg, status.MetricLastKnownGoodUnusable) == 0
 	})
 	r.stop(t)
+}
+
+// blackHole is an API server that accepts connections, reads what it is
+// sent and never answers. It returns its URL.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				go func() { <-done; c.Close() }()
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); close(done); conns.Wait() })
+	return "http://" + l.Addr().String()
+}
+
+// Issue 21: Bootstrap against an API server that accepts connections and
+// never answers is bounded by one timeout, StartupSyncTimeout (the
+// condition report after the failed sync used to wait its own, twice as
+// long in all). Real client-go over real TCP; a wall budget, not a
+// benchmark: the old code takes 2x.
+func TestRegressionBootstrapBoundedByOneTimeout(t *testing.T) {
+	for _, damaged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("damaged state file to report=%v", damaged), func(t *testing.T) { bootstrapAgainstBlackHole(t, damaged) })
+	}
+}
+
+func bootstrapAgainstBlackHole(t *testing.T, damaged bool) {
+	const timeout = 2 * time.Second
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: blackHole(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := source.NewNode(source.NodeOptions{Client: client, NodeName: "node-1", PayloadKey: "config"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reporter, err := status.NewNodeReporter(status.NodeReporterOptions{Client: client, NodeName: "node-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := status.NewEventReporter(status.EventReporterOptions{Client: client, NodeName: "node-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, files := prepareDamageNode(t)
+	// A damaged file to report (an Event) on the way.
+	if damaged {
+		if err := os.WriteFile(files["bad-configs"], []byte("garbage"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := n.controller(func(o *Options[testConfig]) {
+		o.Remote, o.Reporter, o.Events, o.StartupSyncTimeout = remote, reporter, events, timeout
+	})
+	start := time.Now()
+	var cfg *testConfig
+	done := make(chan struct{})
+	go func() { defer close(done); cfg, err = c.Bootstrap(n.ctx()) }()
+	select {
+	case <-done:
+	case <-time.After(5 * timeout):
+		t.Fatalf("Bootstrap still running after %v: it hangs", 5*timeout)
+	}
+	took := time.Since(start)
+	c.Close()
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("Bootstrap took %v with StartupSyncTimeout %v (load %s)", took, timeout, strings.TrimSpace(string(load)))
+	if err != nil || cfg.Value != 1 {
+		t.Fatalf("Bootstrap: %+v, %v; want the last-known-good a", cfg, err)
+	}
+	if took > timeout+timeout/2 {
+		t.Fatalf("Bootstrap took %v; want about StartupSyncTimeout (%v), at most 1.5x", took, timeout)
+	}
 }
