@@ -38,6 +38,12 @@ type Controller[T any] struct {
 	published *status.Report // the last report the Reporter accepted
 	healthC   chan struct{}  // closed by MarkHealthy for the config running now
 	healthy   bool
+
+	// startups and startupsErr are what Bootstrap recorded when the
+	// record on disk is incomplete (startupsErr not nil): Run decides with
+	// them rather than with the file, which lacks this start.
+	startups    []time.Time
+	startupsErr error
 }
 
 // state is what the last decision left behind, for Run.
@@ -49,6 +55,10 @@ type state struct {
 	report        status.Report
 	syncFailed    bool // the last decision was made without a clear assignment
 	running       lkg.Running
+	// rollbackCheck is what Run found when it checked the rollback target
+	// while another config runs: nil when it could be used, for target.
+	rollbackCheck       error
+	rollbackCheckTarget *corev1.NodeConfigSource
 }
 
 // New validates opts and returns a Controller. Nothing is read or locked
@@ -98,11 +108,20 @@ func (c *Controller[T]) remoteEnabled() bool {
 // run; report the ConfigOK condition; and return the config to run. Call it
 // once, before Run. Garbage collection of old checkpoints waits for Run, so
 // that no startup waits on it.
+//
+// Everything Bootstrap asks of the cluster (the assignment, its ConfigMap,
+// the condition report, Events) shares one deadline,
+// Options.StartupSyncTimeout from the call: against an API server that
+// accepts connections and never answers, Bootstrap returns after about
+// that long, with the last-known-good config, and what it could not report
+// is reported by Run.
 func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 	logger := klog.FromContext(ctx)
 	if c.store != nil {
 		return nil, errors.New("dynconfig: Bootstrap called twice")
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartupSyncTimeout)
+	defer cancel()
 	store, err := checkpoint.Open(checkpoint.Options{
 		Dir: c.opts.StateDir, ComponentVersion: c.opts.ComponentVersion, Clock: c.opts.Clock, Logger: logger,
 	})
@@ -123,6 +142,14 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 
 	v := c.readState(ctx)
 	v.startups = startups
+	if err == nil || errors.Is(err, checkpoint.ErrCorrupt) {
+		v.thisStart = startups[len(startups)-1]
+	} else {
+		// Counted anyway (what was read plus this start), but a crash loop
+		// may go unseen: lkg.Decide does not run a current on trial.
+		v.startupsErr = err
+		c.startups, c.startupsErr = startups, err
+	}
 	var syncErr error
 	if !c.remoteEnabled() {
 		c.resetToLocal(ctx, v)
@@ -150,7 +177,13 @@ type view struct {
 	marks      checkpoint.BadMarks
 	marksErr   error // an I/O error (a corrupt file reads as no marks)
 	startups   []time.Time
-	loads      map[checkpoint.Key]loaded
+	// startupsErr: the startups could not be read or this start could not
+	// be recorded, so crash restarts cannot all be counted.
+	startupsErr error
+	// thisStart is this process's recorded startup time, when it is on
+	// disk: a current first run at startup records it as its first run.
+	thisStart time.Time
+	loads     map[checkpoint.Key]loaded
 }
 
 type loaded struct {
@@ -338,6 +371,10 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		CurrentCrashLooping: !lkg.Same(cur, lastKnownGood) && crashloop.CrashLooping(crashloop.Input{
 			Startups: v.startups, Since: v.current.FirstRun, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
 		}),
+		CrashCountError: v.startupsErr,
+	}
+	if v.lkgErr != nil {
+		in.LastKnownGoodError = fmt.Errorf("last-known-good pointer unreadable: %w", v.lkgErr)
 	}
 	if _, mark, ok := v.marks.Lookup(cur); ok {
 		in.CurrentBad = &lkg.Entry{Time: mark.Time, Reason: mark.Reason, CrashLoop: mark.IsCrashLoop()}
@@ -376,6 +413,9 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		lastKnownGood = nil
 	}
 	report := reportFor(d, cur, lastKnownGood, c.local())
+	c.mu.Lock()
+	report = withRollbackCheck(report, lastKnownGood, c.st.rollbackCheckTarget, c.st.rollbackCheck)
+	c.mu.Unlock()
 	c.observe(ctx, d, cur, lastKnownGood, report)
 
 	c.mu.Lock()
@@ -473,7 +513,7 @@ func (c *Controller[T]) resetHealth() {
 func (c *Controller[T]) startRunning(ctx context.Context, v *view, d lkg.Decision) {
 	now := c.opts.Clock.Now()
 	if !d.UsingLastKnownGood && d.Run != nil && v.current.FirstRun.IsZero() {
-		if p, err := c.store.RecordFirstRun(); err != nil {
+		if p, err := c.store.RecordFirstRunAt(v.thisStart); err != nil {
 			c.noteStateError(ctx, err, "Recording the first run of current")
 		} else {
 			v.current = p
@@ -594,6 +634,7 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	resync := c.opts.Clock.NewTimer(c.jitter())
 	defer resync.Stop()
 	for {
+		c.checkRollbackTarget(ctx)
 		pv := c.promotion()
 		if pv.Promote {
 			c.promote(ctx)
@@ -640,6 +681,51 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 func (c *Controller[T]) jitter() time.Duration {
 	p := c.opts.ResyncPeriod
 	return p + time.Duration(rand.Int64N(int64(p)/10+1))
+}
+
+// checkRollbackTarget loads, decodes and validates the last-known-good
+// config while another config runs, off the startup path, so that a
+// damaged rollback target is found while there is time to repair it, not
+// on the day a rollback needs it. A problem is reported in the condition's
+// message, by an Event (once per target), and by a metric. It runs each
+// time Run wakes (a resync, a change, the end of a trial): one checkpoint
+// read while a remote target is not the config running, nothing otherwise.
+func (c *Controller[T]) checkRollbackTarget(ctx context.Context) {
+	s := c.snapshot()
+	target := s.lastKnownGood
+	key, remote := checkpoint.KeyFromSource(target)
+	var err error
+	if remote && !lkg.Same(target, s.running.Source) {
+		var cm *corev1.ConfigMap
+		if cm, err = c.store.Load(key); err == nil {
+			_, err = c.build(target, cm)
+		} else if errors.Is(err, checkpoint.ErrCorrupt) {
+			c.noteStateError(ctx, err, "Checking the last-known-good checkpoint")
+		}
+	}
+	if err == nil && !remote && s.rollbackCheck == nil {
+		return
+	}
+	c.opts.Metrics.SetLastKnownGoodUnusable(err != nil)
+	c.mu.Lock()
+	known := s.rollbackCheck != nil && lkg.Same(s.rollbackCheckTarget, target)
+	c.st.rollbackCheck, c.st.rollbackCheckTarget = err, target
+	if !remote {
+		c.st.rollbackCheckTarget = nil
+	}
+	before := c.st.report
+	c.st.report = withRollbackCheck(stripRollbackCheck(before), target, target, err)
+	changed := !before.Equal(c.st.report)
+	c.mu.Unlock()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "The last-known-good config could not be used if a rollback needed it", "lastKnownGood", describe(target))
+		if !known {
+			c.warn(ctx, status.EventReasonLastKnownGoodUnusable, rollbackCheckMessage(target, err))
+		}
+	}
+	if changed {
+		c.report(ctx)
+	}
 }
 
 // promotion applies lkg.Promotion to the running state.
@@ -716,8 +802,13 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		c.publish(ctx, s.report)
 		return nil
 	}
-	if v.startups, err = c.store.Startups(); err != nil {
+	if c.startupsErr != nil {
+		v.startups, v.startupsErr = c.startups, c.startupsErr
+	} else if v.startups, err = c.store.Startups(); err != nil {
 		c.noteStateError(ctx, err, "Reading the startups")
+		if !errors.Is(err, checkpoint.ErrCorrupt) {
+			v.startupsErr = err
+		}
 	}
 	d, cfg, err := c.decide(ctx, v, nil, nil)
 	if err != nil {
@@ -775,7 +866,7 @@ func (c *Controller[T]) reload(ctx context.Context, v *view, d lkg.Decision, cfg
 		}
 	}
 	v2 := c.readState(ctx)
-	v2.startups = v.startups
+	v2.startups, v2.startupsErr = v.startups, v.startupsErr
 	d2, cfg2, err := c.decide(ctx, v2, nil, nil)
 	if err != nil {
 		return err

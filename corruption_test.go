@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/internal/damage"
 	"github.com/dynconfig/dynconfig/source/sourcetest"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -233,6 +235,75 @@ func restoreTree(t *testing.T, files map[string][]byte, dir string) {
 		}
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestDamagedQuarantineMatrix damages quarantine/ itself in every way a
+// layout directory is damaged (internal/damage.Dir: missing, emptied, a
+// foreign entry, a file, a FIFO, a symlink to a copy outside, a dangling
+// symlink, a 100 MB file, mode 000) while a corrupt checkpoint of current
+// must be moved into it: Bootstrap never hangs or fails, runs what it runs
+// with an intact quarantine, and the corrupt file ends up inside the state
+// dir, in a real quarantine directory (issue 21).
+func TestDamagedQuarantineMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs dozens of Bootstraps")
+	}
+	base, files := prepareDamageNode(t)
+	q := filepath.Join(base.stateDir, checkpoint.QuarantineDir)
+	if err := os.MkdirAll(q, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(q, "20260101T000000.000000000Z-earlier"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := copyTree(t, base.stateDir)
+	for _, d := range damage.Dir(t) {
+		for _, reachable := range []bool{true, false} {
+			name := fmt.Sprintf("%s/reachable=%v", d.Name, reachable)
+			restoreTree(t, snapshot, base.stateDir)
+			if err := d.Apply(q); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := os.WriteFile(files["checkpoint of b"], []byte("garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := base.controller(func(o *Options[testConfig]) {
+				if !reachable {
+					o.Remote = unreachable()
+				}
+			})
+			done := make(chan struct{})
+			var cfg *testConfig
+			var err error
+			go func() {
+				defer close(done)
+				cfg, err = c.Bootstrap(base.ctx())
+				c.Close()
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s: Bootstrap hangs", name)
+			}
+			if err != nil {
+				t.Errorf("%s: Bootstrap: %v", name, err)
+				continue
+			}
+			r := base.reporter.last()
+			want := wantAfterDamage("checkpoint of b", "garbage", reachable)
+			if cfg.Value != want.value || string(r.Status) != want.status || r.Message != want.message {
+				t.Errorf("%s: ran value %d with %+v; want value %d, %s %q", name, cfg.Value, r, want.value, want.status, want.message)
+			}
+			if fi, err := os.Lstat(q); err != nil || !fi.IsDir() {
+				t.Errorf("%s: quarantine/ is %v, %v; want a real directory", name, fi, err)
+				continue
+			}
+			moved, _ := filepath.Glob(filepath.Join(q, "*-checkpoints_uid-b_*"))
+			if len(moved) != 1 {
+				t.Errorf("%s: the corrupt checkpoint of b in the quarantine: %v; want it there", name, moved)
+			}
 		}
 	}
 }

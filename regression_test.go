@@ -8,9 +8,13 @@ package dynconfig
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,11 +22,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/internal/damage"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -509,5 +517,377 @@ func unreadableMarksChild(t *testing.T) {
 	t.Logf("condition with unreadable marks: %+v", r)
 	if r.Status == corev1.ConditionTrue {
 		t.Errorf("condition %+v: True although the marks could not be read", r)
+	}
+}
+
+// Issue 21, defect 1: a component that does not run as root, whose
+// quarantine/ it cannot search (a root-run tool made it 0700), must not
+// hang looking for a free name when a corrupt file must be moved aside; it
+// leaves the file in place and Bootstrap still runs the right config. The
+// child runs as nobody (EACCES from permission bits does not stop root).
+func TestRegressionUnsearchableQuarantineDoesNotHang(t *testing.T) {
+	if arg, ok := damage.InChild(t); ok {
+		dirs := strings.Split(arg, "\n")
+		n := &node{t: t, stateDir: dirs[0], srcDir: dirs[1],
+			clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
+		cfg, r := n.start()
+		if cfg.Value != 2 || r.Status != corev1.ConditionTrue || r.Message != "using current (UID: uid-b)" {
+			t.Fatalf("ran value %d with %+v; want b (value 2), True", cfg.Value, r)
+		}
+		return
+	}
+	n, files := prepareDamageNode(t)
+	if err := os.WriteFile(files["checkpoint of b"], []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damage.ChownTree(t, filepath.Dir(n.stateDir), damage.Nobody)
+	damage.ChownTree(t, n.srcDir, damage.Nobody)
+	q := filepath.Join(n.stateDir, checkpoint.QuarantineDir)
+	if err := os.MkdirAll(q, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(q, "root-owned"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(q, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	damage.AsUser(t, damage.Nobody, n.stateDir+"\n"+n.srcDir, 30*time.Second)
+}
+
+// tmpfsDir mounts a small tmpfs (size bytes) for a state dir that can be
+// filled up: a real ENOSPC, no injected error. It needs root, and skips the
+// test otherwise.
+func tmpfsDir(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700,size="+strconv.Itoa(size)); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fill writes a file under dir until the file system is full, and returns
+// a function that frees the space again.
+func fill(t *testing.T, dir string) (free func()) {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v", dir, err)
+			}
+			break
+		}
+	}
+	return func() { _ = os.Remove(p) }
+}
+
+// Issue 21, defect 2 (full disk): a start that cannot be recorded is
+// counted anyway, and a config on trial whose crash restarts cannot all be
+// counted does not run: ConfigOK is Unknown and names the cause, never
+// "all checks passed". The disk is a real, full tmpfs.
+func TestRegressionFullDiskDoesNotHideCrashLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		crashesOnDisk  int // recorded before the disk filled up
+		wantStatus     corev1.ConditionStatus
+		wantReasonPart string
+	}{
+		// On disk: 1 crash restart; this unrecorded start is the 2nd: not
+		// above the threshold (2), but the next ones could not be counted.
+		{"crash count unknown", 1, corev1.ConditionUnknown, "no space left on device"},
+		// On disk: 2; this start is the 3rd crash restart: a crash loop.
+		{"crash loop counted with this start", 2, corev1.ConditionFalse, "crash loop detected with current (UID: uid-b)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t, "")
+			n.stateDir = filepath.Join(tmpfsDir(t, 256<<10), "state")
+			n.configMap("a", "uid-a", goodValue1, nil)
+			n.configMap("b", "uid-b", goodValue2, nil)
+			n.assign("a", "uid-a")
+			n.runTrial()
+			n.assign("b", "uid-b")
+			n.start() // adopts b
+			for range tc.crashesOnDisk {
+				n.clock.Step(time.Second)
+				n.start()
+			}
+			free := fill(t, n.stateDir)
+			defer free()
+			n.clock.Step(time.Second)
+			cfg, r := n.start()
+			if cfg.Value != 1 || r.Status != tc.wantStatus || !strings.Contains(r.Reason, tc.wantReasonPart) ||
+				r.Message != "using last known good: (UID: uid-a)" {
+				t.Fatalf("ran value %d with %+v; want last-known-good a (value 1), %s, reason naming %q",
+					cfg.Value, r, tc.wantStatus, tc.wantReasonPart)
+			}
+			// Once the disk has room, counting works again: the unrecorded
+			// start is lost, this one is recorded. With one crash restart
+			// on disk before, b is tried again (2, not above 2); with two,
+			// it is found crash-looping (3).
+			free()
+			n.clock.Step(time.Second)
+			_, r = n.start()
+			if want := tc.crashesOnDisk < 2; (r.Status == corev1.ConditionTrue) != want {
+				t.Fatalf("after the disk has room: %+v; want b running: %v", r, want)
+			}
+		})
+	}
+}
+
+// Issue 21, defect 2 (unreadable startups): as a component that does not
+// run as root, a startups file it cannot read (EACCES) makes a config on
+// trial not run (Unknown, naming the cause); the file is not replaced.
+func TestRegressionUnreadableStartupsFailSafe(t *testing.T) {
+	if arg, ok := damage.InChild(t); ok {
+		dirs := strings.Split(arg, "\n")
+		n := &node{t: t, stateDir: dirs[0], srcDir: dirs[1],
+			clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
+		cfg, r := n.start()
+		if cfg.Value != 1 || r.Status != corev1.ConditionUnknown || !strings.Contains(r.Reason, "permission denied") ||
+			!strings.Contains(r.Reason, "startups.json") {
+			t.Fatalf("ran value %d with %+v; want last-known-good a (value 1), Unknown, naming the unreadable startups file", cfg.Value, r)
+		}
+		return
+	}
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", goodValue1, nil)
+	n.configMap("b", "uid-b", goodValue2, nil)
+	n.assign("a", "uid-a")
+	n.runTrial()
+	n.assign("b", "uid-b")
+	n.start() // adopts b: on trial
+	startups := filepath.Join(n.stateDir, "tracking", "v1.0.0", "startups.json")
+	before, err := os.ReadFile(startups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage.ChownTree(t, filepath.Dir(n.stateDir), damage.Nobody)
+	damage.ChownTree(t, n.srcDir, damage.Nobody)
+	if err := os.Chown(startups, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	damage.AsUser(t, damage.Nobody, n.stateDir+"\n"+n.srcDir, 30*time.Second)
+	if after, err := os.ReadFile(startups); err != nil || string(after) != string(before) {
+		t.Fatalf("the unreadable startups file was replaced: %q, %v", after, err)
+	}
+}
+
+// Issue 21, defect 4: a clock stepped back (an RTC corrected by NTP) must
+// neither invent crash restarts nor hide them.
+func TestRegressionClockStepBack(t *testing.T) {
+	t.Run("startups stamped in the future are not the new config's crashes", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("b", "uid-b", goodValue2, nil)
+		t0 := n.clock.Now()
+		n.clock.SetTime(t0.Add(time.Hour)) // the clock runs an hour ahead
+		for range 4 {
+			n.clock.Step(time.Second)
+			n.start() // local config, restarted now and then
+		}
+		n.clock.SetTime(t0) // corrected
+		n.assign("b", "uid-b")
+		cfg, r := n.start() // adopts b
+		if cfg.Value != 2 || r.Status != corev1.ConditionTrue {
+			t.Fatalf("first start of b: ran value %d with %+v; want b, True", cfg.Value, r)
+		}
+		n.clock.Step(time.Second)
+		if cfg, r := n.start(); cfg.Value != 2 || r.Status != corev1.ConditionTrue {
+			t.Fatalf("first crash restart of b (threshold 2): ran value %d with %+v; want b, True", cfg.Value, r)
+		}
+	})
+	t.Run("crash restarts after a step back are counted", func(t *testing.T) {
+		n := newNode(t, "")
+		n.configMap("b", "uid-b", goodValue2, nil)
+		t0 := n.clock.Now()
+		n.clock.SetTime(t0.Add(time.Hour))
+		n.assign("b", "uid-b")
+		n.start() // adopts b, an hour ahead
+		n.clock.SetTime(t0)
+		var r status.Report
+		for range 3 { // threshold 2: the third crash restart trips
+			n.clock.Step(time.Second)
+			_, r = n.start()
+		}
+		if r.Status != corev1.ConditionFalse || r.Reason != status.CrashLoopReason("uid-b") {
+			t.Fatalf("after 3 crash restarts across the step: %+v; want b found crash-looping", r)
+		}
+	})
+}
+
+// Issue 21, defect 5: a last-known-good pointer that cannot be read makes a
+// rollback run the local config; the condition says that the
+// last-known-good is unusable and why, as for an unreadable checkpoint.
+func TestRegressionUnreadableLastKnownGoodPointerIsReported(t *testing.T) {
+	n, files := prepareDamageNode(t)
+	if err := os.WriteFile(files["last-known-good"], []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := n.controller(func(o *Options[testConfig]) { o.Remote = unreachable() })
+	cfg, err := c.Bootstrap(n.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	r := n.reporter.last()
+	if cfg.Value != 0 || r.Status != corev1.ConditionUnknown ||
+		!strings.Contains(r.Reason, "last-known-good is unusable") || !strings.Contains(r.Reason, "last-known-good pointer unreadable") ||
+		!strings.Contains(r.Reason, "meta/last-known-good") {
+		t.Fatalf("ran value %d with %+v; want local (0), Unknown, a reason saying last-known-good is unusable and why", cfg.Value, r)
+	}
+}
+
+// Issue 21, defect 6: a damaged last-known-good checkpoint is found by Run
+// while current runs well, off the startup path, and reported in the
+// condition's message, by one Event and by a metric, while there is time
+// to repair it; once current is promoted the report clears.
+func TestRegressionDamagedRollbackTargetFoundWhileCurrentRuns(t *testing.T) {
+	n, files := prepareDamageNode(t)
+	if err := os.WriteFile(files["checkpoint of a"], []byte("bit rot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := status.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &recordedEvents{}
+	r, cfg := n.run(n.controller(func(o *Options[testConfig]) { o.Metrics = metrics; o.Events = events }))
+	if cfg.Value != 2 {
+		t.Fatalf("ran value %d; want b", cfg.Value)
+	}
+	waitFor(t, func() bool {
+		return strings.Contains(n.reporter.last().Message, "last-known-good (UID: uid-a) is unusable")
+	})
+	last := n.reporter.last()
+	if last.Status != corev1.ConditionTrue || !strings.HasPrefix(last.Message, "using current (UID: uid-b); ") {
+		t.Errorf("condition %+v; want True, using current, and the unusable rollback target", last)
+	}
+	if v := gaugeValue(t, reg, status.MetricLastKnownGoodUnusable); v != 1 {
+		t.Errorf("%s = %v, want 1", status.MetricLastKnownGoodUnusable, v)
+	}
+	// Wake Run a few more times: still one Event for this target.
+	for range 3 {
+		n.clock.Step(time.Second)
+		waitFor(t, n.clock.HasWaiters)
+	}
+	var unusable []string
+	for _, e := range events.list() {
+		if strings.HasPrefix(e, status.EventReasonLastKnownGoodUnusable+": ") {
+			unusable = append(unusable, e)
+		}
+	}
+	if len(unusable) != 1 {
+		t.Errorf("events %q; want one %s", events.list(), status.EventReasonLastKnownGoodUnusable)
+	}
+	// b's trial ends: b is promoted, the rollback target is b, all is well.
+	n.clock.Step(2 * time.Minute)
+	waitFor(t, func() bool {
+		return n.reporter.last().Message == "using current (UID: uid-b)" &&
+			gaugeValue(t, reg, status.MetricLastKnownGoodUnusable) == 0
+	})
+	r.stop(t)
+}
+
+// blackHole is an API server that accepts connections, reads what it is
+// sent and never answers. It returns its URL.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				go func() { <-done; c.Close() }()
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); close(done); conns.Wait() })
+	return "http://" + l.Addr().String()
+}
+
+// Issue 21: Bootstrap against an API server that accepts connections and
+// never answers is bounded by one timeout, StartupSyncTimeout (the
+// condition report after the failed sync used to wait its own, twice as
+// long in all). Real client-go over real TCP; a wall budget, not a
+// benchmark: the old code takes 2x.
+func TestRegressionBootstrapBoundedByOneTimeout(t *testing.T) {
+	for _, damaged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("damaged state file to report=%v", damaged), func(t *testing.T) { bootstrapAgainstBlackHole(t, damaged) })
+	}
+}
+
+func bootstrapAgainstBlackHole(t *testing.T, damaged bool) {
+	const timeout = 2 * time.Second
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: blackHole(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := source.NewNode(source.NodeOptions{Client: client, NodeName: "node-1", PayloadKey: "config"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reporter, err := status.NewNodeReporter(status.NodeReporterOptions{Client: client, NodeName: "node-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := status.NewEventReporter(status.EventReporterOptions{Client: client, NodeName: "node-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, files := prepareDamageNode(t)
+	// A damaged file to report (an Event) on the way.
+	if damaged {
+		if err := os.WriteFile(files["bad-configs"], []byte("garbage"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := n.controller(func(o *Options[testConfig]) {
+		o.Remote, o.Reporter, o.Events, o.StartupSyncTimeout = remote, reporter, events, timeout
+	})
+	start := time.Now()
+	var cfg *testConfig
+	done := make(chan struct{})
+	go func() { defer close(done); cfg, err = c.Bootstrap(n.ctx()) }()
+	select {
+	case <-done:
+	case <-time.After(5 * timeout):
+		t.Fatalf("Bootstrap still running after %v: it hangs", 5*timeout)
+	}
+	took := time.Since(start)
+	c.Close()
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("Bootstrap took %v with StartupSyncTimeout %v (load %s)", took, timeout, strings.TrimSpace(string(load)))
+	if err != nil || cfg.Value != 1 {
+		t.Fatalf("Bootstrap: %+v, %v; want the last-known-good a", cfg, err)
+	}
+	if took > timeout+timeout/2 {
+		t.Fatalf("Bootstrap took %v; want about StartupSyncTimeout (%v), at most 1.5x", took, timeout)
 	}
 }

@@ -1,6 +1,9 @@
 package dynconfig
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +40,8 @@ func problemReason(d lkg.Decision, current *corev1.NodeConfigSource) string {
 		return status.ApplyFailedReason(uid)
 	case lkg.ProblemStateUnreadable:
 		return status.StateUnreadableReason(d.Cause)
+	case lkg.ProblemCrashCountUnknown:
+		return crashCountUnknownReason(uid, d.Cause)
 	case lkg.ProblemMarkedBad:
 		if d.DeadEnd {
 			return status.DeadEndReason(d.Cause.Error(), d.DeadEndAfterCrashLoop)
@@ -67,11 +72,11 @@ func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, 
 		Reason:  problemReason(d, current),
 		Message: status.LastKnownGoodMessage(status.Ref{UID: uidOf(d.Run)}, local),
 	}
-	if d.Problem == lkg.ProblemSyncFailed || d.Problem == lkg.ProblemStateUnreadable {
+	if d.Problem == lkg.ProblemSyncFailed || d.Problem == lkg.ProblemStateUnreadable || d.Problem == lkg.ProblemCrashCountUnknown {
 		r.Status = corev1.ConditionUnknown
 	}
 	if d.LastKnownGoodUnusable != nil {
-		r.Reason = status.WithUnusableLastKnownGood(r.Reason, uidOf(lastKnownGood), d.LastKnownGoodUnusable)
+		r.Reason = withUnusableLastKnownGood(r.Reason, lastKnownGood, d.LastKnownGoodUnusable)
 	}
 	return r
 }
@@ -84,7 +89,7 @@ func reportFor(d lkg.Decision, current, lastKnownGood *corev1.NodeConfigSource, 
 func syncFailedReport(s state, cause error) status.Report {
 	reason := status.SyncFailedReason(cause)
 	if u := s.decision.LastKnownGoodUnusable; u != nil {
-		reason = status.WithUnusableLastKnownGood(reason, uidOf(s.lastKnownGood), u)
+		reason = withUnusableLastKnownGood(reason, s.lastKnownGood, u)
 	}
 	return status.Report{Status: corev1.ConditionUnknown, Reason: reason, Message: s.report.Message}
 }
@@ -120,4 +125,50 @@ func configStatus(s state, r status.Report) *nodeapi.ConfigStatus {
 		}
 	}
 	return cs
+}
+
+// crashCountUnknownReason: current is on trial and its crash restarts
+// cannot be counted, so it does not run. (Condition wording belongs to
+// package status; this one waits there for its owner.)
+func crashCountUnknownReason(current types.UID, cause error) string {
+	return fmt.Sprintf("crash restarts of current (UID: %s) cannot be counted, a crash loop would go unnoticed, cause: %v", current, cause)
+}
+
+// withUnusableLastKnownGood extends reason with why the last-known-good
+// could not be used: status.WithUnusableLastKnownGood for a remote one; for
+// one whose pointer could not even be read (no UID to name), the same words
+// without the UID.
+func withUnusableLastKnownGood(reason string, lastKnownGood *corev1.NodeConfigSource, cause error) string {
+	if uid := uidOf(lastKnownGood); uid != "" {
+		return status.WithUnusableLastKnownGood(reason, uid, cause)
+	}
+	return fmt.Sprintf("%s; last-known-good is unusable, using local config, cause: %v", reason, cause)
+}
+
+// rollbackCheckSep starts what withRollbackCheck appends to a message.
+const rollbackCheckSep = "; "
+
+// rollbackCheckMessage says that the rollback target could not be used.
+func rollbackCheckMessage(lastKnownGood *corev1.NodeConfigSource, cause error) string {
+	return fmt.Sprintf("last-known-good (UID: %s) is unusable, a rollback would use the local config, cause: %v", uidOf(lastKnownGood), cause)
+}
+
+// withRollbackCheck appends to the message of a report that runs current
+// (status True) that its rollback target is unusable, when the check of
+// checked (the last-known-good when it was checked) found so and it is
+// still the last-known-good.
+func withRollbackCheck(r status.Report, lastKnownGood, checked *corev1.NodeConfigSource, check error) status.Report {
+	if check == nil || r.Status != corev1.ConditionTrue || uidOf(lastKnownGood) == "" || !lkg.Same(lastKnownGood, checked) {
+		return r
+	}
+	r.Message += rollbackCheckSep + rollbackCheckMessage(lastKnownGood, check)
+	return r
+}
+
+// stripRollbackCheck removes what withRollbackCheck appended.
+func stripRollbackCheck(r status.Report) status.Report {
+	if i := strings.Index(r.Message, rollbackCheckSep+"last-known-good (UID: "); i >= 0 {
+		r.Message = r.Message[:i]
+	}
+	return r
 }

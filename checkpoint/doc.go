@@ -61,6 +61,12 @@
 //     marks of ConfigMaps gone from the node are the oldest dropped.
 //     ForgetBad also clears current's first run, so a repaired config starts
 //     a fresh trial.
+//   - quarantine/ is a layout directory like the others: a symlink, file or
+//     FIFO in its place is moved into a new, real quarantine directory, so
+//     nothing moved aside leaves the state dir and trimming deletes nothing
+//     elsewhere. Moving a file aside never waits: a quarantine the process
+//     cannot search (EACCES) or that has no free name leaves the damaged
+//     file where it is, and the read that found it still fails cleanly.
 //   - Nothing is read or written outside the state dir: UIDs,
 //     resourceVersions and the component version are validated as single
 //     safe path components before any path is built.

@@ -114,7 +114,14 @@ func Inspect(dir string) (*Snapshot, error) {
 	}
 	s.inspectCheckpoints()
 	s.inspectTracking()
-	if entries, err := os.ReadDir(filepath.Join(abs, QuarantineDir)); err == nil {
+	// The quarantine is a layout directory too: a symlink in its place is
+	// reported, never listed; one that cannot be listed is said.
+	qdir := filepath.Join(abs, QuarantineDir)
+	if s.checkDir(qdir, false) {
+		entries, err := os.ReadDir(qdir)
+		if err != nil {
+			s.Problems = append(s.Problems, fmt.Errorf("list the quarantine: %w", err))
+		}
 		for _, e := range entries {
 			s.Quarantine = append(s.Quarantine, e.Name())
 		}

@@ -64,20 +64,17 @@ func (s *Store) moveAside(ce *CorruptError) error {
 // path. The caller holds the write lock, or is Open.
 func (s *Store) quarantine(path string) (string, error) {
 	qdir := filepath.Join(s.dir, QuarantineDir)
-	if _, err := mkdirDurable(qdir); err != nil {
-		return "", err
-	}
 	rel, err := filepath.Rel(s.dir, path)
-	if err != nil || strings.HasPrefix(rel, "..") {
+	if err != nil || strings.HasPrefix(rel, "..") || rel == QuarantineDir {
 		return "", fmt.Errorf("%s is not inside the state dir %s", path, s.dir)
 	}
+	if err := s.ensureQuarantineDir(); err != nil {
+		return "", err
+	}
 	name := s.clock.Now().UTC().Format("20060102T150405.000000000Z") + "-" + strings.ReplaceAll(rel, string(filepath.Separator), "_")
-	to := filepath.Join(qdir, name)
-	for i := 1; ; i++ {
-		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		to = filepath.Join(qdir, fmt.Sprintf("%s.%d", name, i))
+	to, err := freeName(qdir, name)
+	if err != nil {
+		return "", err
 	}
 	if err := os.Rename(path, to); err != nil {
 		return "", fmt.Errorf("move %s to the quarantine: %w", path, err)
@@ -91,6 +88,76 @@ func (s *Store) quarantine(path string) (string, error) {
 	s.log.Info("Moved a corrupt or foreign file to the quarantine", "path", path, "movedTo", to)
 	s.trimQuarantine(qdir)
 	return to, nil
+}
+
+// maxQuarantineNames bounds the search for a free name in the quarantine:
+// names carry the time to the nanosecond, so more than a few collisions
+// mean something else is wrong.
+const maxQuarantineNames = 100
+
+// freeName returns qdir/name, or qdir/name.<i> for the first i that is
+// free. Any answer of lstat but "does not exist" (EACCES on a quarantine the
+// component cannot search, EIO) ends the search with that error: the file
+// stays where it is, and the caller goes on without moving it.
+func freeName(qdir, name string) (string, error) {
+	to := filepath.Join(qdir, name)
+	for i := 1; i <= maxQuarantineNames; i++ {
+		_, err := os.Lstat(to)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return to, nil
+		case err != nil:
+			return "", fmt.Errorf("find a free name in the quarantine %s: %w", qdir, err)
+		}
+		to = filepath.Join(qdir, fmt.Sprintf("%s.%d", name, i))
+	}
+	return "", fmt.Errorf("find a free name in the quarantine %s: %s and %d more are taken", qdir, name, maxQuarantineNames)
+}
+
+// ensureQuarantineDir makes <dir>/quarantine a real directory, like every
+// other directory of the layout: created if missing, and anything else in
+// its place (a symlink, which would move state files out of the state dir
+// and let trimming delete files elsewhere; a file; a FIFO) is moved into the
+// new quarantine itself, through tmp/, so the evidence survives. The caller
+// holds the write lock, or is Open.
+func (s *Store) ensureQuarantineDir() error {
+	qdir := filepath.Join(s.dir, QuarantineDir)
+	fi, err := os.Lstat(qdir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		_, err := mkdirDurable(qdir)
+		return err
+	case err != nil:
+		return fmt.Errorf("stat %s: %w", qdir, err)
+	}
+	// Something that is not a directory: park it in tmp/ (same file
+	// system, never garbage-collected as a temporary file since its name
+	// does not carry the prefix), make the directory, move it in.
+	stamp := s.clock.Now().UTC().Format("20060102T150405.000000000Z")
+	parked := filepath.Join(s.dir, tmpDir, "quarantine-"+stamp)
+	if _, err := mkdirDurable(filepath.Join(s.dir, tmpDir)); err != nil {
+		return err
+	}
+	if err := os.Rename(qdir, parked); err != nil {
+		return fmt.Errorf("%s is not a directory (mode %v) and cannot be moved aside: %w", qdir, fi.Mode(), err)
+	}
+	if _, err := mkdirDurable(qdir); err != nil {
+		return err
+	}
+	to := filepath.Join(qdir, stamp+"-"+QuarantineDir)
+	if err := os.Rename(parked, to); err != nil {
+		return fmt.Errorf("move %s into the quarantine: %w", parked, err)
+	}
+	if err := atomicfile.SyncDir(filepath.Join(s.dir, tmpDir)); err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(qdir); err != nil {
+		return err
+	}
+	s.log.Info("Moved what was in place of the quarantine directory into it", "mode", fi.Mode(), "movedTo", to)
+	return nil
 }
 
 // trimQuarantine removes the oldest entries beyond MaxQuarantined. Names
@@ -362,38 +429,49 @@ func (s *Store) readStartups() ([]time.Time, bool, error) {
 }
 
 // RecordStartup appends the Clock's now to the startups file, keeping the
-// newest MaxStartups, and returns every recorded startup, this one last. A
-// corrupt file is moved to the quarantine and replaced by one holding this
-// startup (its *CorruptError is returned with the startups, for the caller
-// to report). A file that cannot be read is an error, and nothing is
-// written.
+// newest MaxStartups, and returns every recorded startup, this one last.
+//
+// The startups are returned whatever happens, this one always counted, so
+// that a failing disk cannot hide a crash loop:
+//   - a corrupt file is moved to the quarantine and replaced by one holding
+//     this startup (its *CorruptError is returned with the startups, for the
+//     caller to report);
+//   - a file that cannot be written (ENOSPC, EROFS, EACCES) leaves the old
+//     file, and the error is returned with what was read plus this start;
+//   - a file that cannot be read (EACCES, EIO) is never replaced (nothing
+//     is written, so no record is lost to a transient fault), and the
+//     error is returned with this start alone.
+//
+// Any error that is not a *CorruptError means the record on disk is
+// incomplete: crash restarts cannot all be counted.
 func (s *Store) RecordStartup() ([]time.Time, error) {
+	now := s.clock.Now().UTC()
 	unlock, err := s.writeLocked()
 	if err != nil {
-		return nil, err
+		return []time.Time{now}, err
 	}
 	defer unlock()
 	ts, _, rerr := s.readStartups()
 	var ce *CorruptError
 	if rerr != nil {
 		if !errors.As(rerr, &ce) {
-			return nil, fmt.Errorf("record startup: %w", rerr)
-		}
-		if err := s.moveAside(ce); err != nil {
-			return nil, fmt.Errorf("record startup: %v; %w", rerr, err)
+			return []time.Time{now}, fmt.Errorf("record startup: %w", rerr)
 		}
 		ts = nil
+		if err := s.moveAside(ce); err != nil {
+			return []time.Time{now}, fmt.Errorf("record startup: %v; %w", rerr, err)
+		}
 	}
-	ts = append(ts, s.clock.Now().UTC())
+	ts = append(ts, now)
 	if len(ts) > MaxStartups {
 		ts = ts[len(ts)-MaxStartups:]
 	}
 	data, err := encodeStartups(ts)
 	if err != nil {
-		return nil, err
+		return ts, err
 	}
 	if err := s.replaceFile(s.trackingPath(StartupsFile), data); err != nil {
-		return nil, fmt.Errorf("record startup: %w", err)
+		return ts, fmt.Errorf("record startup: %w", err)
 	}
 	return ts, rerr
 }

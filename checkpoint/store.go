@@ -252,6 +252,13 @@ func (s *Store) prepare() error {
 			freshMeta = true
 		}
 	}
+	// The quarantine is created when something is first moved aside, but
+	// something else in its place is fixed now, as for every directory.
+	if fi, err := os.Lstat(filepath.Join(s.dir, QuarantineDir)); err == nil && !fi.IsDir() {
+		if err := s.ensureQuarantineDir(); err != nil {
+			return err
+		}
+	}
 	// Temporary files of interrupted writes (in tmp/, meta/ and this
 	// version's tracking dir; older versions also wrote them in
 	// checkpoints/) are harmless: every write makes a new one with a random
@@ -736,7 +743,15 @@ func (s *Store) SetLastKnownGood(src *corev1.NodeConfigSource) error {
 // ran current, unless a first run is recorded already, and returns the
 // pointer as it is now. Crash-loop counting starts there: the startup that
 // adopted current is not a crash.
-func (s *Store) RecordFirstRun() (Pointer, error) {
+func (s *Store) RecordFirstRun() (Pointer, error) { return s.RecordFirstRunAt(time.Time{}) }
+
+// RecordFirstRunAt is RecordFirstRun with the time given: a start that
+// adopts current passes its own recorded startup time (the last of what
+// RecordStartup returned), which pins that start among the startups, so
+// that crash restarts are counted by the order they were recorded in, not
+// by a clock that may have been stepped (see package crashloop). The zero
+// time means the Clock's now.
+func (s *Store) RecordFirstRunAt(at time.Time) (Pointer, error) {
 	unlock, err := s.writeLocked()
 	if err != nil {
 		return Pointer{}, err
@@ -749,7 +764,10 @@ func (s *Store) RecordFirstRun() (Pointer, error) {
 	if !p.FirstRun.IsZero() {
 		return p, nil
 	}
-	p.FirstRun = s.clock.Now()
+	p.FirstRun = at
+	if at.IsZero() {
+		p.FirstRun = s.clock.Now()
+	}
 	if err := s.writePointer(currentFile, p); err != nil {
 		return Pointer{}, fmt.Errorf("record first run: %w", err)
 	}

@@ -50,12 +50,33 @@
 //
 // # Time
 //
-// All comparisons use the caller's wall-clock times. When the clock steps
-// backwards, startups stamped before the step can lie in the future of Now:
-// they are still counted if they follow Since, because they were real
-// startups stamped by the same clock, and dropping them would let a crash
-// loop that straddles a clock correction go unnoticed. A Since in the future
-// of Now is within the trial, and startups stamped after the step that lie
-// before it are not counted, so a clock step can delay a verdict but does not
-// invent startups.
+// A clock step (an RTC corrected by NTP, a VM restored from a snapshot) must
+// neither invent crashes nor hide them, so the count does not compare
+// timestamps to decide what came first: it uses the order the startups were
+// recorded in, which is the order they happened. The rule:
+//
+//  1. The adopting start is found by position. The caller records, as the
+//     config's first run, the adopting start's own recorded time, so the
+//     adopting start is the last startup whose time equals Since. When none
+//     does (a config adopted in process by a reload, the time of a bad mark,
+//     a first run recorded by an older version), it is the last startup
+//     stamped no later than Since; and when Since lies in the future of Now
+//     (the clock was stepped back after the first run), the last such
+//     startup that also lies in the future of Now, since the adopting start
+//     was stamped before the step.
+//  2. The crash restarts are the startups recorded after the adopting one,
+//     wherever their stamps lie relative to Since: a startup stamped before
+//     a backward step is counted if it was recorded after the adoption, and
+//     one recorded before the adoption is never counted, however far in the
+//     future its stamp is.
+//  3. The trial window keeps the crash restarts stamped after Now minus the
+//     trial; a startup stamped in the future of Now (before a backward step)
+//     is inside it. A forward step ages the startups before it as if that
+//     time had passed: restarts spread wider than a trial are not a crash
+//     loop, and a crash loop that goes on after the step is found within
+//     Threshold+1 more starts.
+//
+// So a backward step neither makes old startups count against a new config
+// (TestClockStepBackDoesNotInventCrashes) nor hides crash restarts stamped
+// before or after it (TestClockStepBackDoesNotHideCrashes).
 package crashloop

@@ -80,9 +80,13 @@ func TestCrashLooping(t *testing.T) {
 			in:   Input{Startups: stamps(-3*s, -2*s, -1*s, 1*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 1},
 		},
 		{
-			name: "order of startups is irrelevant",
-			in:   Input{Startups: stamps(4*s, -1*s, 2*s, 1*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 2},
+			name: "the order recorded counts, not the stamps: only what follows the last start before since",
+			in:   Input{Startups: stamps(4*s, -1*s, 2*s, 1*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 1},
 			want: true,
+		},
+		{
+			name: "the order recorded counts, not the stamps: two after the adopting start do not exceed 2",
+			in:   Input{Startups: stamps(4*s, -1*s, 2*s, 1*s), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 2},
 		},
 		{
 			name: "elapsed equal to trial is still in the trial",
@@ -138,6 +142,80 @@ func TestCrashLooping(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := CrashLooping(tc.in); got != tc.want {
 				t.Errorf("CrashLooping(%+v) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// A backward clock step must not make startups recorded before a config
+// was adopted count as its crash restarts, however far in the future
+// their stamps lie (issue 21, defect 4).
+func TestClockStepBackDoesNotInventCrashes(t *testing.T) {
+	const trial = 10 * time.Minute
+	h, s := time.Hour, time.Second
+	for _, tc := range []struct {
+		name  string
+		in    Input
+		wantN int // CrashRestarts
+	}{
+		{
+			name: "pinned: adopted at t0 after a step back from t0+1h",
+			in: Input{Startups: stamps(h, h+s, h+2*s, 0), Since: t0, Now: at(0),
+				Trial: trial, Threshold: 0},
+		},
+		{
+			name: "pinned: one crash restart after the adoption",
+			in: Input{Startups: stamps(h, h+s, h+2*s, 0, 5*s), Since: t0, Now: at(5 * s),
+				Trial: trial, Threshold: 1},
+			wantN: 1,
+		},
+		{
+			name: "unpinned first run (older versions, reload): the last start before it adopted",
+			in: Input{Startups: stamps(h, h+s, h+2*s, 0), Since: at(s / 10), Now: at(s),
+				Trial: trial, Threshold: 0},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if CrashLooping(tc.in) {
+				t.Errorf("CrashLooping(%+v) = true: startups from before the adoption were counted", tc.in)
+			}
+			if n := CrashRestarts(tc.in.Startups, tc.in.Since); n != tc.wantN {
+				t.Errorf("CrashRestarts = %d, want %d", n, tc.wantN)
+			}
+		})
+	}
+}
+
+// A backward clock step must not hide the crash restarts of a config:
+// those recorded after its adoption count whether they are stamped before
+// or after the step (issue 21, defect 4).
+func TestClockStepBackDoesNotHideCrashes(t *testing.T) {
+	const trial = 10 * time.Minute
+	h, s := time.Hour, time.Second
+	for _, tc := range []struct {
+		name string
+		in   Input
+	}{
+		{
+			name: "pinned: adopted at t0+1h, step back to t0, three crash restarts after the step",
+			in:   Input{Startups: stamps(-s, h, s, 2*s, 3*s), Since: at(h), Now: at(3 * s), Trial: trial, Threshold: 2},
+		},
+		{
+			name: "pinned: one crash restart before the step, two after",
+			in:   Input{Startups: stamps(-s, h, h+s, s, 2*s), Since: at(h), Now: at(2 * s), Trial: trial, Threshold: 2},
+		},
+		{
+			name: "unpinned (reload at t0+1h): the step is found where the stamps fall below now",
+			in:   Input{Startups: stamps(-s, h-s, s, 2*s, 3*s), Since: at(h), Now: at(3 * s), Trial: trial, Threshold: 2},
+		},
+		{
+			name: "a step back by a day: stamps before it are in the future of now, still in the window",
+			in:   Input{Startups: stamps(0, s, 2*s, 3*s), Since: t0, Now: at(-24*h + s), Trial: trial, Threshold: 2},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !CrashLooping(tc.in) {
+				t.Errorf("CrashLooping(%+v) = false: crash restarts across the clock step were hidden", tc.in)
 			}
 		})
 	}

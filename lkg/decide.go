@@ -105,6 +105,13 @@ const (
 	// ProblemStateUnreadable: the bad marks could not be read (an I/O error,
 	// not corruption), so whether current is bad is unclear.
 	ProblemStateUnreadable
+	// ProblemCrashCountUnknown: current is on trial and its crash restarts
+	// cannot be counted (the startups could not be read, or this start
+	// could not be recorded: a full disk, an unreadable file), so a crash
+	// loop could not be stopped; the rollback target runs instead, status
+	// Unknown. Nothing is marked bad: the next start that can count tries
+	// current again.
+	ProblemCrashCountUnknown
 )
 
 // String names the problem.
@@ -128,6 +135,8 @@ func (p Problem) String() string {
 		return "ApplyFailed"
 	case ProblemStateUnreadable:
 		return "StateUnreadable"
+	case ProblemCrashCountUnknown:
+		return "CrashCountUnknown"
 	}
 	return fmt.Sprintf("Problem(%d)", int(p))
 }
@@ -161,7 +170,17 @@ type Input struct {
 	// CurrentCrashLooping: current is still in its trial window and the
 	// startups since it first ran exceed its threshold.
 	CurrentCrashLooping bool
+	// CrashCountError is non-nil when the startups could not be read or
+	// this start could not be recorded, so CurrentCrashLooping may be false
+	// only for want of evidence. A current on trial (not last-known-good)
+	// is then not run: a crash loop would go unnoticed.
+	CrashCountError error
 
+	// LastKnownGoodError is non-nil when the last-known-good pointer could
+	// not be read (damaged, unreadable): the rollback target is then the
+	// local config, and a rollback says why (LastKnownGoodUnusable).
+	// LastKnownGood must be nil.
+	LastKnownGoodError error
 	// LoadLastKnownGood loads, decodes and validates the last-known-good
 	// config. Required when LastKnownGood is remote.
 	LoadLastKnownGood Loader
@@ -197,9 +216,10 @@ type Decision struct {
 	// loop, so repairing the node and forgetting the mark can help. A
 	// decode, validation or apply mark is certain: forgetting it cannot.
 	DeadEndAfterCrashLoop bool
-	// LastKnownGoodUnusable is non-nil when the remote last-known-good could
-	// not be used (missing or corrupt checkpoint, decode or validation
-	// failure, or it is the rejected current itself), so Run is local.
+	// LastKnownGoodUnusable is non-nil when the last-known-good could not
+	// be used (its pointer unreadable, its checkpoint missing or corrupt, a
+	// decode or validation failure, or it is the rejected current itself),
+	// so Run is local.
 	LastKnownGoodUnusable error
 }
 
@@ -222,6 +242,10 @@ var (
 //   - a missing or corrupt checkpoint of current rolls back without a mark;
 //   - unreadable bad marks roll back (current might be marked), status
 //     Unknown;
+//   - a current on trial whose crash restarts cannot be counted (startups
+//     unreadable, or this start unrecorded) rolls back without a mark,
+//     status Unknown, unless what could be counted already shows a crash
+//     loop;
 //   - a last-known-good that cannot be used falls back to local, and says so;
 //   - a rollback target that crash-loops too is a dead end.
 //
@@ -238,7 +262,9 @@ func Decide(in Input) (Decision, error) {
 		return rollBack(in, Decision{Problem: ProblemSyncFailed, Cause: in.SyncError}), nil
 	}
 	if !remote(in.Current) {
-		return Decision{ResetLastKnownGood: remote(in.LastKnownGood)}, nil
+		// A damaged last-known-good pointer is rewritten too: with a local
+		// current, the rollback target is local.
+		return Decision{ResetLastKnownGood: remote(in.LastKnownGood) || in.LastKnownGoodError != nil}, nil
 	}
 	if in.MarksError != nil {
 		return rollBack(in, Decision{Problem: ProblemStateUnreadable, Cause: in.MarksError}), nil
@@ -265,6 +291,9 @@ func Decide(in Input) (Decision, error) {
 	if in.CurrentCrashLooping {
 		return rollBack(in, Decision{Problem: ProblemCrashLoop, MarkBad: true}), nil
 	}
+	if in.CrashCountError != nil && !Same(in.Current, in.LastKnownGood) {
+		return rollBack(in, Decision{Problem: ProblemCrashCountUnknown, Cause: in.CrashCountError}), nil
+	}
 	return Decision{Run: in.Current}, nil
 }
 
@@ -272,6 +301,10 @@ func Decide(in Input) (Decision, error) {
 // last-known-good cannot be used.
 func rollBack(in Input, d Decision) Decision {
 	d.UsingLastKnownGood = true
+	if in.LastKnownGoodError != nil {
+		d.LastKnownGoodUnusable = in.LastKnownGoodError
+		return d
+	}
 	if !remote(in.LastKnownGood) {
 		return d
 	}

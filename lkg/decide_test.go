@@ -77,6 +77,45 @@ func TestDecide(t *testing.T) {
 			wantCauseMessage: plain.Error(),
 		},
 		{
+			name:             "an unreadable last-known-good pointer: a rollback runs local and says why",
+			in:               Input{SyncError: errSync, Current: cur, LastKnownGoodError: plain},
+			want:             Decision{UsingLastKnownGood: true, Problem: ProblemSyncFailed},
+			wantLKGUnusable:  true,
+			wantCauseMessage: errSync.Error(),
+		},
+		{
+			name:         "an unreadable last-known-good pointer does not matter while current runs",
+			in:           Input{Current: cur, LastKnownGoodError: plain},
+			want:         Decision{Run: cur},
+			wantCurLoads: 1,
+		},
+		{
+			name: "an unreadable last-known-good pointer with a local current is reset",
+			in:   Input{LastKnownGoodError: plain},
+			want: Decision{ResetLastKnownGood: true},
+		},
+		{
+			name:             "uncountable crash restarts of current on trial roll back, no mark",
+			in:               Input{CrashCountError: plain, Current: cur, LastKnownGood: lkg},
+			want:             Decision{Run: lkg, UsingLastKnownGood: true, Problem: ProblemCrashCountUnknown},
+			wantCurLoads:     1,
+			wantLKGLoads:     1,
+			wantCauseMessage: plain.Error(),
+		},
+		{
+			name:         "uncountable crash restarts of a current that is last-known-good: it runs",
+			in:           Input{CrashCountError: plain, Current: cur, LastKnownGood: src("cur", "1")},
+			want:         Decision{Run: cur},
+			wantCurLoads: 1,
+		},
+		{
+			name:         "a crash loop seen in what could be counted wins over the uncounted rest",
+			in:           Input{CrashCountError: plain, CurrentCrashLooping: true, Current: cur, LastKnownGood: lkg},
+			want:         Decision{Run: lkg, UsingLastKnownGood: true, Problem: ProblemCrashLoop, MarkBad: true},
+			wantCurLoads: 1,
+			wantLKGLoads: 1,
+		},
+		{
 			name: "dead end after a crash-loop mark",
 			in: Input{Current: cur, LastKnownGood: lkg, CurrentBad: &Entry{Reason: "crash loop detected with current (UID: cur)", CrashLoop: true},
 				LastKnownGoodCrashLooping: true},
@@ -243,7 +282,7 @@ func TestKey(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	for p := ProblemNone; p <= ProblemStateUnreadable; p++ {
+	for p := ProblemNone; p <= ProblemCrashCountUnknown; p++ {
 		if s := p.String(); s == "" || s[0] == 'P' {
 			t.Errorf("Problem %d has no name: %q", int(p), s)
 		}

@@ -2,12 +2,16 @@ package status
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -33,6 +37,10 @@ const (
 	// EventReasonStateFileQuarantined: a corrupt or foreign file in the
 	// state dir was moved to its quarantine. Type Warning.
 	EventReasonStateFileQuarantined = "StateFileQuarantined"
+	// EventReasonLastKnownGoodUnusable: the rollback target, checked while
+	// another config runs, could not be used if a rollback needed it; the
+	// node would fall back to its local config. Type Warning.
+	EventReasonLastKnownGoodUnusable = "LastKnownGoodUnusable"
 )
 
 // DefaultEventComponent is the event source component when
@@ -59,10 +67,18 @@ type EventReporterOptions struct {
 // needed. The Events are core/v1 Events in the "default" namespace (the
 // namespace Kubernetes uses for Events about cluster-scoped objects).
 //
-// Events are best effort: each Record call makes one Create and returns its
-// error; nothing is retried, aggregated or rate limited, so callers should
-// record only on transitions, as the Controller does. Safe for concurrent
-// use.
+// Events are best effort: each Record call makes one Create (a repeated
+// warning, two Patches) and returns its error; nothing is retried or rate
+// limited, so callers should record only on transitions, as the Controller
+// does. Safe for concurrent use.
+//
+// Warnings (RecordWarning: a dead end, a quarantined file, an unusable
+// last-known-good) are deduplicated across restarts, as the kubelet's event
+// recorder deduplicates within one process: the same reason and message
+// about the same node is one Event, named after a hash of them, whose count
+// and lastTimestamp are patched on each repeat. A component that
+// crash-loops in a dead end so makes one Event, not one per start. Only the
+// create and patch verbs are needed (no get).
 type EventReporter struct {
 	client    kubernetes.Interface
 	node      string
@@ -109,16 +125,71 @@ func (e *EventReporter) RecordRolledBack(ctx context.Context, message string) er
 }
 
 // RecordWarning records a Warning Event with reason (one of the
-// EventReason constants, such as EventReasonConfigDeadEnd) and message.
+// EventReason constants, such as EventReasonConfigDeadEnd) and message; a
+// repeat of the same reason and message updates the one Event (count,
+// lastTimestamp) instead of making another.
 func (e *EventReporter) RecordWarning(ctx context.Context, reason, message string) error {
-	return e.record(ctx, corev1.EventTypeWarning, reason, message)
+	now := e.clock.Now()
+	sum := sha256.Sum256([]byte(e.component + "\x00" + reason + "\x00" + message))
+	name := fmt.Sprintf("%s.%x", e.node, sum[:8])
+	err := e.create(ctx, e.event(name, now, corev1.EventTypeWarning, reason, message))
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for range 3 { // a concurrent repeat changed the count: read it again
+		if err = e.bump(ctx, name, now); err == nil || !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("status: recording %s event for node %q: updating its count: %w", reason, e.node, err)
+	}
+	return nil
+}
+
+// bump moves lastTimestamp of the Event name to now, which returns its
+// count, then adds one to the count if nobody else did meanwhile (a JSON
+// patch whose test fails otherwise).
+func (e *EventReporter) bump(ctx context.Context, name string, now time.Time) error {
+	events := e.client.CoreV1().Events(metav1.NamespaceDefault)
+	ts, err := json.Marshal(map[string]any{"lastTimestamp": metav1.NewTime(now)})
+	if err != nil {
+		return err
+	}
+	ev, err := events.Patch(ctx, name, types.MergePatchType, ts, metav1.PatchOptions{})
+	if err != nil {
+		return err
+	}
+	count, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/count", "value": ev.Count},
+		{"op": "replace", "path": "/count", "value": ev.Count + 1},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = events.Patch(ctx, name, types.JSONPatchType, count, metav1.PatchOptions{})
+	return err
 }
 
 func (e *EventReporter) record(ctx context.Context, eventType, reason, message string) error {
 	now := e.clock.Now()
-	ev := &corev1.Event{
+	return e.create(ctx, e.event(fmt.Sprintf("%s.%x", e.node, e.nameTime(now.UnixNano())), now, eventType, reason, message))
+}
+
+func (e *EventReporter) create(ctx context.Context, ev *corev1.Event) error {
+	if _, err := e.client.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return fmt.Errorf("status: recording %s event for node %q: %w", ev.Reason, e.node, err)
+	}
+	return nil
+}
+
+func (e *EventReporter) event(name string, now time.Time, eventType, reason, message string) *corev1.Event {
+	return &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s.%x", e.node, e.nameTime(now.UnixNano())),
+			Name:      name,
 			Namespace: metav1.NamespaceDefault,
 		},
 		InvolvedObject: corev1.ObjectReference{
@@ -137,10 +208,6 @@ func (e *EventReporter) record(ctx context.Context, eventType, reason, message s
 		ReportingController: e.component,
 		ReportingInstance:   e.node,
 	}
-	if _, err := e.client.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("status: recording %s event for node %q: %w", reason, e.node, err)
-	}
-	return nil
 }
 
 // nameTime returns t, or one more than the last value it returned when the

@@ -174,3 +174,52 @@ func TestDescribeSource(t *testing.T) {
 		})
 	}
 }
+
+// Issue 21: a warning repeated on every start (a dead end under a restart
+// loop) is one Event whose count and lastTimestamp move, as the kubelet's
+// recorder does, not a new Event per start; another message is another
+// Event. Each repeat is what a new process would send (a new reporter).
+func TestRecordWarningDeduplicates(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	msg := DeadEndReason(CrashLoopReason("uid-1"), true)
+	for i := range 3 {
+		e, err := NewEventReporter(EventReporterOptions{Client: client, NodeName: testNode, Component: "kubelet",
+			Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Duration(i) * time.Minute))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.RecordWarning(ctx, EventReasonConfigDeadEnd, msg); err != nil {
+			t.Fatalf("repeat %d: %v", i, err)
+		}
+	}
+	e, err := NewEventReporter(EventReporterOptions{Client: client, NodeName: testNode, Component: "kubelet",
+		Clock: clocktesting.NewFakePassiveClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RecordWarning(ctx, EventReasonStateFileQuarantined, "another message"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int32{}
+	for _, ev := range list.Items {
+		counts[ev.Reason] += ev.Count
+		if ev.Reason == EventReasonConfigDeadEnd {
+			if !ev.FirstTimestamp.Time.Equal(t0) || !ev.LastTimestamp.Time.Equal(t0.Add(2*time.Minute)) || ev.Message != msg {
+				t.Errorf("dead-end event %s: first %v last %v; want %v and %v", ev.Name, ev.FirstTimestamp, ev.LastTimestamp, t0, t0.Add(2*time.Minute))
+			}
+		}
+	}
+	if len(list.Items) != 2 || counts[EventReasonConfigDeadEnd] != 3 || counts[EventReasonStateFileQuarantined] != 1 {
+		t.Fatalf("%d events, counts %v; want one dead-end Event counted 3 and one other", len(list.Items), counts)
+	}
+	for _, a := range client.Actions() {
+		if v := a.GetVerb(); v != "create" && v != "patch" && v != "list" {
+			t.Errorf("verb %s: the component's RBAC grants create and patch only", v)
+		}
+	}
+}

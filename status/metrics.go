@@ -36,6 +36,11 @@ const (
 	// MetricQuarantinedFilesTotal counts corrupt or foreign state files
 	// moved to the state dir's quarantine.
 	MetricQuarantinedFilesTotal = "dynconfig_quarantined_files_total"
+	// MetricLastKnownGoodUnusable is 1 while the rollback target, checked
+	// while another config runs, could not be used if a rollback needed it
+	// (its checkpoint is missing or damaged, or it no longer validates),
+	// else 0.
+	MetricLastKnownGoodUnusable = "dynconfig_last_known_good_unusable"
 )
 
 // Metrics exports the node's config state to Prometheus:
@@ -47,6 +52,7 @@ const (
 //	dynconfig_rollbacks_total
 //	dynconfig_dead_end                                                                0 or 1
 //	dynconfig_quarantined_files_total
+//	dynconfig_last_known_good_unusable                                                0 or 1
 //
 // Each info gauge has at most one series, valued 1, naming the config (the
 // local config has source="local" and empty other labels); a Set call
@@ -63,6 +69,7 @@ type Metrics struct {
 	rollbacks     prometheus.Counter
 	deadEnd       prometheus.Gauge
 	quarantined   prometheus.Counter
+	lkgUnusable   prometheus.Gauge
 }
 
 // info is an info gauge and the labels of its one series (nil: none).
@@ -120,6 +127,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: MetricQuarantinedFilesTotal,
 			Help: "Corrupt or foreign state files moved to the state dir's quarantine.",
 		}),
+		lkgUnusable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricLastKnownGoodUnusable,
+			Help: "1 while the last-known-good config could not be used if a rollback needed it (damaged or missing checkpoint, fails validation), else 0.",
+		}),
 	}
 	collectors := []struct {
 		name string
@@ -132,6 +143,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{MetricRollbacksTotal, m.rollbacks},
 		{MetricDeadEnd, m.deadEnd},
 		{MetricQuarantinedFilesTotal, m.quarantined},
+		{MetricLastKnownGoodUnusable, m.lkgUnusable},
 	}
 	for i, c := range collectors {
 		if err := reg.Register(c.c); err != nil {
@@ -210,4 +222,17 @@ func (m *Metrics) IncQuarantined() {
 		return
 	}
 	m.quarantined.Inc()
+}
+
+// SetLastKnownGoodUnusable records whether the rollback target could not be
+// used if a rollback needed it.
+func (m *Metrics) SetLastKnownGoodUnusable(unusable bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if unusable {
+		v = 1
+	}
+	m.lkgUnusable.Set(v)
 }

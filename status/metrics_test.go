@@ -27,7 +27,7 @@ func exposition(t testing.TB, reg prometheus.Gatherer) string {
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, f := range families {
 		// The dead-end gauge and the quarantine counter have their own test.
-		if f.GetName() == MetricDeadEnd || f.GetName() == MetricQuarantinedFilesTotal {
+		if f.GetName() == MetricDeadEnd || f.GetName() == MetricQuarantinedFilesTotal || f.GetName() == MetricLastKnownGoodUnusable {
 			continue
 		}
 		if err := enc.Encode(f); err != nil {
@@ -288,7 +288,19 @@ func TestDeadEndAndQuarantineMetrics(t *testing.T) {
 	if v := value(MetricQuarantinedFilesTotal); v != 2 {
 		t.Fatalf("quarantined %v, want 2", v)
 	}
+	if v := value(MetricLastKnownGoodUnusable); v != 0 {
+		t.Fatalf("last-known-good unusable %v before any check", v)
+	}
+	m.SetLastKnownGoodUnusable(true)
+	if v := value(MetricLastKnownGoodUnusable); v != 1 {
+		t.Fatalf("last-known-good unusable %v, want 1", v)
+	}
+	m.SetLastKnownGoodUnusable(false)
+	if v := value(MetricLastKnownGoodUnusable); v != 0 {
+		t.Fatalf("last-known-good unusable %v after a repair, want 0", v)
+	}
 	var nilMetrics *Metrics
 	nilMetrics.SetDeadEnd(true)
 	nilMetrics.IncQuarantined()
+	nilMetrics.SetLastKnownGoodUnusable(true)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/lkg"
 	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
@@ -58,8 +60,10 @@ The base config is, in this order:
                    component, read from the API server (the kubectl client
                    flags select the cluster); --config when nothing is assigned
   --state-dir DIR  the state dir's current checkpoint, what the component
-                   runs after its next restart; --config when current is
-                   local. The state dir is read without its lock.
+                   runs after its next restart; its last-known-good when
+                   current is marked bad (or the marks cannot be read);
+                   --config when that is local. The state dir is read
+                   without its lock.
   --config FILE    the local config file (the component's --config)
 
 --config-dir (the kubelet's drop-in directory, *.conf in lexical order),
@@ -334,25 +338,96 @@ func stateDirBase(dir string, p profile) (*merge.Document, string, error) {
 	if src == nil {
 		return nil, fmt.Sprintf("state dir %s: current is the local config", sd.path), nil
 	}
+	// A current marked bad (or whose marks cannot be read) never runs: the
+	// component rolls back, and so does this render (lkg.Decide's rule).
+	if why := currentBlocked(snap, src); why != "" {
+		return rollbackBase(snap, sd.path, src, why, p)
+	}
+	return checkpointBase(snap, sd.path, src, "current", p)
+}
+
+// currentBlocked says why the component would not run current src at its
+// next start for want of marks: a bad mark in the tracking dir of the
+// component version that started last (the one with the newest startup),
+// or marks it cannot read. "" when nothing blocks it.
+func currentBlocked(snap *checkpoint.Snapshot, src *corev1.NodeConfigSource) string {
+	var ts *checkpoint.TrackingState
+	var newest time.Time
+	for i := range snap.Tracking {
+		t := &snap.Tracking[i]
+		if ts == nil {
+			ts = t
+		}
+		if n := len(t.Startups); n > 0 && t.Startups[n-1].After(newest) {
+			ts, newest = t, t.Startups[n-1]
+		}
+	}
+	if ts == nil {
+		return ""
+	}
+	if ts.BadMarksErr != nil && !errors.Is(ts.BadMarksErr, checkpoint.ErrCorrupt) {
+		return fmt.Sprintf("the bad marks of component version %s cannot be read (%v)", ts.ComponentVersion, ts.BadMarksErr)
+	}
+	if _, mark, ok := ts.BadMarks.Lookup(src); ok {
+		return fmt.Sprintf("current (UID %s) is marked bad for component version %s: %s", src.ConfigMap.UID, ts.ComponentVersion, mark.Reason)
+	}
+	return ""
+}
+
+// rollbackBase is the base the component runs instead of a blocked current:
+// the last-known-good checkpoint, or the local config (a nil document) when
+// last-known-good is local or cannot be used.
+func rollbackBase(snap *checkpoint.Snapshot, dir string, cur *corev1.NodeConfigSource, why string, p profile) (*merge.Document, string, error) {
+	in := lkg.Input{Current: cur, CurrentBad: &lkg.Entry{Reason: why}, LoadCurrent: func() error { return nil }}
+	if snap.LastKnownGood.Err != nil {
+		in.LastKnownGoodError = snap.LastKnownGood.Err
+	} else {
+		in.LastKnownGood = snap.LastKnownGood.Pointer.Source
+	}
+	in.LoadLastKnownGood = func() error {
+		_, _, err := checkpointBase(snap, dir, in.LastKnownGood, "last-known-good", p)
+		return err
+	}
+	d, err := lkg.Decide(in)
+	if err != nil {
+		return nil, "", err
+	}
+	if d.Run == nil {
+		local := fmt.Sprintf("state dir %s: %s, so the component runs the local config", dir, why)
+		if d.LastKnownGoodUnusable != nil {
+			local += fmt.Sprintf(" (last-known-good is unusable: %v)", d.LastKnownGoodUnusable)
+		}
+		return nil, local, nil
+	}
+	doc, from, err := checkpointBase(snap, dir, d.Run, "last-known-good", p)
+	if err != nil {
+		return nil, "", err
+	}
+	return doc, fmt.Sprintf("%s; %s, so the component runs last-known-good", from, why), nil
+}
+
+// checkpointBase is the payload of the checkpoint src names, which the
+// state dir's pointer role ("current", "last-known-good") references.
+func checkpointBase(snap *checkpoint.Snapshot, dir string, src *corev1.NodeConfigSource, role string, p profile) (*merge.Document, string, error) {
 	k, ok := checkpoint.KeyFromSource(src)
 	if !ok {
-		return nil, "", fmt.Errorf("state dir %s: current names no checkpoint (%s)", sd.path, describeSourceLong(src))
+		return nil, "", fmt.Errorf("state dir %s: %s names no checkpoint (%s)", dir, role, describeSourceLong(src))
 	}
 	c, ok := snap.Checkpoint(k)
 	if !ok {
-		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s is missing; inspect it with dynconfigctl inspect", sd.path, k)
+		return nil, "", fmt.Errorf("state dir %s: %s's checkpoint %s is missing; inspect it with dynconfigctl inspect", dir, role, k)
 	}
 	if c.Err != nil {
-		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s cannot be read: %w", sd.path, k, c.Err)
+		return nil, "", fmt.Errorf("state dir %s: %s's checkpoint %s cannot be read: %w", dir, role, k, c.Err)
 	}
 	payloadKey := nodeapi.PayloadKeyOf(src, p.payloadKey)
 	data, ok := c.ConfigMap.Data[payloadKey]
 	if !ok {
-		return nil, "", fmt.Errorf("state dir %s: current's checkpoint %s: %w", sd.path, k, missingKeyError(c.ConfigMap, payloadKey, ""))
+		return nil, "", fmt.Errorf("state dir %s: %s's checkpoint %s: %w", dir, role, k, missingKeyError(c.ConfigMap, payloadKey, ""))
 	}
 	name := fmt.Sprintf("configmap %s/%s key %s", c.ConfigMap.Namespace, c.ConfigMap.Name, payloadKey)
 	return &merge.Document{Name: name, Data: []byte(data)},
-		fmt.Sprintf("%s (UID %s, resourceVersion %s), current in state dir %s", name, c.ConfigMap.UID, c.ConfigMap.ResourceVersion, sd.path), nil
+		fmt.Sprintf("%s (UID %s, resourceVersion %s), %s in state dir %s", name, c.ConfigMap.UID, c.ConfigMap.ResourceVersion, role, dir), nil
 }
 
 // describeSourceLong names a config source in an error.

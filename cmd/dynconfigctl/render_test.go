@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/dynconfig/dynconfig/checkpoint"
 )
 
 const (
@@ -341,5 +343,42 @@ func TestRenderBadInput(t *testing.T) {
 				t.Errorf("a failing render wrote to stdout:\n%s", stdout)
 			}
 		})
+	}
+}
+
+// Issue 21: render --state-dir shows what the component runs after its
+// next restart: with current marked bad, its last-known-good (or the local
+// --config when that is local), never the marked config.
+func TestRenderStateDirHonoursBadMarks(t *testing.T) {
+	e := newRenderEnv(t)
+	good := newConfigMap("kube-system", "kubelet-g", "uid-g", "3", map[string]string{
+		"kubelet": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 77\n"})
+	markBad := func(withLKG bool) {
+		s := openStore(t, e.stateDir, "v1", nil)
+		defer s.Close()
+		if withLKG {
+			if _, err := s.Save(good); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetLastKnownGood(sourceOf(good)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.RecordStartup(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkBad(sourceOf(e.remote), checkpoint.BadMark{Reason: "failed to validate current (UID: uid-r)"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	markBad(false)
+	out, errOut, code := e.run(t, "--state-dir", "$STATE", "--config", "$D/base.yaml", "-o", "json")
+	if code != 0 || strings.Contains(out, "110") || !strings.Contains(out, "marked bad") || !strings.Contains(out, "runs the local config") {
+		t.Fatalf("local last-known-good: code %d\n%s\n%s\nwant the local --config rendered, saying current is marked bad", code, out, errOut)
+	}
+	markBad(true)
+	out, errOut, code = e.run(t, "--state-dir", "$STATE", "--config", "$D/base.yaml", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"maxPods": 77`) || !strings.Contains(out, "runs last-known-good") {
+		t.Fatalf("remote last-known-good: code %d\n%s\n%s\nwant kubelet-g (maxPods 77) rendered", code, out, errOut)
 	}
 }
