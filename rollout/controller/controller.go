@@ -676,7 +676,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 			t = corev1.EventTypeWarning
 		}
 		if e.Reason == "Halted" {
-			r.c.metrics.halts.Inc()
+			r.c.metrics.halted(ro.Namespace, ro.Name)
 		}
 		r.recorder.Event(ro, t, e.Reason, e.Message)
 		logger.V(2).Info("Rollout event", "reason", e.Reason, "message", e.Message)
