@@ -357,6 +357,7 @@ func ownNodeUnlisted(ctx context.Context, t *testing.T, cl *cluster.Cluster) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	var proxy kubernetes.Interface
 	podClient := func(namespace, account, node string) kubernetes.Interface {
 		pod, err := admin.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: account + "-" + node, Namespace: namespace},
@@ -372,15 +373,21 @@ func ownNodeUnlisted(ctx context.Context, t *testing.T, cl *cluster.Cluster) {
 		}
 		return kubernetes.NewForConfigOrDie(cfg)
 	}
-	patch := []byte(`{"metadata":{"annotations":{"dynconfig.io/config-status.node-greeter":"{\"phase\":\"Local\"}"}}}`)
+	// Each identity writes its own component's status annotation.
 	statusPatch := func(c kubernetes.Interface, node string) error {
+		user := "node-greeter"
+		if c == proxy {
+			user = "kube-proxy"
+		}
+		patch := []byte(`{"metadata":{"annotations":{"dynconfig.io/config-status.` + user + `":"{\"phase\":\"Local\"}"}}}`)
 		_, err := c.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		return err
 	}
 
-	// The policy is in force once it refuses the listed-by-everyone case:
-	// kube-proxy-like's Pod on node-a writing node-b.
-	proxy := podClient("kube-system", "kube-proxy-like", "node-a")
+	// The policy is in force once it refuses the case deploy/ names:
+	// kube-proxy-like's Pod on node-a writing node-b (before it is, that
+	// write succeeds; it writes another annotation than node-greeter's).
+	proxy = podClient("kube-system", "kube-proxy-like", "node-a")
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		last = statusPatch(proxy, "node-b")
