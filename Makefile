@@ -20,7 +20,7 @@ full:
 
 ## integration: the separate test/ module against a real kube-apiserver and etcd.
 integration: bins
-	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./cmd/hollow-kubelet/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/...
+	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/...
 
 ## bins: build kube-apiserver, etcd and hollow-kubelet into bin/ when missing or stale.
 bins:
