@@ -103,3 +103,10 @@ func (s *Skeleton) SetUp(ctx context.Context) (context.Context, error) {
 	o := &options{logging: s.logging}
 	return o.setUpLogging(ctx, s.gates, s.Cmd.OutOrStdout(), s.Cmd.ErrOrStderr())
 }
+
+// Version is what --version prints after a binary's name: v when set,
+// else the main module's version from the build info, else
+// component-base's version.Get().GitVersion (set with -ldflags), else
+// "v0.0.0-dev". For binaries built on neither NewCommand nor NewSkeleton
+// (dynconfigctl).
+func Version(v string) string { return versionInfo(v).GitVersion }
