@@ -1,7 +1,7 @@
 # dynconfig — developer targets. `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: test unit full integration bins vet fmt-check bench fuzz-smoke
+.PHONY: test unit full integration bins vet fmt-check bench fuzz-smoke images
 
 ## test: everything CI checks, on a fresh machine, every tier (the first run
 ## builds kube-apiserver and etcd into bin/: 10+ minutes on 2 cores).
@@ -20,7 +20,7 @@ full:
 
 ## integration: the separate test/ module against a real kube-apiserver and etcd.
 integration: bins
-	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./cmd/hollow-kubelet/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/...
+	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/...
 
 ## bins: build kube-apiserver, etcd and hollow-kubelet into bin/ when missing or stale.
 bins:
@@ -42,4 +42,24 @@ fuzz-smoke:
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 10s $$pkg || exit 1; \
 	  done; \
+	done
+
+## images: one OCI image (an OCI layout in a tar) per binary that runs in a
+## cluster, FROM scratch, static (CGO_ENABLED=0), non-root (65532), built
+## without a container engine by test/cmd/mkimage: $(IMAGES_DIR)/NAME.oci.tar,
+## named localhost/NAME:$(IMAGE_TAG). Load one with
+## `ctr -n k8s.io images import bin/images/dynconfig-rollout.oci.tar`.
+## The same sources give the same digests (-trimpath, no build id, fixed
+## timestamps).
+IMAGES_DIR ?= bin/images
+IMAGE_TAG ?= dev
+IMAGE_BINS = dynconfig-rollout=./cmd/dynconfig-rollout kube-proxy-like=./examples/kube-proxy-like \
+	node-greeter=./examples/node-greeter kubelet-like=./examples/kubelet-like
+images:
+	@mkdir -p $(IMAGES_DIR)/build
+	cd test && $(GO) build -o $(abspath $(IMAGES_DIR))/build/mkimage ./cmd/mkimage
+	@set -e; for spec in $(IMAGE_BINS); do name=$${spec%%=*}; pkg=$${spec#*=}; \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w -buildid=' -o $(IMAGES_DIR)/build/$$name $$pkg; \
+	  $(IMAGES_DIR)/build/mkimage -name $$name -binary $(IMAGES_DIR)/build/$$name \
+	    -ref localhost/$$name:$(IMAGE_TAG) -out $(IMAGES_DIR)/$$name.oci.tar; \
 	done

@@ -3,6 +3,7 @@ module github.com/dynconfig/dynconfig
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/distribution/reference v0.6.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/dynconfig/dynconfig/app"
 	rolloutcli "github.com/dynconfig/dynconfig/rollout/cli"
 )
 
@@ -105,6 +106,8 @@ Against the API server (the kubectl client flags --kubeconfig, --context,
 
 Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
 (unknown command or flag, wrong number of arguments, malformed argument).`,
+		// --version prints "dynconfigctl VERSION", as every dynconfig binary.
+		Version:       app.Version(""),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// A root command with Args set reports unknown subcommands through
@@ -121,6 +124,7 @@ Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
 			return usagef("no command given")
 		},
 	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })

@@ -456,7 +456,7 @@ func (r *runner) waitForSync(ctx context.Context, synced ...cache.InformerSynced
 				"crd", "configrollouts.dynconfig.io", "install", "kubectl apply -f deploy/rollout/dynconfig.io_configrollouts.yaml")
 		case apierrors.IsForbidden(err):
 			logger.Error(err, "This identity may not list ConfigRollouts; waiting for its grants",
-				"namespace", o.Namespace, "grants", "deploy/rollout/rbac.yaml (or deploy/rollout/namespaced/rbac.yaml with --namespace)")
+				"namespace", o.Namespace, "grants", "deploy/overlays/one-namespace/rbac.yaml with --namespace (or deploy/overlays/cluster-wide/rbac.yaml)")
 		case err != nil:
 			logger.Error(err, "Listing ConfigRollouts failed; waiting")
 		default:
@@ -676,7 +676,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 			t = corev1.EventTypeWarning
 		}
 		if e.Reason == "Halted" {
-			r.c.metrics.halts.Inc()
+			r.c.metrics.halted(ro.Namespace, ro.Name)
 		}
 		r.recorder.Event(ro, t, e.Reason, e.Message)
 		logger.V(2).Info("Rollout event", "reason", e.Reason, "message", e.Message)

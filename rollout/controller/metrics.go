@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,8 +15,14 @@ type metrics struct {
 	phase     *prometheus.GaugeVec
 	patches   *prometheus.CounterVec
 	writes    *prometheus.CounterVec
-	halts     prometheus.Counter
+	halts     *prometheus.CounterVec
 	reconcile prometheus.Histogram
+	// stepStart is status.stepStartedAt as Unix seconds: how long a
+	// rollout has been in its step survives a change of leader.
+	stepStart *prometheus.GaugeVec
+	// observed is when this process last planned or observed the rollout
+	// (a heartbeat: stale while no leader reconciles it).
+	observed *prometheus.GaugeVec
 }
 
 var phases = []v1alpha1.RolloutPhase{
@@ -27,8 +34,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dynconfig_rollout_nodes",
-			Help: "Nodes of a ConfigRollout by count (selected, assigned, in_trial, promoted, failed), as in its status.",
-		}, []string{"namespace", "name", "count"}),
+			Help: "Nodes of a ConfigRollout by state (selected, assigned, in_trial, promoted, failed), as in its status.",
+		}, []string{"namespace", "name", "state"}),
 		phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dynconfig_rollout_phase",
 			Help: "1 for the phase a ConfigRollout is in, 0 for the others.",
@@ -41,10 +48,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "dynconfig_rollout_status_writes_total",
 			Help: "ConfigRollout status updates, by result (ok, conflict, error).",
 		}, []string{"result"}),
-		halts: prometheus.NewCounter(prometheus.CounterOpts{
+		halts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynconfig_rollout_halts_total",
-			Help: "ConfigRollouts that halted.",
-		}),
+			Help: "Times a ConfigRollout halted under this process (a new leader starts at 0: alert on dynconfig_rollout_phase).",
+		}, []string{"namespace", "name"}),
+		stepStart: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dynconfig_rollout_step_started_timestamp_seconds",
+			Help: "When a ConfigRollout entered its current step (status.stepStartedAt), as Unix seconds; no series before the first step.",
+		}, []string{"namespace", "name"}),
+		observed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dynconfig_rollout_last_observed_timestamp_seconds",
+			Help: "When this process last reconciled a ConfigRollout, as Unix seconds.",
+		}, []string{"namespace", "name"}),
 		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "dynconfig_rollout_reconcile_duration_seconds",
 			Help:    "Time to plan a ConfigRollout and write the result.",
@@ -54,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.nodes, m.phase, m.patches, m.writes, m.halts, m.reconcile} {
+	for _, c := range []prometheus.Collector{m.nodes, m.phase, m.patches, m.writes, m.halts, m.reconcile, m.stepStart, m.observed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register rollout metrics: %w", err)
 		}
@@ -75,9 +90,24 @@ func (m *metrics) observe(r *v1alpha1.ConfigRollout) {
 		}
 		m.phase.WithLabelValues(ns, name, string(p)).Set(v)
 	}
+	if st.StepStartedAt != nil {
+		m.stepStart.WithLabelValues(ns, name).Set(float64(st.StepStartedAt.Unix()))
+	} else {
+		m.stepStart.DeleteLabelValues(ns, name)
+	}
+	m.observed.WithLabelValues(ns, name).Set(float64(time.Now().UnixNano()) / 1e9)
+}
+
+// halted counts a halt of rollout ns/name.
+func (m *metrics) halted(ns, name string) {
+	m.halts.WithLabelValues(ns, name).Inc()
 }
 
 func (m *metrics) forget(ns, name string) {
 	m.nodes.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
 	m.phase.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
+	for _, v := range []*prometheus.GaugeVec{m.stepStart, m.observed} {
+		v.DeleteLabelValues(ns, name)
+	}
+	m.halts.DeleteLabelValues(ns, name)
 }

@@ -27,14 +27,14 @@ import (
 
 // rolloutRBACNamespaced is the controller's identity and grants for one
 // namespace of ConfigRollouts.
-const rolloutRBACNamespaced = "../../deploy/rollout/namespaced/rbac.yaml"
+const rolloutRBACNamespaced = "../../deploy/overlays/one-namespace/rbac.yaml"
 
 // rbacNamespacedDefault is the rollouts' namespace the manifest is written
 // for; the test rewrites it to the namespace its ConfigMaps live in.
 const rbacNamespacedDefault = "dynconfig-configs"
 
 // TestRolloutNamespacedRBAC runs the rollout controller with --namespace
-// on the ServiceAccount and grants of deploy/rollout/namespaced/rbac.yaml:
+// on the ServiceAccount and grants of deploy/overlays/one-namespace/rbac.yaml:
 // it can run a rollout to completion and a halt with a revert, it gets no
 // Forbidden answer while it does, and it can read nothing namespaced
 // outside its namespace.

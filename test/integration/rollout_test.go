@@ -292,7 +292,7 @@ func TestRollout(t *testing.T) {
 
 	t.Run("least-privilege identity", func(t *testing.T) {
 		// The controller on the ServiceAccount and grants of
-		// deploy/rollout/rbac.yaml, holding the Lease it names.
+		// deploy/overlays/cluster-wide/rbac.yaml, holding the Lease it names.
 		ctx := testContext(t, 5*time.Minute)
 		if _, err := h.cl.ApplyManifests(ctx, rolloutRBAC); err != nil {
 			t.Fatal(err)
@@ -899,7 +899,7 @@ func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Confi
 }
 
 // rolloutRBAC is the controller's identity and grants.
-const rolloutRBAC = "../../deploy/rollout/rbac.yaml"
+const rolloutRBAC = "../../deploy/overlays/cluster-wide/rbac.yaml"
 
 // waitAllowed waits until RBAC lets cfg's identity do what the controller
 // does first (RBAC objects take effect shortly after they are stored).

@@ -1,0 +1,364 @@
+package deploy
+
+import (
+	"bufio"
+	"context"
+
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/test/cluster"
+)
+
+const readme = "../../README.md"
+
+// section returns the lines of the first fenced block of lang under the
+// README heading "## title".
+func section(t *testing.T, title, lang string) []string {
+	t.Helper()
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n## "+title+"\n")
+	if !ok {
+		t.Fatalf("README.md has no section %q", title)
+	}
+	if end := strings.Index(rest, "\n## "); end >= 0 {
+		rest = rest[:end]
+	}
+	var lines []string
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(rest))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case !in && line == "```"+lang:
+			in = true
+		case in && line == "```":
+			return lines
+		case in:
+			lines = append(lines, line)
+		}
+	}
+	t.Fatalf("README.md, section %q: no ```%s block", title, lang)
+	return nil
+}
+
+// goBuild builds a package of the library module into dir.
+func goBuild(t *testing.T, pkg, dir string) string {
+	t.Helper()
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = "../.."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+func writeKubeconfig(t *testing.T, cfg *rest.Config, path string) {
+	t.Helper()
+	data, err := cluster.KubeConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitCondition waits until node carries condition typ True, naming want
+// in its message when want is set.
+func waitCondition(ctx context.Context, t *testing.T, cl *cluster.Cluster, node string, typ corev1.NodeConditionType, want string, procs ...*proctest.Proc) {
+	t.Helper()
+	var last *corev1.NodeCondition
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i, c := range n.Status.Conditions {
+			if c.Type == typ {
+				last = &n.Status.Conditions[i]
+				return c.Status == corev1.ConditionTrue && strings.Contains(c.Message, want), nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		for _, p := range procs {
+			t.Logf("process stderr:\n%s", proctest.Tail(p.Stderr(), 40))
+		}
+		t.Fatalf("Node %s: condition %s never True with %q: last %+v", node, typ, want, last)
+	}
+}
+
+// TestREADMEUnit runs the ExecStart line of the README's systemd unit
+// (Operations), with its paths moved under the test's dir, on the kubelet's
+// credentials against a real API server: the component must report ConfigOK
+// on its Node. The unit of earlier READMEs had neither --kubeconfig nor
+// --node-name, and its component never wrote to the cluster.
+func TestREADMEUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver")
+	}
+	var exec string
+	for _, l := range section(t, "Operations", "ini") {
+		if v, ok := strings.CutPrefix(l, "ExecStart="); ok {
+			exec = v
+		}
+	}
+	fields := strings.Fields(exec)
+	if len(fields) == 0 || fields[0] != "/usr/bin/kubelet-like" {
+		t.Fatalf("README's unit: ExecStart %q, want /usr/bin/kubelet-like ...", exec)
+	}
+	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := cl.ApplyManifests(ctx, writeBuild(t, build(t, filesys.MakeFsOnDisk(), abs(t, ".")))); err != nil {
+		t.Fatal(err)
+	}
+	const node = "worker-1"
+	if _, err := cl.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	nodeCfg, err := cl.NodeConfig(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeKubeconfig(t, nodeCfg, filepath.Join(dir, "kubelet.conf"))
+	if err := os.WriteFile(filepath.Join(dir, "kubelet.yaml"),
+		[]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 50\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repl := strings.NewReplacer(
+		"/usr/bin/kubelet-like", goBuild(t, "./examples/kubelet-like", dir),
+		"/etc/kubernetes/", dir+"/",
+		"/var/lib/kubelet/dynamic-config", filepath.Join(dir, "dynamic-config"),
+		"%l", node,
+	)
+	args := strings.Fields(repl.Replace(exec))
+	// Not in the unit: serve on a free port (the default one may be taken
+	// on a test machine).
+	p := proctest.Start(t, args[0], append(args[1:], "--port=0"), nil)
+	waitCondition(ctx, t, cl, node, status.ConditionType, "", p)
+}
+
+// TestREADMEInstall follows the README's Install section against a real
+// API server (Node,RBAC, NodeRestriction): every command of its block
+// runs, `kubectl apply -k` through kustomize's library and a server-side
+// apply as kubectl does, `kubectl create configmap` through client-go,
+// dynconfigctl as built, on the operator group the README names. The
+// rollout controller and kube-proxy-like run as their Pods would: the
+// arguments of the Deployment and DaemonSet just applied, the tokens of
+// their ServiceAccounts (kube-proxy-like's bound to a Pod on the Node).
+func TestREADMEInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver")
+	}
+	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	const node = "node-1"
+	if _, err := cl.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	opCfg, err := cl.UserConfig("operator-alice", "dynconfig:operators")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opKubeconfig := filepath.Join(dir, "operator.kubeconfig")
+	writeKubeconfig(t, opCfg, opKubeconfig)
+	ctl := goBuild(t, "./cmd/dynconfigctl", dir)
+	var procs []*proctest.Proc
+	ran := 0
+
+	for _, line := range section(t, "Install", "sh") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.Index(line, "  #"); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		line = strings.ReplaceAll(line, "NODE", node)
+		f := strings.Fields(line)
+		ran++
+		switch {
+		case line == "make images":
+			// test/images builds and runs the images; the processes
+			// below run the same binaries.
+		case len(f) == 4 && f[0] == "kubectl" && f[1] == "apply" && f[2] == "-k":
+			path := writeBuild(t, build(t, filesys.MakeFsOnDisk(), abs(t, strings.TrimPrefix(f[3], "deploy/"))))
+			var last error
+			if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				_, last = cl.ApplyManifests(ctx, path)
+				return last == nil, nil
+			}); err != nil {
+				t.Fatalf("%s: %v", line, last)
+			}
+			switch f[3] {
+			case "deploy/overlays/one-namespace":
+				procs = append(procs, startController(ctx, t, cl, dir))
+			case "deploy/daemonset":
+				procs = append(procs, startDaemonSetPod(ctx, t, cl, dir, node))
+			}
+		case len(f) == 7 && f[0] == "kubectl" && f[1] == "-n" && f[3] == "create" && f[4] == "configmap":
+			key, file, ok := strings.Cut(strings.TrimPrefix(f[6], "--from-file="), "=")
+			data, err := os.ReadFile(filepath.Join("../..", file))
+			if !ok || err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			if _, err := cl.Client.CoreV1().ConfigMaps(f[2]).Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: f[5], Namespace: f[2]}, Data: map[string]string{key: string(data)},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+		case f[0] == "dynconfigctl":
+			if f[1] == "status" {
+				// What the comment says: the node runs the config
+				// (the condition names it by UID).
+				cm, err := cl.Client.CoreV1().ConfigMaps("dynconfig-configs").Get(ctx, "kube-proxy-v1", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitCondition(ctx, t, cl, node, "KubeProxyConfigOK", "using current (UID: "+string(cm.UID)+")", procs...)
+			}
+			out, err := execOut(ctl, append(f[1:], "--kubeconfig="+opKubeconfig)...)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", line, err, out)
+			}
+			if f[1] == "status" && (!strings.Contains(out, node) || !strings.Contains(out, "kube-proxy-v1")) {
+				t.Errorf("%s printed no %s on kube-proxy-v1:\n%s", line, node, out)
+			}
+		default:
+			t.Fatalf("README Install: %q is a command this test cannot run; teach it", line)
+		}
+	}
+	if ran < 6 {
+		t.Fatalf("README Install ran %d commands, want the whole block", ran)
+	}
+	if len(procs) != 2 {
+		t.Fatalf("the README's Install started %d of the controller and the component", len(procs))
+	}
+}
+
+func execOut(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// freeAddr returns a free loopback address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startController runs dynconfig-rollout as the Deployment's Pod would:
+// its arguments, its ServiceAccount, POD_NAME and POD_NAMESPACE; metrics on
+// a free loopback port. It waits for /readyz.
+func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir string) *proctest.Proc {
+	t.Helper()
+	d, err := cl.Client.AppsV1().Deployments("kube-system").Get(ctx, "dynconfig-rollout", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	saCfg, err := cl.ServiceAccountConfig(ctx, d.Namespace, d.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
+	writeKubeconfig(t, saCfg, kubeconfig)
+	addr := freeAddr(t)
+	args := []string{"--kubeconfig=" + kubeconfig}
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--metrics-address=") {
+			a = "--metrics-address=" + addr
+		}
+		args = append(args, a)
+	}
+	p := proctest.Start(t, goBuild(t, "./cmd/dynconfig-rollout", dir), args,
+		[]string{"POD_NAME=dynconfig-rollout-0", "POD_NAMESPACE=" + d.Namespace})
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("the controller, run with the Deployment's arguments %v, never became ready:\n%s", args, proctest.Tail(p.Stderr(), 40))
+	}
+	return p
+}
+
+// startDaemonSetPod runs kube-proxy-like as the DaemonSet's Pod on node
+// would: a Pod object on the Node, its bound ServiceAccount token in the
+// kubeconfig the manifest mounts, the manifest's arguments with the
+// downward API's values.
+func startDaemonSetPod(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir, node string) *proctest.Proc {
+	t.Helper()
+	ds, err := cl.Client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy-like", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := cl.Client.CoreV1().Pods(ds.Namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy-like-" + node, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
+		Spec:       podSpecOn(ds, node),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podCfg, err := cl.PodTokenConfig(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "pod.kubeconfig")
+	writeKubeconfig(t, podCfg, kubeconfig)
+	state := filepath.Join(dir, "state")
+	var args []string
+	for _, a := range ds.Spec.Template.Spec.Containers[0].Args {
+		switch {
+		case strings.HasPrefix(a, "--kubeconfig="):
+			a = "--kubeconfig=" + kubeconfig
+		case strings.HasPrefix(a, "--dynamic-config-dir="):
+			a = "--dynamic-config-dir=" + state
+		case strings.HasPrefix(a, "--port="):
+			a = "--port=0"
+		}
+		a = strings.NewReplacer("$(NODE_NAME)", node, "$(POD_IP)", "127.0.0.1").Replace(a)
+		args = append(args, a)
+	}
+	return proctest.Start(t, goBuild(t, "./examples/kube-proxy-like", dir), args, nil)
+}
+
+// podSpecOn is the DaemonSet's Pod spec bound to node.
+func podSpecOn(ds *appsv1.DaemonSet, node string) corev1.PodSpec {
+	spec := *ds.Spec.Template.Spec.DeepCopy()
+	spec.NodeName = node
+	// No kubelet runs: the volumes only need to be valid.
+	return spec
+}
