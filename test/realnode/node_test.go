@@ -36,14 +36,13 @@ import (
 )
 
 const (
-	kubeletVersion = "v1.37.0"
-	busyboxPath    = "/bin/busybox"
-	cniBinDir      = "/usr/lib/cni"
-	appImage       = "localhost/dynconfig-busybox:1"
-	pauseImage     = "localhost/dynconfig-pause:1"
-	bridgeName     = "dyncfg0"
-	restartSec     = time.Second
-	waitTimeout    = 90 * time.Second
+	busyboxPath = "/bin/busybox"
+	cniBinDir   = "/usr/lib/cni"
+	appImage    = "localhost/dynconfig-busybox:1"
+	pauseImage  = "localhost/dynconfig-pause:1"
+	bridgeName  = "dyncfg0"
+	restartSec  = time.Second
+	waitTimeout = 90 * time.Second
 )
 
 // requirements skips the test, saying why, when this machine cannot run a
@@ -421,6 +420,7 @@ type supervisor struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	pidFile string
+	args    []string // the pre-start role's, from deploy/kubelet/20-dynconfig.conf
 
 	mu     sync.Mutex
 	starts []start
@@ -436,15 +436,58 @@ type start struct {
 
 func (n *realNode) startSupervisor() {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &supervisor{n: n, cancel: cancel, done: make(chan struct{}), pidFile: filepath.Join(n.dir, "kubelet.pid")}
+	s := &supervisor{n: n, cancel: cancel, done: make(chan struct{}), pidFile: filepath.Join(n.dir, "kubelet.pid"),
+		args: n.unitArgs("20-dynconfig.conf", "ExecStartPre=-")}
 	n.sup = s
 	go s.loop(ctx)
 }
 
-func (s *supervisor) preStartArgs() []string {
-	n := s.n
-	return []string{"prestart", "--state-dir", n.stateDir, "--kubelet-config", n.baseConfig, "--kubelet-config-dir", n.confDir,
-		"--kubelet-version", kubeletVersion, "--timeout", "30s"}
+// unitArgs returns the arguments of dynconfig-kubelet in the checked-in
+// unit file deploy/kubelet/FILE (the line starting with directive), with
+// the host paths replaced by this node's: the test runs what the units
+// say. A flag it does not know fails the test.
+func (n *realNode) unitArgs(file, directive string) []string {
+	n.t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kubelet", file))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.ReplaceAll(string(data), "\\\n", " "), "\n") {
+		if !strings.HasPrefix(line, directive) {
+			continue
+		}
+		f := strings.Fields(strings.TrimPrefix(line, directive))
+		if len(f) < 2 || filepath.Base(f[0]) != "dynconfig-kubelet" {
+			n.t.Fatalf("%s: %s runs %v, want dynconfig-kubelet ROLE", file, directive, f)
+		}
+		args := []string{f[1]}
+		for _, a := range f[2:] {
+			name, value, _ := strings.Cut(a, "=")
+			switch name {
+			case "--state-dir":
+				value = n.stateDir
+			case "--kubelet-config":
+				value = n.baseConfig
+			case "--kubelet-config-dir":
+				value = n.confDir
+			case "--kubelet-binary":
+				value = n.kubeletBin // asked for its version, as on a node
+			case "--kubeconfig":
+				value = n.kubeconfig
+			case "--kubelet-unit":
+				continue // no systemd here: --restart-command instead
+			case "--metrics-address":
+				value = fmt.Sprintf("127.0.0.1:%d", freePort(n.t))
+			case "--timeout":
+			default:
+				n.t.Fatalf("%s: flag %s unknown to this test: map it to the test node", file, name)
+			}
+			args = append(args, name+"="+value)
+		}
+		return args
+	}
+	n.t.Fatalf("%s: no %s line", file, directive)
+	return nil
 }
 
 func (s *supervisor) loop(ctx context.Context) {
@@ -452,7 +495,7 @@ func (s *supervisor) loop(ctx context.Context) {
 	n := s.n
 	for i := 0; ctx.Err() == nil; i++ {
 		pctx, cancel := context.WithTimeout(ctx, 40*time.Second)
-		out, err := exec.CommandContext(pctx, n.dynBin, s.preStartArgs()...).CombinedOutput()
+		out, err := exec.CommandContext(pctx, n.dynBin, s.args...).CombinedOutput()
 		cancel()
 		st := start{preStart: string(out), log: filepath.Join(n.dir, fmt.Sprintf("kubelet-%02d.log", i))}
 		if err != nil {
@@ -512,11 +555,11 @@ func (s *supervisor) describe() string {
 // startFollow starts the run role on the node's own credentials.
 func (n *realNode) startFollow() {
 	n.followLog = filepath.Join(n.dir, "follow.log")
-	cmd := exec.Command(n.dynBin, "run", "--state-dir", n.stateDir, "--kubelet-config", n.baseConfig, "--kubelet-config-dir", n.confDir,
-		"--kubelet-version", kubeletVersion, "--kubeconfig", n.kubeconfig, "--node-name", n.name,
+	args := append(n.unitArgs("dynconfig-kubelet.service", "ExecStart="), "--node-name", n.name,
 		"--restart-command", "kill -TERM $(cat "+n.sup.pidFile+")",
 		"--kubelet-healthz-url", fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort),
-		"--poll-interval", "500ms", "--start-timeout", "30s", "--metrics-address", "", "--v", "2")
+		"--poll-interval", "500ms", "--start-timeout", "30s", "--v", "2")
+	cmd := exec.Command(n.dynBin, args...)
 	f := logFile(n.t, n.followLog)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
@@ -653,6 +696,15 @@ func (n *realNode) assign(cm *corev1.ConfigMap) {
 	src, _ := json.Marshal(corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 		Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, KubeletConfigKey: "kubelet"}})
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{source.AnnotationKeyFor("kubelet"): string(src)}}})
+	if _, err := n.cl.Client.CoreV1().Nodes().Patch(context.Background(), n.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// unassign removes the Node's assignment annotation.
+func (n *realNode) unassign() {
+	n.t.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{source.AnnotationKeyFor("kubelet"): nil}}})
 	if _, err := n.cl.Client.CoreV1().Nodes().Patch(context.Background(), n.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		n.t.Fatal(err)
 	}

@@ -162,6 +162,20 @@ func TestStockKubelet(t *testing.T) {
 		}
 		return podRunning(pod), string(pod.Status.Phase)
 	})
+
+	// 6. Managed → stock: the empty assignment. One restart; the pre-start
+	// role removes the drop-in and resets last-known-good to local.
+	before = len(n.sup.startsSoFar())
+	t3 := time.Now()
+	n.unassign()
+	n.eventually("Node Ready on the node's own config again", n.ready(110, t3))
+	n.eventually("ConfigOK True on the local config", n.configOK(corev1.ConditionTrue, "init", ""))
+	if st := n.sup.startsSoFar(); len(st) != before+1 || st[len(st)-1].dropIn != "" {
+		t.Fatalf("unassign: %d starts, want 1 more, without the drop-in\n%s", len(st)-before, n.more())
+	}
+	if _, err := os.Stat(filepath.Join(n.confDir, "99-dynconfig.conf")); !os.IsNotExist(err) {
+		t.Fatalf("the drop-in is still there: %v", err)
+	}
 	t.Logf("realnode: whole test %v", time.Since(began).Round(time.Second))
 }
 
