@@ -292,3 +292,71 @@ func TestExternalFollowWaitsForLock(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestExternalFollowRestartsForCurrentThatNeverRan: a run role that crashed
+// between making a config current and restarting the component left the
+// component on its old config. The next run role sees that current never
+// ran (no pre-start role recorded its first run) and restarts the
+// component for it, instead of reporting — and later promoting — a config
+// the component never ran.
+func TestExternalFollowRestartsForCurrentThatNeverRan(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	sd := &fakeSystemd{t: t, dir: dir, restartC: make(chan struct{}, 1)}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() { defer wg.Done(); sd.run(ctx) }()
+	waitExt(t, "the first start", 5*time.Second, func() bool { return len(sd.started()) == 1 })
+
+	// What the crashed run role left: the new config checkpointed and
+	// current, the component not restarted.
+	remote := sourcetest.NewFake("config")
+	cm := remote.PutConfigMap(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"},
+		Data:       map[string]string{"config": "apiVersion: test.dynconfig.io/v1\nkind: TestConfig\nvalue: 5\n"},
+	})
+	src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "new", UID: cm.UID, KubeletConfigKey: "config"}}
+	remote.Assign(src)
+	a, err := remote.Assigned(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Save(a.ConfigMap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetCurrent(a.Source); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	rep := &recordingReporter{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = RunExternal(ctx, Options[testConfig]{
+			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1",
+			Remote: remote, Reporter: rep, ResyncPeriod: time.Hour,
+			External: &External{Role: Follow, Restarter: sd, PollInterval: 20 * time.Millisecond, StartTimeout: 5 * time.Second},
+		})
+	}()
+	waitExt(t, "a start on current", 5*time.Second, func() bool { return len(sd.started()) == 2 })
+	if got := valueOf(sd.started()[1]); got != "5" {
+		t.Fatalf("the restart ran %s, want current (value 5)", got)
+	}
+	waitExt(t, "ConfigOK on current", 5*time.Second, func() bool {
+		r := rep.last()
+		return r.Status == corev1.ConditionTrue && strings.Contains(r.Message, string(cm.UID))
+	})
+	time.Sleep(200 * time.Millisecond)
+	if n := len(sd.started()); n != 2 {
+		t.Fatalf("%d starts, want 2: one restart for current, no more", n)
+	}
+}
