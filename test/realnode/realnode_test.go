@@ -176,6 +176,9 @@ func TestStockKubelet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(n.confDir, "99-dynconfig.conf")); !os.IsNotExist(err) {
 		t.Fatalf("the drop-in is still there: %v", err)
 	}
+
+	// 7. ConfigRollouts over this real node and hollow kubelets.
+	n.rollouts(ctx)
 	t.Logf("realnode: whole test %v", time.Since(began).Round(time.Second))
 }
 
