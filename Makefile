@@ -18,11 +18,12 @@ unit:
 full:
 	$(GO) test -count=1 ./...
 
-## integration: the separate test/ module against a real kube-apiserver and etcd.
+## integration: the separate test/ module against a real kube-apiserver and etcd
+## (test/realnode also runs the stock kubelet on containerd: root, see .ci/run).
 integration: bins
-	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/...
+	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/...
 
-## bins: build kube-apiserver, etcd and hollow-kubelet into bin/ when missing or stale.
+## bins: build kube-apiserver, etcd, hollow-kubelet and kubelet into bin/ when missing or stale.
 bins:
 	test/hack/ensure-bins.sh
 

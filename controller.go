@@ -120,14 +120,15 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 	if c.store != nil {
 		return nil, errors.New("dynconfig: Bootstrap called twice")
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.StartupSyncTimeout)
-	defer cancel()
-	store, err := checkpoint.Open(checkpoint.Options{
-		Dir: c.opts.StateDir, ComponentVersion: c.opts.ComponentVersion, Clock: c.opts.Clock, Logger: logger,
-	})
+	store, err := c.openStore(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dynconfig: %w", err)
 	}
+	// Everything Bootstrap asks of the cluster shares one deadline. (Waiting
+	// for the state dir's lock, above, is the run role's of Options.External
+	// and is not the cluster's.)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartupSyncTimeout)
+	defer cancel()
 	c.store = store
 	// The local config is the baseline last-known-good: it must be valid.
 	localCfg, err := c.opts.Layers.Build(nil)
@@ -137,7 +138,7 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 	// Record this startup before anything is decided: a config adopted by
 	// this process first runs after this record, so this start is never
 	// counted as one of its crashes, whichever way it was adopted.
-	startups, err := c.store.RecordStartup()
+	startups, err := c.recordStartup()
 	c.noteStateError(ctx, err, "Recording this startup")
 
 	v := c.readState(ctx)
@@ -151,16 +152,22 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 		c.startups, c.startupsErr = startups, err
 	}
 	var syncErr error
-	if !c.remoteEnabled() {
+	switch {
+	case c.decidesOffline(): // Options.External: from the state dir alone
+	case !c.remoteEnabled():
 		c.resetToLocal(ctx, v)
-	} else {
+	default:
 		syncErr = c.startupSync(ctx, v)
 	}
 	d, cfg, err := c.decide(ctx, v, syncErr, localCfg)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.handOver(ctx, v, d); err != nil {
+		return nil, err
+	}
 	c.startRunning(ctx, v, d)
+	c.releaseState(ctx)
 	c.report(ctx)
 	r := c.snapshot().report
 	logger.Info("Config chosen", "status", r.Status, "message", r.Message, "reason", r.Reason)
@@ -609,7 +616,7 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	if c.store == nil {
 		return errors.New("dynconfig: Run called before Bootstrap")
 	}
-	c.collectGarbage(ctx)
+	c.locked(ctx, c.collectGarbage)
 	changed := make(chan struct{}, 1)
 	notify := func() {
 		select {
@@ -637,7 +644,7 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 		c.checkRollbackTarget(ctx)
 		pv := c.promotion()
 		if pv.Promote {
-			c.promote(ctx)
+			c.locked(ctx, c.promote)
 			continue
 		}
 		// Wait on a timer only while the trial runs, and on MarkHealthy's
@@ -669,7 +676,7 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 		}
 		stopTrial()
 		if syncDue && c.remoteEnabled() {
-			if err := c.sync(ctx); errors.Is(err, errRestarted) {
+			if err := c.syncLocked(ctx); errors.Is(err, errRestarted) {
 				return nil
 			} else if err != nil {
 				return err
@@ -891,6 +898,9 @@ var errRestarted = errors.New("restarted")
 func (c *Controller[T]) restart(ctx context.Context) error {
 	klog.FromContext(ctx).Info("Restarting to apply the new config")
 	klog.Flush()
+	if c.opts.External != nil {
+		return c.restartExternal(ctx)
+	}
 	if c.opts.Restart != nil {
 		c.opts.Restart()
 		return errRestarted

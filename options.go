@@ -186,6 +186,11 @@ type Options[T any] struct {
 	ResyncPeriod time.Duration
 	// Clock is the time source. Default: the real clock.
 	Clock clock.WithTicker
+
+	// External, when set, makes this Controller one of the two roles
+	// that manage a component running in another process (the stock
+	// kubelet): see External and RunExternal.
+	External *External
 }
 
 // isNil reports whether v holds a nil pointer, map, slice, func, channel or
@@ -265,6 +270,7 @@ func (o *Options[T]) complete() error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	errs = append(errs, o.completeExternal()...)
 	if len(errs) == 0 {
 		errs = append(errs, o.build()...)
 	}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
-	"github.com/dynconfig/dynconfig/status"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
@@ -158,7 +158,7 @@ func TestREADMEUnit(t *testing.T) {
 	// Not in the unit: serve on a free port (the default one may be taken
 	// on a test machine).
 	p := proctest.Start(t, args[0], append(args[1:], "--port=0"), nil)
-	waitCondition(ctx, t, cl, node, status.ConditionType, "", p)
+	waitCondition(ctx, t, cl, node, nodeapi.ConditionType, "", p)
 }
 
 // TestREADMEInstall follows the README's Install section against a real

@@ -1,0 +1,196 @@
+package kubeletdropin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-logr/logr"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
+	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/merge"
+)
+
+// DefaultName is the name of dynconfig's drop-in file in the kubelet's
+// --config-dir. Drop-ins merge in lexical order, the later file winning:
+// "99-" puts it after the usual numbered drop-ins of a node image.
+const DefaultName = "99-dynconfig.conf"
+
+// Config is the kubelet's config type.
+type Config = kubeletv1beta1.KubeletConfiguration
+
+// Files names the kubelet's config files on the node.
+type Files struct {
+	// Config is the kubelet's --config file, the base of the merge.
+	// Optional (the kubelet then starts from its defaults).
+	Config string
+	// ConfigDir is the kubelet's --config-dir. Required.
+	ConfigDir string
+	// Name is dynconfig's drop-in file in ConfigDir, a *.conf name without
+	// a directory. Default: DefaultName.
+	Name string
+}
+
+func (f *Files) complete() error {
+	if f.ConfigDir == "" {
+		return errors.New("kubeletdropin: Files.ConfigDir (the kubelet's --config-dir) is required")
+	}
+	if f.Name == "" {
+		f.Name = DefaultName
+	}
+	if f.Name != filepath.Base(f.Name) || filepath.Ext(f.Name) != merge.DropInSuffix || strings.HasPrefix(f.Name, ".") {
+		return fmt.Errorf("kubeletdropin: Files.Name %q must be a file name ending in %s, not hidden, without a directory", f.Name, merge.DropInSuffix)
+	}
+	return nil
+}
+
+// Path is the path of dynconfig's drop-in.
+func (f Files) Path() string {
+	if f.Name == "" {
+		return filepath.Join(f.ConfigDir, DefaultName)
+	}
+	return filepath.Join(f.ConfigDir, f.Name)
+}
+
+// NewLayers returns the Layers that build the kubelet's effective config
+// the way the kubelet does: the base config file, then every *.conf
+// drop-in of ConfigDir in lexical order, with the candidate config in the
+// place of dynconfig's drop-in (the local config is the node's files
+// without it). The node's files decode leniently, as the kubelet decodes
+// them; the candidate strictly. The files are read on every Build.
+func NewLayers(f Files, log logr.Logger) (dynconfig.Layers[Config], error) {
+	if err := f.complete(); err != nil {
+		return nil, err
+	}
+	p, err := merge.New[Config](kubelet.Profile{}, merge.Options{Lenient: true, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("kubeletdropin: %w", err)
+	}
+	return &layers{files: f, p: p}, nil
+}
+
+type layers struct {
+	files Files
+	p     *merge.Pipeline[Config]
+}
+
+// HasInitConfig reports whether the kubelet has a --config file.
+func (l *layers) HasInitConfig() bool { return l.files.Config != "" }
+
+// Build merges the node's files with candidate in dynconfig's place (nil:
+// without it), defaults and validates the result.
+func (l *layers) Build(candidate *dynconfig.Document) (*Config, error) {
+	var ls merge.Layers
+	if l.files.Config != "" {
+		data, err := os.ReadFile(l.files.Config)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet config file: %w", err)
+		}
+		ls.Base = &merge.Document{Name: l.files.Config, Data: data}
+	}
+	docs, err := l.p.ReadDropIns(l.files.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	ls.DropIns = place(docs, l.files, candidate)
+	res, err := l.p.Merge(ls)
+	if err != nil {
+		var me *merge.Error
+		if errors.As(err, &me) && len(me.Decode) > 0 {
+			return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: err}
+		}
+		return nil, &lkg.ConfigError{Stage: lkg.StageValidate, Err: err}
+	}
+	if candidate != nil {
+		// Lenient for the node's files, strict for what dynconfig applies.
+		var ignored []string
+		for _, w := range res.Warnings {
+			if strings.HasPrefix(w, candidate.Name+": ") {
+				ignored = append(ignored, w)
+			}
+		}
+		if len(ignored) > 0 {
+			return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: errors.New(strings.Join(ignored, "; "))}
+		}
+	}
+	return res.Object, nil
+}
+
+// place returns docs (the config dir's drop-ins, in the kubelet's order)
+// without dynconfig's file, and with candidate where that file sorts.
+func place(docs []merge.Document, f Files, candidate *dynconfig.Document) []merge.Document {
+	ours := f.Path()
+	out := make([]merge.Document, 0, len(docs)+1)
+	placed := candidate == nil
+	for _, d := range docs {
+		if filepath.Clean(d.Name) == filepath.Clean(ours) {
+			continue
+		}
+		if !placed {
+			// A drop-in in a subdirectory sorts by that directory's name.
+			rel, err := filepath.Rel(f.ConfigDir, d.Name)
+			if err == nil && strings.SplitN(filepath.ToSlash(rel), "/", 2)[0] > f.Name {
+				out = append(out, *candidate)
+				placed = true
+			}
+		}
+		out = append(out, d)
+	}
+	if !placed {
+		out = append(out, *candidate)
+	}
+	return out
+}
+
+// header starts dynconfig's drop-in: a YAML comment, which the kubelet's
+// decoder and ours skip.
+func header(ch dynconfig.Chosen) string {
+	cm := ch.Source.ConfigMap
+	role := "assigned"
+	if ch.UsingLastKnownGood {
+		role = "last-known-good"
+	}
+	return fmt.Sprintf("# Written by dynconfig before this kubelet start; do not edit: it is rewritten or removed\n"+
+		"# before every start. Config (%s): ConfigMap %s/%s uid %s resourceVersion %s key %s.\n",
+		role, cm.Namespace, cm.Name, cm.UID, cm.ResourceVersion, cm.KubeletConfigKey)
+}
+
+// Apply writes the chosen config as dynconfig's drop-in, or removes the
+// drop-in for the local config; both atomically and durably (the config dir
+// is fsynced). It is the External.Apply of the pre-start role.
+func (f Files) Apply(_ context.Context, ch dynconfig.Chosen) error {
+	if err := f.complete(); err != nil {
+		return err
+	}
+	if ch.Source == nil || ch.Document == nil {
+		return f.Remove()
+	}
+	data := append([]byte(header(ch)), ch.Document.Data...)
+	if err := atomicfile.WriteFile(f.Path(), data, 0o644); err != nil {
+		return fmt.Errorf("kubeletdropin: writing %s: %w", f.Path(), err)
+	}
+	return nil
+}
+
+// Remove removes dynconfig's drop-in, durably; a missing one is fine.
+func (f Files) Remove() error {
+	if err := f.complete(); err != nil {
+		return err
+	}
+	err := os.Remove(f.Path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kubeletdropin: removing %s: %w", f.Path(), err)
+	}
+	return atomicfile.SyncDir(f.ConfigDir)
+}

@@ -1,0 +1,214 @@
+package kubeletdropin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/components"
+	"github.com/dynconfig/dynconfig/components/kubelet"
+	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/nodeapi"
+)
+
+// Common names the state both roles share; they must agree on every field.
+type Common struct {
+	// Files are the kubelet's config files.
+	Files Files
+	// StateDir is dynconfig's state dir for the kubelet. Required.
+	StateDir string
+	// KubeletVersion names the tracking dir (bad marks, startups), so a new
+	// kubelet version does not inherit the verdicts of an old one.
+	// Required.
+	KubeletVersion string
+	// DefaultTrial applies to a ConfigMap without trial annotations.
+	// Default: components.DefaultTrial().
+	DefaultTrial components.Trial
+	// DisableRemoteConfig resets current and last-known-good to the local
+	// config: the node runs its own files only.
+	DisableRemoteConfig bool
+}
+
+func (c Common) options(ctx context.Context) (dynconfig.Options[Config], error) {
+	l, err := NewLayers(c.Files, klog.FromContext(ctx))
+	if err != nil {
+		return dynconfig.Options[Config]{}, err
+	}
+	return dynconfig.Options[Config]{
+		Component:           nodeapi.DefaultComponent,
+		Profile:             kubelet.Profile{},
+		Layers:              l,
+		StateDir:            c.StateDir,
+		ComponentVersion:    c.KubeletVersion,
+		DefaultTrial:        c.DefaultTrial,
+		DisableRemoteConfig: c.DisableRemoteConfig,
+	}, nil
+}
+
+// DefaultPreStartTimeout bounds the pre-start role: well inside systemd's
+// default TimeoutStartSec (90s).
+const DefaultPreStartTimeout = 30 * time.Second
+
+// PreStartResult says what the pre-start role did.
+type PreStartResult struct {
+	// Chosen is the config handed to the kubelet; nil when the role gave
+	// up and left the drop-in as it was.
+	Chosen *dynconfig.Chosen
+	// Fallback, when not empty, says why the role gave up, and what it did
+	// instead.
+	Fallback string
+}
+
+// PreStart is the pre-start role: it records this start of the kubelet,
+// decides, and writes or removes dynconfig's drop-in. It needs nothing from
+// the cluster, and returns within timeout (DefaultPreStartTimeout if 0).
+// Its error is only for the log: a caller must let the kubelet start
+// whatever it returns. On a failure it leaves the drop-in as it was (the
+// config the kubelet ran last), except when the node's own files are
+// invalid, when it removes it, so that the kubelet starts on the node's own
+// config as it would without dynconfig.
+func PreStart(ctx context.Context, c Common, timeout time.Duration) (PreStartResult, error) {
+	if timeout <= 0 {
+		timeout = DefaultPreStartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var res PreStartResult
+	opts, err := c.options(ctx)
+	if err != nil {
+		res.Fallback = "invalid options; the drop-in is left as it was"
+		return res, err
+	}
+	if err := os.MkdirAll(c.Files.ConfigDir, 0o755); err != nil {
+		res.Fallback = "the config dir cannot be created; nothing written"
+		return res, fmt.Errorf("kubeletdropin: %w", err)
+	}
+	opts.External = &dynconfig.External{
+		Role:        dynconfig.PreStart,
+		LockTimeout: timeout * 2 / 3,
+		Apply: func(ctx context.Context, ch dynconfig.Chosen) error {
+			if err := c.Files.Apply(ctx, ch); err != nil {
+				return err
+			}
+			res.Chosen = &ch
+			return nil
+		},
+	}
+	ctrl, err := dynconfig.New(opts)
+	if err != nil {
+		res.Fallback = "invalid options; the drop-in is left as it was"
+		return res, err
+	}
+	defer ctrl.Close()
+	_, err = ctrl.Bootstrap(ctx)
+	if err == nil {
+		return res, nil
+	}
+	var ce *lkg.ConfigError
+	if res.Chosen == nil && errors.As(err, &ce) {
+		res.Fallback = "the node's own kubelet config is invalid; dynconfig's drop-in is removed and the kubelet starts on the node's files"
+		if rerr := c.Files.Remove(); rerr != nil {
+			res.Fallback = "the node's own kubelet config is invalid, and dynconfig's drop-in could not be removed"
+			err = errors.Join(err, rerr)
+		}
+		return res, err
+	}
+	if res.Chosen == nil {
+		res.Fallback = "nothing decided; dynconfig's drop-in is left as it was"
+	}
+	return res, err
+}
+
+// RunOptions configures the run role.
+type RunOptions struct {
+	Common
+	// Client is the node's client (the kubelet's own credentials serve:
+	// the Node authorizer lets them read and patch their Node). Required.
+	Client kubernetes.Interface
+	// NodeName is the kubelet's Node. Required.
+	NodeName string
+	// Restarter restarts kubelet.service (SystemdRestarter). Required.
+	Restarter dynconfig.Restarter
+	// HealthzURL is the kubelet's healthz endpoint. Default:
+	// http://127.0.0.1:10248/healthz.
+	HealthzURL string
+	// PollInterval, StartTimeout: see dynconfig.External.
+	PollInterval, StartTimeout time.Duration
+	// Registerer receives the metrics, labelled component="kubelet".
+	Registerer prometheus.Registerer
+	// ResyncPeriod: see dynconfig.Options.
+	ResyncPeriod time.Duration
+}
+
+// DefaultHealthzURL is the kubelet's default healthz endpoint.
+const DefaultHealthzURL = "http://127.0.0.1:10248/healthz"
+
+// Run is the run role: it follows the Node's assignment until ctx ends
+// (dynconfig.RunExternal).
+func Run(ctx context.Context, o RunOptions) error {
+	if o.Client == nil || o.NodeName == "" {
+		return errors.New("kubeletdropin: RunOptions.Client and NodeName are required")
+	}
+	opts, err := o.options(ctx)
+	if err != nil {
+		return err
+	}
+	if o.HealthzURL == "" {
+		o.HealthzURL = DefaultHealthzURL
+	}
+	opts.Cluster = &dynconfig.Cluster{Client: o.Client, NodeName: o.NodeName}
+	opts.Registerer = o.Registerer
+	opts.ResyncPeriod = o.ResyncPeriod
+	opts.External = &dynconfig.External{
+		Role:         dynconfig.Follow,
+		Restarter:    o.Restarter,
+		Healthy:      Healthy(o.Client, o.NodeName, o.HealthzURL),
+		PollInterval: o.PollInterval,
+		StartTimeout: o.StartTimeout,
+	}
+	return dynconfig.RunExternal(ctx, opts)
+}
+
+// Healthy returns the kubelet's health check: its healthz answers 200 "ok",
+// and its Node's Ready condition is True.
+func Healthy(client kubernetes.Interface, nodeName, healthzURL string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, healthzURL, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("kubelet healthz: %w", err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kubelet healthz: %s: %s", resp.Status, body)
+		}
+		node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				if c.Status == corev1.ConditionTrue {
+					return nil
+				}
+				return fmt.Errorf("node %s: Ready is %s: %s", nodeName, c.Status, c.Message)
+			}
+		}
+		return fmt.Errorf("node %s has no Ready condition", nodeName)
+	}
+}

@@ -1,0 +1,23 @@
+// Package realnode proves dynconfig's stock-kubelet integration
+// (package kubeletdropin, cmd/dynconfig-kubelet) on a real node on this
+// machine: the real kube-apiserver and etcd (package cluster), a containerd
+// of the test's own (own socket, root and state; Debian's containerd, runc
+// and CNI plugins), the UNMODIFIED upstream kubelet built from
+// k8s.io/kubernetes/cmd/kubelet into bin/kubelet by test/hack/ensure-bins.sh,
+// and pods from images built by the test (one layer holding busybox-static,
+// imported with ctr, imagePullPolicy Never; the sandbox image too).
+//
+// A small supervisor plays systemd's kubelet.service with the drop-in of
+// deploy/kubelet: ExecStartPre=dynconfig-kubelet prestart, then the
+// kubelet, Restart=always with a RestartSec. The run role is the
+// dynconfig-kubelet binary too, on the node's own credentials, restarting
+// the kubelet through --restart-command (the supervisor's stop-the-kubelet
+// signal) instead of systemd's D-Bus, which this machine does not have
+// (PID 1 is not systemd).
+//
+// The tests skip, saying why, when they cannot run: not root, or
+// containerd, runc, the CNI plugins, busybox-static or bin/kubelet missing
+// (.ci/run installs the packages; ensure-bins.sh builds the kubelet). They
+// undo their host side effects where they can: mounts under their temporary
+// directories, containerd's shims, the CNI bridge, the kubepods cgroups.
+package realnode
