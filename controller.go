@@ -143,9 +143,15 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 
 	v := c.readState(ctx)
 	v.startups = startups
-	if err == nil || errors.Is(err, checkpoint.ErrCorrupt) {
-		v.thisStart = startups[len(startups)-1]
-	} else {
+	switch {
+	case err == nil || errors.Is(err, checkpoint.ErrCorrupt):
+		// The component's last recorded start: this one, or, for the run
+		// role of Options.External, which records none, the pre-start
+		// role's (none yet on a new state dir).
+		if len(startups) > 0 {
+			v.thisStart = startups[len(startups)-1]
+		}
+	default:
 		// Counted anyway (what was read plus this start), but a crash loop
 		// may go unseen: lkg.Decide does not run a current on trial.
 		v.startupsErr = err
