@@ -100,3 +100,14 @@ func answer(src *corev1.NodeConfigSource, err error) string {
 	cm := src.ConfigMap
 	return cm.Namespace + "/" + cm.Name + "/" + string(cm.UID)
 }
+
+// TestProfilesAgreeWithTheKeyTable: the payload key a built-in profile reads
+// is the one nodeapi's table (what assign and rollouts write) gives its
+// component.
+func TestProfilesAgreeWithTheKeyTable(t *testing.T) {
+	for _, p := range profiles {
+		if key, ok := nodeapi.DefaultPayloadKey(p.component); !ok || key != p.payloadKey {
+			t.Errorf("component %s: profile key %q, nodeapi.DefaultPayloadKey %q (%v)", p.component, p.payloadKey, key, ok)
+		}
+	}
+}
