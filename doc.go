@@ -23,6 +23,14 @@
 //   - components/kubelet and components/kubeproxy: profiles (defaults,
 //     validation, payload key) for the built-in component config types.
 //
+// A component that runs in another process — the stock kubelet, configured
+// through a drop-in file — gets the same lifecycle with Options.External: a
+// pre-start role before each of its starts records the start, decides and
+// hands the config over; a run role beside it (RunExternal) follows the
+// assignment, restarts it and promotes. External documents how the two share
+// the state dir (its lock, held per step and never while waiting); package
+// kubeletdropin is that for the kubelet.
+//
 // On-disk layout of a state dir:
 //
 //	<dir>/lock                                          flock: one process per dir
