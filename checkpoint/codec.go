@@ -108,7 +108,7 @@ func canonicalPayload(data []byte, version, field string) (payload []byte, ok bo
 func verify(gotVersion, wantVersion, sum string, payload json.RawMessage) error {
 	if gotVersion != wantVersion {
 		if newerVersion(gotVersion, wantVersion) {
-			return fmt.Errorf("%w: envelope version %q, this version reads %q", ErrNewerFormat, gotVersion, wantVersion)
+			return fmt.Errorf("%w: unknown envelope version %q, this version reads %q", ErrNewerFormat, gotVersion, wantVersion)
 		}
 		return fmt.Errorf("unknown envelope version %q, want %q", gotVersion, wantVersion)
 	}
