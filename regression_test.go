@@ -844,7 +844,7 @@ func TestRegressionBootstrapBoundedByOneTimeout(t *testing.T) {
 }
 
 func bootstrapAgainstBlackHole(t *testing.T, damaged bool) {
-	const timeout = 2 * time.Second
+	const timeout = time.Second
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: blackHole(t)})
 	if err != nil {
 		t.Fatal(err)
