@@ -151,24 +151,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			if err := tc.apply(tc.path); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			c := base.controller(func(o *Options[testConfig]) {
-				if !reachable {
-					o.Remote = unreachable()
-				}
-			})
-			done := make(chan struct{})
-			var cfg *testConfig
-			var err error
-			go func() {
-				defer close(done)
-				cfg, err = c.Bootstrap(base.ctx())
-				c.Close()
-			}()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s: Bootstrap hangs", name)
-			}
+			cfg, err := bootstrapWithin(t, base, reachable, name)
 			if err != nil {
 				t.Errorf("%s: Bootstrap: %v", name, err)
 				continue
@@ -180,6 +163,31 @@ func TestCorruptionMatrix(t *testing.T) {
 			}
 		}
 	}
+}
+
+// bootstrapWithin runs one Bootstrap of n, with its source unreachable
+// unless reachable, and fails the test if it has not returned within 30 s.
+func bootstrapWithin(t *testing.T, n *node, reachable bool, name string) (*testConfig, error) {
+	t.Helper()
+	c := n.controller(func(o *Options[testConfig]) {
+		if !reachable {
+			o.Remote = unreachable()
+		}
+	})
+	done := make(chan struct{})
+	var cfg *testConfig
+	var err error
+	go func() {
+		defer close(done)
+		cfg, err = c.Bootstrap(n.ctx())
+		c.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: Bootstrap hangs", name)
+	}
+	return cfg, err
 }
 
 type outcome struct {
@@ -269,24 +277,7 @@ func TestDamagedQuarantineMatrix(t *testing.T) {
 			if err := os.WriteFile(files["checkpoint of b"], []byte("garbage"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c := base.controller(func(o *Options[testConfig]) {
-				if !reachable {
-					o.Remote = unreachable()
-				}
-			})
-			done := make(chan struct{})
-			var cfg *testConfig
-			var err error
-			go func() {
-				defer close(done)
-				cfg, err = c.Bootstrap(base.ctx())
-				c.Close()
-			}()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s: Bootstrap hangs", name)
-			}
+			cfg, err := bootstrapWithin(t, base, reachable, name)
 			if err != nil {
 				t.Errorf("%s: Bootstrap: %v", name, err)
 				continue

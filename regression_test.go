@@ -520,6 +520,14 @@ func unreadableMarksChild(t *testing.T) {
 	}
 }
 
+// childNode is the node a child started by damage.AsUser works on: its
+// parent's state and source dirs, in arg, as "<state>\n<source>".
+func childNode(t *testing.T, arg string) *node {
+	dirs := strings.Split(arg, "\n")
+	return &node{t: t, stateDir: dirs[0], srcDir: dirs[1],
+		clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
+}
+
 // Issue 21, defect 1: a component that does not run as root, whose
 // quarantine/ it cannot search (a root-run tool made it 0700), must not
 // hang looking for a free name when a corrupt file must be moved aside; it
@@ -527,10 +535,7 @@ func unreadableMarksChild(t *testing.T) {
 // child runs as nobody (EACCES from permission bits does not stop root).
 func TestRegressionUnsearchableQuarantineDoesNotHang(t *testing.T) {
 	if arg, ok := damage.InChild(t); ok {
-		dirs := strings.Split(arg, "\n")
-		n := &node{t: t, stateDir: dirs[0], srcDir: dirs[1],
-			clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
-		cfg, r := n.start()
+		cfg, r := childNode(t, arg).start()
 		if cfg.Value != 2 || r.Status != corev1.ConditionTrue || r.Message != "using current (UID: uid-b)" {
 			t.Fatalf("ran value %d with %+v; want b (value 2), True", cfg.Value, r)
 		}
@@ -655,10 +660,7 @@ func TestRegressionFullDiskDoesNotHideCrashLoop(t *testing.T) {
 // trial not run (Unknown, naming the cause); the file is not replaced.
 func TestRegressionUnreadableStartupsFailSafe(t *testing.T) {
 	if arg, ok := damage.InChild(t); ok {
-		dirs := strings.Split(arg, "\n")
-		n := &node{t: t, stateDir: dirs[0], srcDir: dirs[1],
-			clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)), reporter: &recordingReporter{}}
-		cfg, r := n.start()
+		cfg, r := childNode(t, arg).start()
 		if cfg.Value != 1 || r.Status != corev1.ConditionUnknown || !strings.Contains(r.Reason, "permission denied") ||
 			!strings.Contains(r.Reason, "startups.json") {
 			t.Fatalf("ran value %d with %+v; want last-known-good a (value 1), Unknown, naming the unreadable startups file", cfg.Value, r)
@@ -844,7 +846,7 @@ func TestRegressionBootstrapBoundedByOneTimeout(t *testing.T) {
 }
 
 func bootstrapAgainstBlackHole(t *testing.T, damaged bool) {
-	const timeout = 2 * time.Second
+	const timeout = time.Second
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: blackHole(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Envelope versions. A reader accepts exactly its own version: a file written
-// by a newer, incompatible writer is reported as corrupt rather than misread.
+// Envelope versions. A reader accepts exactly its own version (see the
+// compatibility policy in doc.go): a pointer or checkpoint of a newer
+// version is ErrNewerFormat, neither misread nor treated as damage.
 const (
 	checkpointVersion = "dynconfig.io/checkpoint/v1"
 	pointerVersion    = "dynconfig.io/pointer/v1"
@@ -104,6 +107,9 @@ func canonicalPayload(data []byte, version, field string) (payload []byte, ok bo
 // verify checks version and checksum of a decoded envelope.
 func verify(gotVersion, wantVersion, sum string, payload json.RawMessage) error {
 	if gotVersion != wantVersion {
+		if newerVersion(gotVersion, wantVersion) {
+			return fmt.Errorf("%w: unknown envelope version %q, this version reads %q", ErrNewerFormat, gotVersion, wantVersion)
+		}
 		return fmt.Errorf("unknown envelope version %q, want %q", gotVersion, wantVersion)
 	}
 	if len(payload) == 0 {
@@ -113,6 +119,19 @@ func verify(gotVersion, wantVersion, sum string, payload json.RawMessage) error 
 		return fmt.Errorf("checksum mismatch: file says sha256 %q, payload has %q", sum, got)
 	}
 	return nil
+}
+
+// newerVersion reports whether got is a later version of the same format
+// as want: "<prefix>/v<N>" with the same prefix and a larger N.
+func newerVersion(got, want string) bool {
+	gp, gv, ok1 := strings.Cut(got, "/v")
+	wp, wv, ok2 := strings.Cut(want, "/v")
+	if !ok1 || !ok2 || gp != wp {
+		return false
+	}
+	g, err1 := strconv.Atoi(gv)
+	w, err2 := strconv.Atoi(wv)
+	return err1 == nil && err2 == nil && g > w
 }
 
 // encodeCheckpoint serializes the whole ConfigMap, with kind "ConfigMap" and
@@ -198,11 +217,16 @@ func decodePointer(data []byte) (Pointer, error) {
 		}
 		payload = env.Pointer
 	}
+	// Fields this version does not know are ignored: the checksum has
+	// verified the payload, and a newer version of this format adds only
+	// fields an older reader may ignore (doc.go, compatibility policy).
 	var p pointerPayload
 	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		return Pointer{}, fmt.Errorf("decode pointer: %w", err)
+	}
+	if dec.More() {
+		return Pointer{}, fmt.Errorf("decode pointer: trailing data")
 	}
 	src := normalizeSource(p.Source)
 	if k, ok := KeyFromSource(src); ok {

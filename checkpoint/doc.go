@@ -84,6 +84,34 @@
 //   - GC between a Save and the SetCurrent that references it removes the
 //     just-saved checkpoint; callers that run both must serialize them.
 //   - Permissions of directories that already exist are not changed.
-//   - Older binaries cannot read the pointers this version writes (a field
-//     was added): downgrading the component is not supported.
+//   - Binaries older than the lifecycle redesign (commit 8b1fa39, which
+//     added firstRun to the pointers and rejected unknown fields) cannot
+//     read the pointers of any later version: downgrading across that
+//     commit is not supported.
+//
+// # Compatibility of state dirs between versions
+//
+// A node rolled back to its previous component version must not be
+// bricked by the state its newer self wrote. The policy, from this version
+// on:
+//
+//   - Every file carries its format version in its envelope
+//     ("dynconfig.io/pointer/v1", ...). Within a format version a writer may
+//     only add fields that an older reader can ignore safely (omitted when
+//     empty; their absence means the older behaviour); readers ignore
+//     unknown fields of a verified pointer. Adjacent component versions
+//     therefore read each other's pointers and checkpoints in both
+//     directions (TestVersionSkew builds the previous commit from git and
+//     runs both binaries over one state dir, with a config on trial).
+//   - A change an older reader must not ignore bumps the format version. A
+//     version reads its own format and the two before it, and writes only
+//     its own.
+//   - A pointer or checkpoint of a newer format than a version reads is
+//     ErrNewerFormat, never damage: it is not quarantined, GC removes
+//     nothing while a pointer reads so, and the component runs its local
+//     config (or re-adopts its assignment) and reports why; it never crashes
+//     or refuses to start.
+//   - Bad marks and startups live in tracking/<componentVersion>/, so a
+//     version never reads another's; after a downgrade, a config marked bad
+//     by the newer version is judged again by the older one.
 package checkpoint

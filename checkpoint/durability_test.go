@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -98,5 +99,61 @@ func TestInspectQuarantineSymlink(t *testing.T) {
 	}
 	if len(snap.Quarantine) != 0 || len(snap.Problems) != 1 || !strings.Contains(snap.Problems[0].Error(), "quarantine") {
 		t.Fatalf("Inspect: quarantine %v, problems %v; want the symlink reported and nothing listed", snap.Quarantine, snap.Problems)
+	}
+}
+
+// Compatibility policy (doc.go): a pointer of this format version with a
+// field this version does not know (a newer version added it) is read,
+// the field ignored; a pointer or checkpoint of a newer format version is
+// ErrNewerFormat, not damage: nothing is quarantined, GC removes nothing.
+func TestNewerFormatIsNotDamage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s, _ := openStore(t, dir)
+	cm := newConfigMap("uid-a", "1")
+	k := mustSave(t, s, cm)
+	if err := s.SetCurrent(sourceFor(cm)); err != nil {
+		t.Fatal(err)
+	}
+	cur := filepath.Join(dir, "meta", "current")
+	src := `{"configMap":{"namespace":"` + cm.Namespace + `","name":"` + cm.Name + `","uid":"uid-a","resourceVersion":"1","kubeletConfigKey":"kubelet"}}`
+	if err := os.WriteFile(cur, envelopeOf("dynconfig.io/pointer/v1", "pointer",
+		`{"source":`+src+`,"setTime":"2025-01-01T00:00:00Z","addedLater":{"x":1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Current()
+	if err != nil || p.Source == nil || p.Source.ConfigMap.UID != "uid-a" {
+		t.Fatalf("Current with an added field: %+v, %v; want uid-a", p, err)
+	}
+	for name, path := range map[string]string{"pointer": cur, "checkpoint": filepath.Join(dir, "checkpoints", "uid-a_1")} {
+		valid, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newer := bytes.Replace(valid, []byte(`/v1"`), []byte(`/v2"`), 1)
+		if err := os.WriteFile(path, newer, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if name == "pointer" {
+			_, err = s.Current()
+		} else {
+			_, err = s.Load(k)
+		}
+		if !errors.Is(err, checkpoint.ErrNewerFormat) || errors.Is(err, checkpoint.ErrCorrupt) {
+			t.Errorf("%s of format v2: %v; want ErrNewerFormat, not corruption", name, err)
+		}
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, newer) {
+			t.Errorf("%s of format v2 was moved or changed: %v", name, err)
+		}
+		if name == "pointer" {
+			if removed, err := s.GC(); err == nil || len(removed) > 0 {
+				t.Errorf("GC with a pointer of format v2: removed %v, %v; want nothing removed", removed, err)
+			}
+		}
+		if err := os.WriteFile(path, valid, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, checkpoint.QuarantineDir)); err == nil {
+		t.Errorf("something was quarantined")
 	}
 }

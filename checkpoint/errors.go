@@ -20,6 +20,13 @@ var (
 
 	// ErrClosed is returned by the methods of a closed Store.
 	ErrClosed = errors.New("checkpoint store is closed")
+
+	// ErrNewerFormat is returned (wrapped) for a pointer or checkpoint
+	// written by a newer version of this package in a format this one does
+	// not read (see the compatibility policy in the package documentation).
+	// It is not damage: the file is not moved to the quarantine, and GC
+	// removes nothing while a pointer reads so.
+	ErrNewerFormat = errors.New("written by a newer version in a format this version does not read")
 )
 
 // CorruptError reports a state file (checkpoint, pointer, bad marks,

@@ -105,7 +105,9 @@ func Inspect(dir string) (*Snapshot, error) {
 			p.into.Err = err
 		default:
 			ptr, err := decodePointer(data)
-			if err != nil {
+			if errors.Is(err, ErrNewerFormat) {
+				p.into.Err = fmt.Errorf("pointer %s: %w", path, err)
+			} else if err != nil {
 				p.into.Err = &CorruptError{Path: path, Err: err}
 			} else {
 				p.into.Pointer = ptr
@@ -223,7 +225,9 @@ func inspectCheckpoint(k Key, path string) CheckpointState {
 	data, err := readFile(path)
 	if err != nil {
 		c.Err = err
-	} else if cm, err := decodeCheckpoint(data); err != nil {
+	} else if cm, err := decodeCheckpoint(data); errors.Is(err, ErrNewerFormat) {
+		c.Err = fmt.Errorf("checkpoint %s: %w", path, err)
+	} else if err != nil {
 		c.Err = &CorruptError{Path: path, Err: err}
 	} else if got := KeyOf(cm); got != k {
 		c.Err = corrupt(path, "holds the ConfigMap with key %s", got)

@@ -506,6 +506,9 @@ func (s *Store) load(k Key) (*corev1.ConfigMap, error) {
 		return nil, fmt.Errorf("load checkpoint %s: %w", k, err)
 	}
 	cm, err := decodeCheckpoint(data)
+	if errors.Is(err, ErrNewerFormat) {
+		return nil, fmt.Errorf("load checkpoint %s (%s): %w", k, path, err)
+	}
 	if err != nil {
 		return nil, &CorruptError{Path: path, Err: err}
 	}
@@ -794,6 +797,9 @@ func (s *Store) readPointerLocked(name string) (Pointer, error) {
 		return Pointer{}, fmt.Errorf("read pointer %s: %w", name, err)
 	}
 	p, err := decodePointer(data)
+	if errors.Is(err, ErrNewerFormat) {
+		return Pointer{}, fmt.Errorf("read pointer %s: %w", path, err)
+	}
 	if err != nil {
 		return Pointer{}, &CorruptError{Path: path, Err: err}
 	}

@@ -209,11 +209,7 @@ func (m *Metrics) SetDeadEnd(deadEnd bool) {
 	if m == nil {
 		return
 	}
-	v := 0.0
-	if deadEnd {
-		v = 1
-	}
-	m.deadEnd.Set(v)
+	setBool(m.deadEnd, deadEnd)
 }
 
 // IncQuarantined counts one state file moved to the quarantine.
@@ -230,9 +226,14 @@ func (m *Metrics) SetLastKnownGoodUnusable(unusable bool) {
 	if m == nil {
 		return
 	}
-	v := 0.0
-	if unusable {
-		v = 1
+	setBool(m.lkgUnusable, unusable)
+}
+
+// setBool sets a 0-or-1 gauge.
+func setBool(g prometheus.Gauge, b bool) {
+	if b {
+		g.Set(1)
+	} else {
+		g.Set(0)
 	}
-	m.lkgUnusable.Set(v)
 }

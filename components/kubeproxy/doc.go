@@ -83,7 +83,8 @@
 //     options splitStream and infoBufferSize need LoggingAlphaOptions
 //     (AllAlpha/AllBeta count as component-base counts them).
 //   - portRange, unused by kube-proxy, still parses as a port range;
-//     showHiddenMetricsForVersion is empty or <major>.<minor>.
+//     showHiddenMetricsForVersion is empty or 1.36, the previous minor
+//     version of kube-proxy 1.37, the only value it starts with.
 //
 // # Proven against upstream
 //
@@ -117,8 +118,6 @@
 //   - featureGates: names are checked for shape only; whether kube-proxy
 //     knows a gate, whether it is locked and which gates depend on which
 //     depends on the exact kube-proxy release.
-//   - showHiddenMetricsForVersion: only the <major>.<minor> format is
-//     checked; the version allowed is the running binary's previous minor.
 //
 // Also left out: logging, where upstream also rejects a non-text format when
 // klog flags were changed on the command line and knows the formats the

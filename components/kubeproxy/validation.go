@@ -87,9 +87,11 @@ func (Profile) Validate(cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 				"must be a port range such as 30000-32767 or 30000+2767 (the field is unused by kube-proxy)"))
 		}
 	}
-	if v := cfg.ShowHiddenMetricsForVersion; v != "" && !isMajorMinor(v) {
+	// kube-proxy refuses to start unless it is empty or its previous minor
+	// version (component-base's metrics options).
+	if v := cfg.ShowHiddenMetricsForVersion; v != "" && v != hiddenMetricsVersion {
 		errs = append(errs, field.Invalid(field.NewPath("showHiddenMetricsForVersion"), v,
-			"must be a <major>.<minor> version such as 1.36"))
+			"must be empty or "+hiddenMetricsVersion+": kube-proxy "+release+" shows the hidden metrics of its previous minor version only"))
 	}
 	return errs
 }
@@ -397,11 +399,12 @@ func nonNegative(errs field.ErrorList, d metav1.Duration, path string, more ...s
 	return errs
 }
 
-// isMajorMinor reports whether v is "<digits>.<digits>".
-func isMajorMinor(v string) bool {
-	major, minor, ok := strings.Cut(v, ".")
-	return ok && allDigits(major) && allDigits(minor)
-}
+// release is the kube-proxy release this profile validates for, and
+// hiddenMetricsVersion the only showHiddenMetricsForVersion it accepts.
+const (
+	release              = "1.37"
+	hiddenMetricsVersion = "1.36"
+)
 
 func allDigits(s string) bool {
 	if s == "" {

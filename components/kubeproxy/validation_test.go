@@ -375,6 +375,11 @@ func TestValidateRules(t *testing.T) {
 		{"showHiddenMetricsForVersion", func(c *v1alpha1.KubeProxyConfiguration) { c.ShowHiddenMetricsForVersion = "1.36" }, nil},
 		{"showHiddenMetricsForVersion with v", func(c *v1alpha1.KubeProxyConfiguration) { c.ShowHiddenMetricsForVersion = "v1.36" },
 			[]fieldErr{invalid("showHiddenMetricsForVersion")}},
+		// kube-proxy 1.37 starts only with its previous minor (issue 21).
+		{"showHiddenMetricsForVersion of its own minor", func(c *v1alpha1.KubeProxyConfiguration) { c.ShowHiddenMetricsForVersion = "1.37" },
+			[]fieldErr{invalid("showHiddenMetricsForVersion")}},
+		{"showHiddenMetricsForVersion two minors back", func(c *v1alpha1.KubeProxyConfiguration) { c.ShowHiddenMetricsForVersion = "1.35" },
+			[]fieldErr{invalid("showHiddenMetricsForVersion")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,8 +50,8 @@ func InChild(t *testing.T) (arg string, ok bool) {
 // the given uid and gid (which needs root: it skips t otherwise), with arg
 // for InChild, and fails t if the child fails or has not ended within
 // timeout (its whole process group is then killed: a hang is a failure,
-// not a stuck test). The test binary is copied to a directory the user can
-// read. The child's output is logged.
+// not a stuck test). The test binary is copied to a directory of the test
+// the user can read. The child's output is logged.
 func AsUser(t *testing.T, uid int, arg string, timeout time.Duration) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -89,38 +88,26 @@ func AsUser(t *testing.T, uid int, arg string, timeout time.Duration) {
 	}
 }
 
-var userBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// userBinary copies the running test binary to a 0755 directory, once per
-// process (the go command's build directories are private to root).
+// userBinary copies the running test binary to a directory of the test
+// that others may read (the go command's build directories are private to
+// root); the test's cleanup removes it.
 func userBinary(t *testing.T) string {
 	t.Helper()
-	userBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "damage-as-user-")
-		if err != nil {
-			userBin.err = err
-			return
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			userBin.err = err
-			return
-		}
-		self, err := os.Executable()
-		if err != nil {
-			userBin.err = err
-			return
-		}
-		userBin.path = filepath.Join(dir, filepath.Base(self))
-		userBin.err = copyFile(self, userBin.path, 0o755)
-	})
-	if userBin.err != nil {
-		t.Fatalf("copy the test binary for another user: %v", userBin.err)
 	}
-	return userBin.path
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(self))
+	if err := copyFile(self, bin, 0o755); err != nil {
+		t.Fatalf("copy the test binary for another user: %v", err)
+	}
+	return bin
 }
 
 func copyFile(from, to string, perm os.FileMode) error {

@@ -2,7 +2,9 @@
 // directory of a state dir, so that every damage matrix (the real binary's,
 // dynconfigctl inspect's) applies the same kinds: truncation and bit flips
 // at given offsets, garbage, empty, missing, a directory, a FIFO, symlinks
-// inside and outside, a 100 MB file, mode 000.
+// inside and outside, a 100 MB file, mode 000. AsUser runs a test's body as
+// an unprivileged user, for damage that root does not notice (files it
+// cannot read, a directory it cannot search: a real EACCES).
 package damage
 
 import (

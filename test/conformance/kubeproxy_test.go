@@ -334,11 +334,6 @@ var kubeProxyLeftOut = []proxyDifference{
 	{"featureGates", func(kc *proxyv1alpha1.KubeProxyConfiguration) bool {
 		return gatesAccepted(kc.FeatureGates) != nil
 	}},
-	// Only the <major>.<minor> format is checked: the version allowed is the
-	// running binary's previous minor.
-	{"showHiddenMetricsForVersion", func(kc *proxyv1alpha1.KubeProxyConfiguration) bool {
-		return kc.ShowHiddenMetricsForVersion != ""
-	}},
 }
 
 func kubeProxyAllowed(list []proxyDifference, path string, kc *proxyv1alpha1.KubeProxyConfiguration) bool {
