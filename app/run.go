@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync/atomic"
 
 	"github.com/spf13/pflag"
@@ -65,6 +66,13 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 		}
 		opts.Cluster = cluster
 		env.NodeName = cluster.NodeName
+	case !o.disableRemote:
+		// Nothing to take a config from, and not asked to run locally: a
+		// unit or a Pod that forgot --kubeconfig would otherwise report
+		// True on its local config forever while nodes are assigned
+		// configs it never sees.
+		logger.Error(nil, "No config source: neither --kubeconfig, --configmap nor --source-dir is set, so this component runs its local config only, never reads the config assigned to its Node and reports its condition on no Node; pass --kubeconfig and --node-name (in a Pod: a kubeconfig for its ServiceAccount token, see deploy/daemonset), or --disable-remote-config to run locally on purpose",
+			"component", c.Component, "inPod", os.Getenv("KUBERNETES_SERVICE_HOST") != "")
 	}
 	if env.NodeName == "" {
 		if env.NodeName, err = nodeName(o.nodeName); err != nil {
