@@ -132,7 +132,7 @@ node-b   kubelet      kube-system/kubelet-a   <none>                  <none>    
 	wantOut := `NODE     COMPONENT   ASSIGNED   ACTIVE      LKG         CONDITION   PHASE
 node-c   kubelet     local      <invalid>   <invalid>   <none>      <invalid>
 `
-	wantErr := `dynconfigctl: node "node-c" annotation dynconfig.io/config-status: config status: phase: unknown phase "Sleeping" (want one of Local, Trial, Promoted, RolledBack, DeadEnd)` + "\n"
+	wantErr := `dynconfigctl: node "node-c" annotation dynconfig.io/config-status: config status: phase: unknown phase "Sleeping" (want one of Local, Trial, Promoted, RolledBack, DeadEnd, SyncFailed)` + "\n"
 	if diff := cmp.Diff(wantOut, stdout.String()); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components/kubelet"
@@ -104,7 +106,14 @@ func TestControllerRollback(t *testing.T) {
 			n.waitReport(ctx, t, currentReport(good))
 			p2.noRestartOrReload(t)
 			wantPointer(t, n.dir, "current", good.UID, good.ResourceVersion)
-			if diff := cmp.Diff([]string{checkpointKey(good)}, checkpoints(t, n.dir)); diff != "" {
+			// The report comes before the garbage collection that follows
+			// it: wait for the collection rather than race it.
+			var diff string
+			_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				diff = cmp.Diff([]string{checkpointKey(good)}, checkpoints(t, n.dir))
+				return diff == "", nil
+			})
+			if diff != "" {
 				t.Errorf("checkpoints after the recovery (-want +got):\n%s", diff)
 			}
 			p2.stop()
