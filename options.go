@@ -177,9 +177,12 @@ type Options[T any] struct {
 	// the startups file of the local config. Default:
 	// components.DefaultTrial() (10m, threshold 3).
 	DefaultTrial components.Trial
-	// StartupSyncTimeout bounds the read of the assignment during
-	// Bootstrap; when it cannot be read in time the desired config is
-	// unclear and the last-known-good config runs. Default: 10s.
+	// StartupSyncTimeout bounds everything Bootstrap asks of the cluster
+	// (the assignment, its ConfigMap, the condition report, Events), from
+	// the moment the state dir is locked: when the assignment cannot be
+	// read in time the desired config is unclear (phase SyncFailed) and the
+	// last-known-good config runs; what could not be reported is reported
+	// by Run. Default: 10s.
 	StartupSyncTimeout time.Duration
 	// ResyncPeriod is how often Run re-reads the assignment even without a
 	// change notification; each wait is jittered up to +10%. Default: 1m.
