@@ -58,14 +58,14 @@ func TestEncodeClaimCutsLongReasons(t *testing.T) {
 func TestDecodeClaimRefuses(t *testing.T) {
 	for _, v := range []string{
 		`{}`, `[]`, `"x"`, `{"namespace":"ops"}`,
-		`{"namespace":"ops","name":"r","uid":"u"}`, // no assignedAt
-		`{"namespace":"ops","name":"r","assignedAt":"2026-11-26T10:00:00Z"}`,                       // no uid
-		`{"namespace":"Ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`,             // not a DNS label
-		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","x":1}`,       // unknown field
-		`{"namespace":"ops","Name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`,             // wrong case
-		`{"namespace":"ops","name":"r","name":"s","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`,  // duplicate
-		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z"} {}`,          // trailing
-		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","step":-1}`,   // negative step
+		`{"namespace":"ops","name":"r","uid":"u"}`,                                                   // no assignedAt
+		`{"namespace":"ops","name":"r","assignedAt":"2026-11-26T10:00:00Z"}`,                         // no uid
+		`{"namespace":"Ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`,               // not a DNS label
+		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","x":1}`,         // unknown field
+		`{"namespace":"ops","Name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`,               // wrong case
+		`{"namespace":"ops","name":"r","name":"s","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`,    // duplicate
+		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z"} {}`,            // trailing
+		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","step":-1}`,     // negative step
 		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","previous":{}}`, // invalid previous
 		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","previous":{"configMap":{"name":"x","namespace":"y"}}}`,
 	} {
