@@ -145,9 +145,9 @@ type Result struct {
 	// pause or a deadline ends); 0 means only on a change.
 	RequeueAfter time.Duration
 	// Finalized is true when the rollout needs its Finalizer no more: it
-	// is not active, no node of it is still to be put back, no record of
-	// an older controller is left to migrate, and, once it is being
-	// deleted, no Node carries its claim.
+	// is not active, no Node carries its claim and no record of an older
+	// controller is left to migrate. (A rollout that ended keeps its
+	// claims, for undo, until it is deleted.)
 	Finalized bool
 }
 
@@ -601,18 +601,19 @@ func (p *planner) dropAssignments() {
 	})
 }
 
-// Finalizer is the finalizer the rollout controller keeps on an active
-// ConfigRollout, so that deleting it reverts the nodes it changed (and
-// takes its claims off them) before the object goes.
+// Finalizer is the finalizer the rollout controller keeps on a
+// ConfigRollout while it is active or a Node carries its claim, so that
+// deleting it reverts the nodes it changed (an active one) or takes its
+// claims off them (one that ended) before the object goes.
 const Finalizer = "dynconfig.io/revert-records"
 
-// finalized reports whether the rollout needs its finalizer no more.
+// finalized reports whether the rollout needs its finalizer no more: it
+// is not active, and no Node carries its claim (and no record of an older
+// controller is left), so that deleting it has nothing to put back or
+// take off.
 func (p *planner) finalized() bool {
-	if p.st.Phase.Active() || p.st.Reverting > 0 || len(p.st.Nodes) > 0 {
+	if p.st.Phase.Active() || len(p.st.Nodes) > 0 {
 		return false
-	}
-	if p.r.DeletionTimestamp == nil {
-		return true
 	}
 	for _, v := range p.held {
 		if !v.fresh {
