@@ -1052,6 +1052,8 @@ func (r *runner) patchNodes(ctx context.Context, ro *v1alpha1.ConfigRollout, pat
 func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p plan.Patch) error {
 	kind := "assign"
 	switch {
+	case p.Revert && p.ClaimOnly:
+		kind = "release" // only the claim goes
 	case p.Revert:
 		kind = "revert"
 	case p.ClaimOnly:
