@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -369,10 +371,12 @@ func BenchmarkRolloutController(b *testing.B) {
 				results = append(results, r)
 			}
 		})
-	}
-	if dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR"); dir != "" && len(results) > 0 {
-		if err := writeBenchPlot(dir, results, trial); err != nil {
-			b.Error(err)
+		// Written after each size, so that a size that breaks leaves the
+		// ones before plotted.
+		if dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR"); dir != "" && len(results) > 0 {
+			if err := writeBenchPlot(dir, results, trial); err != nil {
+				b.Error(err)
+			}
 		}
 	}
 }
@@ -428,7 +432,7 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		}
 		x := func(n float64) float64 { return ox + margin + n/maxN*w }
 		y := func(v float64) float64 { return oy + 20 + hgt - v/top*hgt }
-		fmt.Fprintf(&svg, `<text x="%.0f" y="%.0f">%s</text>`+"\n", ox+10, oy+12, p.title)
+		fmt.Fprintf(&svg, `<text x="%.0f" y="%.0f">%s</text>`+"\n", ox+10, oy+12, html.EscapeString(p.title))
 		fmt.Fprintf(&svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x(0), y(0), x(maxN), y(0))
 		fmt.Fprintf(&svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x(0), y(0), x(0), y(top))
 		fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="end">%.3g</text>`+"\n", x(0)-3, y(top)+4, top)
@@ -645,4 +649,36 @@ func (p *rolloutProcess) cpu(b *testing.B) time.Duration {
 		b.Fatalf("/proc/%d/stat: %q", p.cmd.Process.Pid, raw)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// TestBenchPlotIsSVG: the plot the benchmark writes is well-formed XML
+// with one line per measure.
+func TestBenchPlotIsSVG(t *testing.T) {
+	dir := t.TempDir()
+	results := []benchResult{{nodes: 1000, objectKiB: 9.6, stepSeconds: 5.9, overheadSec: 1.1, requestsPerNode: 1.1, cpuSeconds: 4.5, heapMiB: 16, rssMiB: 50},
+		{nodes: 5000, objectKiB: 9.3, stepSeconds: 5.6, overheadSec: 0.8, requestsPerNode: 1.0, cpuSeconds: 6.4, heapMiB: 60, rssMiB: 99}}
+	if err := writeBenchPlot(dir, results, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "rollout-scale.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(raw))
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("rollout-scale.svg is not XML: %v\n%s", err, raw)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != 6 {
+		t.Errorf("%d lines plotted, want 6", lines)
+	}
 }
