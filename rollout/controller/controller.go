@@ -317,6 +317,8 @@ type runner struct {
 	// them unchanged since the last plan.
 	statusMu sync.Mutex
 	statuses map[string]map[string]parsedStatus
+	// memo remembers decoded claims and assignments across plans.
+	memo plan.Memo
 	// routes say which rollouts a Node event concerns, by rollout key.
 	routeMu sync.RWMutex
 	routes  map[string]route
@@ -739,7 +741,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		return 0, nil
 	}
 	component := ro.Spec.Component
-	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now(), Scope: r.c.opts.Namespace}
+	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now(), Scope: r.c.opts.Namespace, Memo: &r.memo}
 	in.Nodes = r.observeNodes(ro, sel, component)
 	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
 		cm := cmObj.(*corev1.ConfigMap)

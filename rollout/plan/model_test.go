@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -37,6 +36,7 @@ var (
 //     the rollout's, and removes the claim; a node that carries another
 //     controller's claim is never patched; every patch is made on the
 //     resourceVersion the node was read at;
+//   - Plan with a Memo kept across the sequence decides as without;
 //   - a rollout deleted while active, once Finalized, has put every node
 //     back on its start assignment; one deleted after it ended changed none
 //     back; either way no node carries its claim any more.
@@ -96,6 +96,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	otherClaim := mustJSON(t, &nodeapi.Claim{Namespace: "elsewhere", Name: "theirs", UID: "their-uid", AssignedAt: metav1.NewTime(t0)})
 	third := mustJSON(t, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "someone-else", UID: "else-uid", KubeletConfigKey: "kubelet"}})
 	var atDeletion map[string]*string
+	memo := &Memo{}
 	var log []string
 	defer func() {
 		if !ok {
@@ -216,6 +217,12 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		in := w.input()
 		in.Scope = "ns"
 		res := Plan(in)
+		// A Memo kept across the plans changes no decision.
+		withMemo := in
+		withMemo.Memo = memo
+		if diff := cmpDiff(res, Plan(withMemo)); diff != "" {
+			return fail("Plan with a Memo decides otherwise (-without +with):\n%s", diff)
+		}
 		w.r.Status = res.Status
 		w.last = res
 		log = append(log, fmt.Sprintf("plan: phase %s step %d patches %v", res.Status.Phase, res.Status.CurrentStep, res.Patches))
@@ -326,11 +333,4 @@ func sameAssignment(a, b *string) bool {
 		return a != nil && b != nil && *a == *b
 	}
 	return sameSource(sa, sb)
-}
-
-func sameSource(a, b *corev1.NodeConfigSource) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return apiequality.Semantic.DeepEqual(a, b)
 }

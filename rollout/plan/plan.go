@@ -43,6 +43,9 @@ type Input struct {
 	// taken over; one by a rollout out of scope belongs to another
 	// controller and is never assigned over.
 	Scope string
+	// Memo, when set, remembers decoded annotation values across calls
+	// (the caller keeps it); nil decodes every value.
+	Memo *Memo
 	// Now is the time.
 	Now time.Time
 }
@@ -196,6 +199,7 @@ type planner struct {
 	now      metav1.Time
 	nodes    map[string]*Node
 	held     map[string]*view // the nodes this rollout claims, by name
+	names    []string         // held's names, sorted; nil when held changed
 	foreign  map[string]*nodeapi.Claim
 	badClaim map[string]string // nodes whose claim annotation does not decode: why
 	ours     *corev1.NodeConfigSource
@@ -267,7 +271,7 @@ func (p *planner) readClaims() {
 		if n.Claim == nil {
 			continue
 		}
-		c, err := nodeapi.DecodeClaim(*n.Claim)
+		c, err := p.in.Memo.claim(*n.Claim)
 		switch {
 		case err != nil:
 			p.badClaim[n.Name] = err.Error()
@@ -301,7 +305,7 @@ func (p *planner) migrate() {
 		terminal := rec.State == v1alpha1.NodeReverted || rec.State == v1alpha1.NodeGone ||
 			rec.State == v1alpha1.NodeSuperseded || rec.State == v1alpha1.NodeSkipped
 		prev, ok := st.PreviousOf(&rec)
-		keep := exists && !claimed && !terminal && ok && p.ours != nil && carries(n, p.ours) && p.foreign[rec.Name] == nil && p.badClaim[rec.Name] == ""
+		keep := exists && !claimed && !terminal && ok && p.ours != nil && p.carries(n, p.ours) && p.foreign[rec.Name] == nil && p.badClaim[rec.Name] == ""
 		if !keep {
 			switch {
 			case exists && !claimed && !terminal && !ok:
@@ -375,23 +379,44 @@ func (p *planner) requeue(d time.Duration) {
 // (nodeapi.ParseAssignment): absent, blank and "null" are no assignment; ok
 // is false when the value is invalid, so that nothing is restored from it.
 func parseAssignment(v *string) (src *corev1.NodeConfigSource, ok bool) {
+	return parseAssignmentMemo(nil, v)
+}
+
+func parseAssignmentMemo(m *Memo, v *string) (src *corev1.NodeConfigSource, ok bool) {
 	if v == nil {
 		return nil, true
 	}
-	src, err := nodeapi.ParseAssignment(*v)
+	src, err := m.assignment(*v)
 	return src, err == nil
 }
 
 // carries reports whether n's assignment is src (nil: no assignment).
 func carries(n *Node, src *corev1.NodeConfigSource) bool {
-	got, ok := parseAssignment(n.Assignment)
+	return carriesMemo(nil, n, src)
+}
+
+func carriesMemo(m *Memo, n *Node, src *corev1.NodeConfigSource) bool {
+	got, ok := parseAssignmentMemo(m, n.Assignment)
 	if !ok {
 		return false
 	}
-	if got == nil || src == nil {
-		return got == nil && src == nil
+	return sameSource(got, src)
+}
+
+// sameSource reports whether two assignments are the same (nil: none).
+func sameSource(a, b *corev1.NodeConfigSource) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
 	}
-	return apiequality.Semantic.DeepEqual(got, src)
+	if a.ConfigMap == nil || b.ConfigMap == nil {
+		return apiequality.Semantic.DeepEqual(a, b)
+	}
+	return *a.ConfigMap == *b.ConfigMap
+}
+
+// carries is carriesMemo with the call's Memo.
+func (p *planner) carries(n *Node, src *corev1.NodeConfigSource) bool {
+	return carriesMemo(p.in.Memo, n, src)
 }
 
 // isOurs reports whether src names the rollout's ConfigMap.
@@ -419,11 +444,15 @@ func describeAnnotation(v *string) string {
 
 // heldNames returns the names of the held nodes, sorted.
 func (p *planner) heldNames() []string {
+	if p.names != nil && len(p.names) == len(p.held) {
+		return p.names
+	}
 	names := make([]string, 0, len(p.held))
 	for name := range p.held {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	p.names = names
 	return names
 }
 
@@ -450,7 +479,7 @@ func (p *planner) observe(active bool) {
 		switch {
 		case v.claim.Failed != "":
 			v.state, v.reason = v1alpha1.NodeFailed, v.claim.Failed
-		case p.ours == nil || !carries(v.n, p.ours):
+		case p.ours == nil || !p.carries(v.n, p.ours):
 			if !active {
 				v.state = v1alpha1.NodeSuperseded
 				continue
@@ -978,7 +1007,7 @@ func (p *planner) assign(target, selected int) {
 				continue
 			}
 		}
-		prev, ok := parseAssignment(n.Assignment)
+		prev, ok := parseAssignmentMemo(p.in.Memo, n.Assignment)
 		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep}
 		v := &view{n: n, claim: c, state: v1alpha1.NodeTrial, fresh: true}
 		room--
@@ -992,7 +1021,7 @@ func (p *planner) assign(target, selected int) {
 			v.state, v.reason = v1alpha1.NodeFailed, c.Failed
 			pt.ClaimOnly = true
 			p.event(true, "NodeFailed", "node %s failed: %s", name, c.Failed)
-		case carries(n, p.ours):
+		case p.carries(n, p.ours):
 			pt.ClaimOnly = true
 		default:
 			val := p.oursJSON
@@ -1070,14 +1099,14 @@ func (p *planner) reverts() {
 		switch {
 		case !p.revertMode():
 			// Deleted after it ended: the assignment stays.
-		case p.ours != nil && carries(v.n, p.ours):
+		case p.ours != nil && p.carries(v.n, p.ours):
 			pt.ClaimOnly = false
 			if prev := v.claim.Previous; prev != nil {
 				b, _ := json.Marshal(prev)
 				s := string(b)
 				pt.Value = &s
 			}
-		case carries(v.n, v.claim.Previous):
+		case p.carries(v.n, v.claim.Previous):
 		default:
 			if v.claim.Failed == "" || !strings.HasPrefix(v.claim.Failed, "its assignment annotation is") {
 				p.event(true, "NodeSuperseded", "node %s is not reverted: its assignment was changed by someone else (now %s)", name, describeAnnotation(v.n.Assignment))
