@@ -17,8 +17,14 @@ import (
 // ClaimAnnotation is the kubelet's claim annotation: the ConfigRollout that
 // changed the Node's assignment, and what to put back (a Claim in JSON).
 // A rollout writes it in the same PATCH as the assignment, so that a Node
-// never carries a rollout's assignment without its revert record.
-const ClaimAnnotation = "dynconfig.io/rollout"
+// never carries a rollout's assignment without its revert record. Its name
+// starts with AssignmentAnnotation on purpose: the admission policy that
+// keeps nodes (and the nodes/status subresource) from changing any
+// "dynconfig.io/config-source*" annotation (deploy/admission-policy.yaml)
+// guards it too, so that a node cannot rewrite what a revert will assign
+// it, nor drop its claim to escape a revert. It is not an assignment: the
+// node side reads only AssignmentAnnotationFor's names.
+const ClaimAnnotation = "dynconfig.io/config-source-rollout"
 
 // ClaimAnnotationFor returns a component's claim annotation:
 // ClaimAnnotation for the kubelet (or an empty name), else ClaimAnnotation

@@ -15,7 +15,7 @@ func testClaim() *Claim {
 
 func TestClaimAnnotationFor(t *testing.T) {
 	for component, want := range map[string]string{
-		"": "dynconfig.io/rollout", "kubelet": "dynconfig.io/rollout", "kube-proxy": "dynconfig.io/rollout.kube-proxy",
+		"": "dynconfig.io/config-source-rollout", "kubelet": "dynconfig.io/config-source-rollout", "kube-proxy": "dynconfig.io/config-source-rollout.kube-proxy",
 	} {
 		if got := ClaimAnnotationFor(component); got != want {
 			t.Errorf("ClaimAnnotationFor(%q) = %q, want %q", component, got, want)
@@ -84,8 +84,8 @@ func TestDecodeClaimRefuses(t *testing.T) {
 }
 
 func TestReadClaimNamesTheNode(t *testing.T) {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"dynconfig.io/rollout.kube-proxy": "{"}}}
-	if _, err := ReadClaim(n, "kube-proxy"); err == nil || !strings.Contains(err.Error(), "Node n1") || !strings.Contains(err.Error(), "dynconfig.io/rollout.kube-proxy") {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"dynconfig.io/config-source-rollout.kube-proxy": "{"}}}
+	if _, err := ReadClaim(n, "kube-proxy"); err == nil || !strings.Contains(err.Error(), "Node n1") || !strings.Contains(err.Error(), "dynconfig.io/config-source-rollout.kube-proxy") {
 		t.Fatalf("ReadClaim error %v does not name the node and the annotation", err)
 	}
 	if c, err := ReadClaim(n, "kubelet"); c != nil || err != nil {
