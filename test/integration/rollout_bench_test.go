@@ -150,16 +150,17 @@ func BenchmarkRolloutController(b *testing.B) {
 		}
 		return v
 	}
-	// The fleet, grown to each size in turn; every node starts on cms[1],
-	// which the last rollout of a size also leaves it on (an even number
-	// of rollouts alternate).
-	created := 0
+	// The fleet, grown to each size in turn. A new node starts on the
+	// ConfigMap the previous rollout left the others on, so that the next
+	// rollout assigns every node (rollouts alternate between the two).
+	created, rollouts := 0, 0
 	grow := func(n int) {
+		on := cms[(rollouts+1)%2]
 		if err := parallel(n-created, func(i int) error {
 			name := fmt.Sprintf("bench-node-%05d", created+i)
 			_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 				Name: name, Labels: map[string]string{label: "true"},
-				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(cms[1]), nodeapi.StatusAnnotation: reported(cms[1], nodeapi.PhasePromoted)},
+				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(on), nodeapi.StatusAnnotation: reported(on, nodeapi.PhasePromoted)},
 			}}, metav1.CreateOptions{})
 			return err
 		}); err != nil {
@@ -269,7 +270,6 @@ func BenchmarkRolloutController(b *testing.B) {
 
 	steps := []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("10%")),
 		nodesStep(intstr.FromString("25%")), nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
-	rollouts := 0
 	var results []benchResult
 	for _, size := range sizes {
 		grow(size)
