@@ -400,6 +400,9 @@ func (c *commands) status() *cobra.Command {
 }
 
 func reverting(ro *v1alpha1.ConfigRollout) bool {
+	if ro.Status.Reverting > 0 {
+		return true
+	}
 	for _, r := range ro.Status.Nodes {
 		if r.State == v1alpha1.NodeReverting {
 			return true

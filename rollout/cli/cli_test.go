@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
@@ -83,10 +84,10 @@ func sample() *v1alpha1.ConfigRollout {
 			ObservedGeneration: 1, Phase: v1alpha1.PhaseProgressing, Message: "step 2: 3 of 20 nodes", CurrentStep: 2,
 			ConfigMap: &v1alpha1.ConfigMapRef{UID: "u1", ResourceVersion: "7"},
 			Selected:  20, Assigned: 3, InTrial: 1, Promoted: 1, Failed: 1,
-			Nodes: []v1alpha1.NodeRecord{
-				{Name: "n0", State: v1alpha1.NodePromoted, Step: 0},
-				{Name: "n1", State: v1alpha1.NodeFailed, Step: 2, Reason: "kubelet reports RolledBack: failed to validate current (UID: u1)"},
-				{Name: "n2", State: v1alpha1.NodeTrial, Step: 2},
+			Failures: []v1alpha1.NodeFailure{{Node: "n1", Reason: "kubelet reports RolledBack: failed to validate current (UID: u1)"}},
+			Steps: []v1alpha1.StepStatus{
+				{Step: 0, CompletedAt: ptr.To(metav1.NewTime(t0.Add(time.Minute))), Promoted: 1},
+				{Step: 1, CompletedAt: ptr.To(metav1.NewTime(t0.Add(2 * time.Minute))), Promoted: 1},
 			},
 			Conditions: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Progressing", Message: "step 2: 3 of 20 nodes"}},
 			History: []v1alpha1.HistoryEntry{
@@ -103,12 +104,12 @@ func TestRenderStatus(t *testing.T) {
 ConfigMap ns/new (UID u1, resourceVersion 7) to kubelet
 Nodes: 20 selected, 3 assigned, 1 in trial, 1 promoted, 1 failed (max 1)
 Steps:
-  0  1 node               [####################]  1/1   done
+  0  1 node               [####################]  1/1   done 2026-01-02T03:05:05Z (1 promoted, 0 failed)
   1  pause until resumed                                done
 > 2  10% (2 nodes)        [####################]  2/2
   3  100% (20 nodes)      [##------------------]  2/20
 Failures:
-  n1 (step 2, Failed): kubelet reports RolledBack: failed to validate current (UID: u1)
+  n1: kubelet reports RolledBack: failed to validate current (UID: u1)
 Conditions:
   Progressing=True (Progressing): step 2: 3 of 20 nodes
 `
@@ -278,7 +279,7 @@ func TestRenderStatusDeleting(t *testing.T) {
 		t.Errorf("with the finalizer:\n%s", got)
 	}
 	ro.Finalizers = nil
-	if got := RenderStatus(ro); !strings.Contains(got, "nothing depends on its records any more") {
+	if got := RenderStatus(ro); !strings.Contains(got, "no node carries its claim any more") {
 		t.Errorf("without the finalizer:\n%s", got)
 	}
 }

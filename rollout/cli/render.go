@@ -32,9 +32,9 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 		fmt.Fprintf(&b, "  %s\n", st.Message)
 	}
 	if ro.DeletionTimestamp != nil {
-		what := "it goes once the nodes it changed are back on their previous source"
+		what := "it goes once the nodes it changed are back on their previous source (or, if it ended, no longer carry its claim)"
 		if !slices.Contains(ro.Finalizers, plan.Finalizer) {
-			what = "nothing depends on its records any more"
+			what = "no node carries its claim any more"
 		}
 		fmt.Fprintf(&b, "  Deleting (since %s): %s\n", ro.DeletionTimestamp.UTC().Format(time.RFC3339), what)
 	}
@@ -53,7 +53,11 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 	b.WriteString("Steps:\n")
 	var steps strings.Builder
 	tw := tabwriter.NewWriter(&steps, 0, 0, 2, ' ', 0)
-	settled := int(st.Promoted) + countStates(ro, v1alpha1.NodeFailed, v1alpha1.NodeSkipped)
+	settled := int(st.Promoted) + int(st.Failed)
+	doneAt := map[int32]v1alpha1.StepStatus{}
+	for _, s := range st.Steps {
+		doneAt[s.Step] = s
+	}
 	for i, step := range ro.Spec.Steps {
 		mark := " "
 		if int32(i) == st.CurrentStep && st.Phase.Active() {
@@ -79,6 +83,9 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 			state := ""
 			if int32(i) < st.CurrentStep {
 				state = "done"
+				if d, ok := doneAt[int32(i)]; ok && d.CompletedAt != nil {
+					state = fmt.Sprintf("done %s (%d promoted, %d failed)", d.CompletedAt.UTC().Format(time.RFC3339), d.Promoted, d.Failed)
+				}
 			}
 			fmt.Fprintf(tw, "%s %d\t%s\t%s\t%d/%d\t%s\n", mark, i, describeStep(step.Nodes, target), bar(done, target), done, target, state)
 		}
@@ -88,26 +95,29 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 		b.WriteString(strings.TrimRight(line, " \n") + "\n")
 	}
 
-	var failures []string
-	for _, r := range st.Nodes {
-		if r.CountsAsFailed() {
-			failures = append(failures, fmt.Sprintf("  %s (step %d, %s): %s\n", r.Name, r.Step, r.State, r.Reason))
-		}
-	}
-	if len(failures) > 0 {
+	if len(st.Failures) > 0 || st.Failed > 0 {
 		b.WriteString("Failures:\n")
-		for _, f := range failures {
-			b.WriteString(f)
+		for _, f := range st.Failures {
+			fmt.Fprintf(&b, "  %s: %s\n", f.Node, f.Reason)
+		}
+		if more := int(st.Failed) - len(st.Failures); more > 0 {
+			fmt.Fprintf(&b, "  and %d more (each failed Node says why in its annotation %s)\n", more, nodeapi.ClaimAnnotationFor(component))
 		}
 	}
-	if n := countStates(ro, v1alpha1.NodeReverting); n > 0 {
-		fmt.Fprintf(&b, "Reverting: %d nodes going back to their previous source\n", n)
+	if st.Reverting > 0 {
+		fmt.Fprintf(&b, "Reverting: %d nodes going back to their previous source (or giving up its claim)\n", st.Reverting)
 	}
-	if n := countStates(ro, v1alpha1.NodeReverted); n > 0 {
-		fmt.Fprintf(&b, "Reverted: %d nodes\n", n)
+	if st.Blocked > 0 {
+		fmt.Fprintf(&b, "Blocked: %d selected nodes claimed by another rollout (see the Conflict condition)\n", st.Blocked)
 	}
-	if n := countStates(ro, v1alpha1.NodeSuperseded); n > 0 {
-		fmt.Fprintf(&b, "Superseded: %d nodes whose assignment someone else changed; not reverted, left as they are\n", n)
+	// Records of an older controller, not yet moved onto their Nodes.
+	legacy := map[v1alpha1.NodeState]int{}
+	for _, r := range st.Nodes {
+		legacy[r.State]++
+	}
+	if len(st.Nodes) > 0 {
+		fmt.Fprintf(&b, "Node records of an older controller: %d (Reverting %d, Reverted %d), being moved onto the Nodes\n",
+			len(st.Nodes), legacy[v1alpha1.NodeReverting], legacy[v1alpha1.NodeReverted])
 	}
 	if len(st.Conditions) > 0 {
 		b.WriteString("Conditions:\n")
@@ -120,18 +130,6 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 		}
 	}
 	return b.String()
-}
-
-func countStates(ro *v1alpha1.ConfigRollout, states ...v1alpha1.NodeState) int {
-	n := 0
-	for _, r := range ro.Status.Nodes {
-		for _, s := range states {
-			if r.State == s {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // stepTarget is the planner's rounding (v1alpha1.StepTarget); 0 for a step

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,13 @@ type Options struct {
 	// EventSink receives the Events; default: the API server's Events of
 	// Client.
 	EventSink record.EventSink
+	// Plan decides each step; default plan.Plan. Tests give a planner
+	// that fails on purpose.
+	Plan func(plan.Input) plan.Result
+	// SyncPatience is how long the informers may take to sync before the
+	// controller asks the API server why they have not, and says so
+	// (again each SyncPatience). Default 20 seconds.
+	SyncPatience time.Duration
 }
 
 // LeaderElection names the Lease and its timings.
@@ -91,7 +99,10 @@ type LeaderElection struct {
 	// Identity of this replica (the Lease holder). Required.
 	Identity string
 	// LeaseDuration, RenewDeadline and RetryPeriod as in client-go's
-	// leaderelection; defaults 15s, 10s, 2s.
+	// leaderelection; defaults 15s, 10s, 2s. New refuses what client-go's
+	// leader election would: LeaseDuration must exceed RenewDeadline, and
+	// RenewDeadline must exceed RetryPeriod times its jitter factor
+	// (leaderelection.JitterFactor, 1.2).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
@@ -154,9 +165,8 @@ func New(opts Options) (*Controller, error) {
 		if le.RetryPeriod == 0 {
 			le.RetryPeriod = 2 * time.Second
 		}
-		if le.LeaseDuration <= le.RenewDeadline || le.RenewDeadline <= le.RetryPeriod {
-			return nil, fmt.Errorf("Options.LeaderElection: want LeaseDuration (%v) > RenewDeadline (%v) > RetryPeriod (%v)",
-				le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+		if err := checkLeaseTimings(le); err != nil {
+			return nil, err
 		}
 	}
 	if opts.Workers < 0 {
@@ -186,6 +196,15 @@ func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.Plan == nil {
+		opts.Plan = plan.Plan
+	}
+	if opts.SyncPatience < 0 {
+		return nil, fmt.Errorf("Options.SyncPatience: must not be negative, got %v", opts.SyncPatience)
+	}
+	if opts.SyncPatience == 0 {
+		opts.SyncPatience = 20 * time.Second
+	}
 	if opts.EventSink == nil {
 		opts.EventSink = &typedcorev1.EventSinkImpl{Interface: opts.Client.CoreV1().Events("")}
 	}
@@ -198,6 +217,24 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{opts: opts, metrics: m, scheme: scheme}, nil
+}
+
+// checkLeaseTimings refuses the timings client-go's leader election
+// refuses (leaderelection.NewLeaderElector), at New rather than at the
+// first term: all positive, LeaseDuration > RenewDeadline > RetryPeriod *
+// leaderelection.JitterFactor.
+func checkLeaseTimings(le *LeaderElection) error {
+	switch {
+	case le.LeaseDuration < 0 || le.RenewDeadline < 0 || le.RetryPeriod < 0:
+		return fmt.Errorf("Options.LeaderElection: timings must not be negative: LeaseDuration %v, RenewDeadline %v, RetryPeriod %v",
+			le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+	case le.LeaseDuration <= le.RenewDeadline:
+		return fmt.Errorf("Options.LeaderElection: LeaseDuration (%v) must be greater than RenewDeadline (%v)", le.LeaseDuration, le.RenewDeadline)
+	case le.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(le.RetryPeriod)):
+		return fmt.Errorf("Options.LeaderElection: RenewDeadline (%v) must be greater than RetryPeriod (%v) times the jitter factor %v (%v)",
+			le.RenewDeadline, le.RetryPeriod, leaderelection.JitterFactor, time.Duration(leaderelection.JitterFactor*float64(le.RetryPeriod)))
+	}
+	return nil
 }
 
 // Run runs the controller until ctx ends (then it returns nil) or, with
@@ -280,6 +317,93 @@ type runner struct {
 	// them unchanged since the last plan.
 	statusMu sync.Mutex
 	statuses map[string]map[string]parsedStatus
+	// memo remembers decoded claims and assignments across plans.
+	memo plan.Memo
+	// routes say which rollouts a Node event concerns, by rollout key.
+	routeMu sync.RWMutex
+	routes  map[string]route
+}
+
+// route is what a Node event is matched against for one rollout.
+type route struct {
+	// sel is its node selector; nil when it is settled (only its claims
+	// route to it) or its selector is invalid.
+	sel labels.Selector
+	// claimKey is its component's claim annotation; uid its uid, which
+	// its claims name.
+	claimKey, uid string
+	// recorded are the nodes an older controller recorded in its status.
+	recorded map[string]bool
+}
+
+// setRoute records how Node events reach a rollout.
+func (r *runner) setRoute(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	key := u.GetNamespace() + "/" + u.GetName()
+	ro, err := toRollout(u)
+	if err != nil {
+		r.routeMu.Lock()
+		r.routes[key] = route{sel: labels.Everything()} // plan it on any change: it says what is wrong
+		r.routeMu.Unlock()
+		return
+	}
+	rt := route{claimKey: nodeapi.ClaimAnnotationFor(ro.Spec.Component), uid: string(ro.UID)}
+	if !settled(ro) {
+		if sel, err := selectorOf(ro); err == nil {
+			rt.sel = sel
+		}
+	}
+	if len(ro.Status.Nodes) > 0 {
+		rt.recorded = make(map[string]bool, len(ro.Status.Nodes))
+		for _, rec := range ro.Status.Nodes {
+			rt.recorded[rec.Name] = true
+		}
+	}
+	r.routeMu.Lock()
+	r.routes[key] = rt
+	r.routeMu.Unlock()
+}
+
+func (r *runner) dropRoute(namespace, name string) {
+	r.routeMu.Lock()
+	delete(r.routes, namespace+"/"+name)
+	r.routeMu.Unlock()
+}
+
+// enqueueForNode plans the rollouts a Node event concerns: the ones whose
+// claim it carries (before or after), the active ones whose selector
+// matches its labels (before or after), and the ones an older controller
+// recorded it in. Every other rollout is left alone: at 10,000 nodes, a
+// Node event planning every rollout made each plan wait behind all.
+func (r *runner) enqueueForNode(nodes ...*corev1.Node) {
+	r.routeMu.RLock()
+	defer r.routeMu.RUnlock()
+	for key, rt := range r.routes {
+		if r.routeMatches(rt, nodes) {
+			r.queue.Add(key)
+		}
+	}
+}
+
+func (r *runner) routeMatches(rt route, nodes []*corev1.Node) bool {
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if rt.recorded[n.Name] {
+			return true
+		}
+		if c, ok := n.Annotations[rt.claimKey]; ok && rt.uid != "" && strings.Contains(c, rt.uid) {
+			return true
+		}
+		if rt.sel != nil && rt.sel.Matches(labels.Set(n.Labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // parsedStatus is a status annotation's value and what it decodes to.
@@ -345,6 +469,7 @@ func (c *Controller) run(ctx context.Context) error {
 		configMaps: configMaps,
 		recorder:   broadcaster.NewRecorder(c.scheme, corev1.EventSource{Component: "dynconfig-rollout"}),
 		statuses:   map[string]map[string]parsedStatus{},
+		routes:     map[string]route{},
 	}
 	r.nodeCache = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, nodes.GetStore(),
 		cache.MutationCacheOptions{TTL: 10 * time.Minute, MaxCacheSize: 100000})
@@ -353,9 +478,10 @@ func (c *Controller) run(ctx context.Context) error {
 	defer r.queue.ShutDown()
 
 	if _, err := rollouts.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { r.roCache.OnAddOrUpdate(obj.(runtime.Object)); r.enqueue(obj) },
+		AddFunc: func(obj any) { r.roCache.OnAddOrUpdate(obj.(runtime.Object)); r.setRoute(obj); r.enqueue(obj) },
 		UpdateFunc: func(_, obj any) {
 			r.roCache.OnAddOrUpdate(obj.(runtime.Object))
+			r.setRoute(obj)
 			// A rollout that ends (or finishes reverting) may let a
 			// refused one start: plan them all (they are few).
 			r.enqueueAll()
@@ -363,6 +489,7 @@ func (c *Controller) run(ctx context.Context) error {
 		DeleteFunc: func(obj any) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				r.roCache.OnDelete(u)
+				r.dropRoute(u.GetNamespace(), u.GetName())
 				r.lastWrite.Delete(u.GetNamespace() + "/" + u.GetName())
 				c.metrics.forget(u.GetNamespace(), u.GetName())
 			}
@@ -372,12 +499,17 @@ func (c *Controller) run(ctx context.Context) error {
 		return err
 	}
 	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { r.nodeCache.OnAddOrUpdate(obj.(runtime.Object)); r.enqueueAll() },
+		AddFunc: func(obj any) {
+			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
+			if n, ok := obj.(*corev1.Node); ok {
+				r.enqueueForNode(n)
+			}
+		},
 		UpdateFunc: func(old, obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
 			on, nn := old.(*corev1.Node), obj.(*corev1.Node)
 			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
-				r.enqueueAll()
+				r.enqueueForNode(on, nn)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -387,8 +519,8 @@ func (c *Controller) run(ctx context.Context) error {
 			if n, ok := obj.(*corev1.Node); ok {
 				r.nodeCache.OnDelete(n)
 				r.forgetStatus(n.Name)
+				r.enqueueForNode(n)
 			}
-			r.enqueueAll()
 		},
 	}); err != nil {
 		return err
@@ -427,19 +559,15 @@ func (c *Controller) run(ctx context.Context) error {
 	return nil
 }
 
-// syncPatience is how long the informers may take to sync before the
-// controller says why they do not.
-var syncPatience = 20 * time.Second
-
 // waitForSync waits for the informers until ctx ends (false). Every
-// syncPatience it asks the API server why they have not synced and says
+// SyncPatience it asks the API server why they have not synced and says
 // what to do: the CRD is not installed, or the controller's identity may
 // not list what it must (client-go's reflector only logs the raw error,
 // and retries).
 func (r *runner) waitForSync(ctx context.Context, synced ...cache.InformerSynced) bool {
 	logger := klog.FromContext(ctx)
 	for {
-		waitCtx, cancel := context.WithTimeout(ctx, syncPatience)
+		waitCtx, cancel := context.WithTimeout(ctx, r.c.opts.SyncPatience)
 		ok := cache.WaitForCacheSync(waitCtx.Done(), synced...)
 		cancel()
 		switch {
@@ -602,10 +730,9 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	}
 	u := obj.(*unstructured.Unstructured)
 	if settled(ro) {
+		// Its finalizer, if any, stays while Nodes carry its claims; the
+		// deletion plans it again.
 		r.c.metrics.observe(ro)
-		if slices.Contains(u.GetFinalizers(), plan.Finalizer) {
-			return 0, r.removeFinalizer(ctx, u)
-		}
 		return 0, nil
 	}
 	sel, err := selectorOf(ro)
@@ -614,7 +741,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		return 0, nil
 	}
 	component := ro.Spec.Component
-	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now()}
+	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now(), Scope: r.c.opts.Namespace, Memo: &r.memo}
 	in.Nodes = r.observeNodes(ro, sel, component)
 	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
 		cm := cmObj.(*corev1.ConfigMap)
@@ -622,11 +749,11 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		_, has := cm.Data[key]
 		in.ConfigMap = &plan.ConfigMap{UID: cm.UID, ResourceVersion: cm.ResourceVersion, HasKey: has}
 	}
-	if ro.Status.Phase.Active() && ro.Status.ConfigMap == nil {
+	if ro.Status.Phase.Active() {
 		in.Others = r.others(ro)
 	}
 
-	res, err := safePlan(in)
+	res, err := safePlan(r.c.opts.Plan, in)
 	if err != nil {
 		r.recorder.Eventf(ro, corev1.EventTypeWarning, "PlanFailed", "%v", err)
 		return 0, err
@@ -637,7 +764,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	// While nodes depend on its records, the rollout holds a finalizer:
 	// deleting it then reverts them first (package plan), and the records
 	// stay until that is done.
-	finalized := plan.Finalized(&res.Status)
+	finalized := res.Finalized
 	hasFinalizer := slices.Contains(u.GetFinalizers(), plan.Finalizer)
 	if !finalized && !hasFinalizer && u.GetDeletionTimestamp() == nil {
 		if u, err = r.addFinalizer(ctx, u); err != nil {
@@ -645,7 +772,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		}
 		hasFinalizer = true
 	}
-	if changed && len(res.Patches) == 0 && len(res.Events) == 0 && onlyRecordsMoved(&ro.Status, &res.Status) {
+	if changed && len(res.Patches) == 0 && len(res.Events) == 0 && onlyCountsMoved(&ro.Status, &res.Status) {
 		// Nothing waits for this write: coalesce it with the next.
 		if last, ok := r.lastWrite.Load(key); ok {
 			if wait := last.(time.Time).Add(r.c.opts.StatusInterval).Sub(r.c.opts.Clock.Now()); wait > 0 {
@@ -751,12 +878,9 @@ func (r *runner) patchRollout(ctx context.Context, u *unstructured.Unstructured,
 	return got, nil
 }
 
-// planFunc is plan.Plan; tests replace it.
-var planFunc = plan.Plan
-
 // safePlan plans, turning a panic of the planner into an error for this
 // rollout alone: the others go on, and this one is planned again later.
-func safePlan(in plan.Input) (res plan.Result, err error) {
+func safePlan(planFunc func(plan.Input) plan.Result, in plan.Input) (res plan.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("planning ConfigRollout %s/%s panicked (a bug; please report it with the rollout's status): %v", in.Rollout.Namespace, in.Rollout.Name, r)
@@ -766,62 +890,53 @@ func safePlan(in plan.Input) (res plan.Result, err error) {
 	return planFunc(in), nil
 }
 
-// onlyRecordsMoved reports whether next differs from prev only in the
-// states of existing node records and the counts.
-func onlyRecordsMoved(prev, next *v1alpha1.ConfigRolloutStatus) bool {
-	if len(prev.Nodes) != len(next.Nodes) {
-		return false
-	}
-	for i := range prev.Nodes {
-		a, b := prev.Nodes[i], next.Nodes[i]
-		a.State = b.State
-		if !apiequality.Semantic.DeepEqual(a, b) {
-			return false
-		}
-	}
+// onlyCountsMoved reports whether next differs from prev only in the
+// counts that move as nodes report trial or promotion.
+func onlyCountsMoved(prev, next *v1alpha1.ConfigRolloutStatus) bool {
 	rest := *next
-	rest.Nodes = prev.Nodes
-	rest.Selected, rest.Assigned, rest.InTrial, rest.Promoted, rest.Failed = prev.Selected, prev.Assigned, prev.InTrial, prev.Promoted, prev.Failed
+	rest.Selected, rest.Assigned, rest.InTrial, rest.Promoted = prev.Selected, prev.Assigned, prev.InTrial, prev.Promoted
 	return apiequality.Semantic.DeepEqual(prev, &rest)
 }
 
 // settled reports whether a rollout has nothing left to do: a final phase,
-// a spec the status already answers, and no node on its way (assigning,
-// in trial, reverting). Every node change plans every rollout; this keeps
-// finished ones cheap.
+// a spec the status already answers, no node on its way (in trial,
+// reverting), no record of an older controller to migrate, and no
+// deletion to answer.
 func settled(ro *v1alpha1.ConfigRollout) bool {
-	if ro.Status.Phase.Active() || ro.Status.ObservedGeneration != ro.Generation {
-		return false
-	}
-	for _, rec := range ro.Status.Nodes {
-		switch rec.State {
-		case v1alpha1.NodeAssigning, v1alpha1.NodeTrial, v1alpha1.NodeReverting:
-			return false
-		}
-	}
-	return true
+	st := &ro.Status
+	return !st.Phase.Active() && st.ObservedGeneration == ro.Generation && ro.DeletionTimestamp == nil &&
+		st.InTrial == 0 && st.Reverting == 0 && len(st.Nodes) == 0
 }
 
-// observeNodes lists the selected nodes and the recorded ones.
+// observeNodes lists the selected nodes, the ones that carry the
+// rollout's claim and the ones an older controller recorded in its status.
 func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, component string) []plan.Node {
 	recorded := make(map[string]bool, len(ro.Status.Nodes))
 	for _, rec := range ro.Status.Nodes {
 		recorded[rec.Name] = true
 	}
 	key := nodeapi.AssignmentAnnotationFor(component)
+	claimKey := nodeapi.ClaimAnnotationFor(component)
+	uid := string(ro.UID)
 	var out []plan.Node
 	for _, name := range r.nodes.GetStore().ListKeys() {
 		n := r.node(name)
 		if n == nil {
 			continue
 		}
+		claim, claimed := n.Annotations[claimKey]
 		selected := sel.Matches(labels.Set(n.Labels))
-		if !selected && !recorded[name] {
+		// A claim names its rollout's uid: a cheap test before Plan
+		// decodes it.
+		if !selected && !recorded[name] && !(claimed && uid != "" && strings.Contains(claim, uid)) {
 			continue
 		}
-		pn := plan.Node{Name: name, Selected: selected}
+		pn := plan.Node{Name: name, Selected: selected, ResourceVersion: n.ResourceVersion}
 		if v, ok := n.Annotations[key]; ok {
 			pn.Assignment = &v
+		}
+		if claimed {
+			pn.Claim = &claim
 		}
 		s, err := r.readStatus(n, component)
 		if err != nil {
@@ -833,7 +948,9 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 	return out
 }
 
-// others describes the other rollouts for the overlap check.
+// others describes the other rollouts (for the overlap check, and to
+// tell a claim of a rollout that ended from one of a rollout that holds
+// its nodes); the nodes of the active ones (selected or claimed).
 func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 	var out []plan.Other
 	var nodes []*corev1.Node
@@ -842,13 +959,18 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		if err != nil || (ro.Namespace == self.Namespace && ro.Name == self.Name) {
 			continue
 		}
-		reverting := false
+		reverting := ro.Status.Reverting > 0
 		for _, rec := range ro.Status.Nodes {
 			if rec.State == v1alpha1.NodeReverting {
 				reverting = true
 				break
 			}
 		}
+		o := plan.Other{
+			Namespace: ro.Namespace, Name: ro.Name, UID: ro.UID, Component: ro.Spec.Component, Created: ro.CreationTimestamp.Time,
+			Phase: ro.Status.Phase, Started: ro.Status.ConfigMap != nil, Reverting: reverting, Nodes: map[string]bool{},
+		}
+		out = append(out, o)
 		if !ro.Status.Phase.Active() && !reverting {
 			continue
 		}
@@ -861,19 +983,17 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 				nodes = append(nodes, o.(*corev1.Node))
 			}
 		}
-		o := plan.Other{
-			Namespace: ro.Namespace, Name: ro.Name, Component: ro.Spec.Component, Created: ro.CreationTimestamp.Time,
-			Phase: ro.Status.Phase, Started: ro.Status.ConfigMap != nil, Reverting: reverting, Nodes: map[string]bool{},
-		}
+		claimKey := nodeapi.ClaimAnnotationFor(ro.Spec.Component)
 		for _, n := range nodes {
 			if sel.Matches(labels.Set(n.Labels)) {
+				o.Nodes[n.Name] = true
+			} else if c, ok := n.Annotations[claimKey]; ok && ro.UID != "" && strings.Contains(c, string(ro.UID)) {
 				o.Nodes[n.Name] = true
 			}
 		}
 		for _, rec := range ro.Status.Nodes {
 			o.Nodes[rec.Name] = true
 		}
-		out = append(out, o)
 	}
 	return out
 }
@@ -927,31 +1047,51 @@ func (r *runner) patchNodes(ctx context.Context, ro *v1alpha1.ConfigRollout, pat
 	return errs
 }
 
-// patchNode sets or removes the component's assignment annotation.
+// patchNode writes a node's claim and, unless the patch is ClaimOnly, its
+// assignment, in one merge patch made on the resourceVersion it was
+// planned on: a node changed since (another controller claimed it, its
+// component wrote) is a conflict, and the rollout is planned again.
 func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p plan.Patch) error {
 	kind := "assign"
-	if p.Revert {
+	switch {
+	case p.Revert && p.ClaimOnly:
+		kind = "release" // only the claim goes
+	case p.Revert:
 		kind = "revert"
+	case p.ClaimOnly:
+		kind = "claim"
 	}
 	key := nodeapi.AssignmentAnnotationFor(ro.Spec.Component)
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: p.Value}}})
+	annotations := map[string]*string{nodeapi.ClaimAnnotationFor(ro.Spec.Component): p.Claim}
+	if !p.ClaimOnly {
+		annotations[key] = p.Value
+	}
+	meta := map[string]any{"annotations": annotations}
+	if p.ResourceVersion != "" {
+		meta["resourceVersion"] = p.ResourceVersion
+	}
+	body, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}
 	got, err := r.c.opts.Client.CoreV1().Nodes().Patch(ctx, p.Node, types.MergePatchType, body,
 		metav1.PatchOptions{FieldManager: "dynconfig-rollout"})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		r.c.metrics.patches.WithLabelValues(kind, "error").Inc()
 		return nil // gone: the next plan sees it
-	}
-	if err != nil {
+	case apierrors.IsConflict(err):
+		r.c.metrics.patches.WithLabelValues(kind, "conflict").Inc()
+		return fmt.Errorf("%s node %s for ConfigRollout %s/%s: the Node changed since it was read (planning again): %w", kind, p.Node, ro.Namespace, ro.Name, err)
+	case err != nil:
 		r.c.metrics.patches.WithLabelValues(kind, "error").Inc()
 		return fmt.Errorf("%s node %s (annotation %s) for ConfigRollout %s/%s: %w", kind, p.Node, key, ro.Namespace, ro.Name, err)
 	}
 	r.c.metrics.patches.WithLabelValues(kind, "ok").Inc()
-	if p.Revert {
+	switch kind {
+	case "revert":
 		r.c.reverts.Add(1)
-	} else {
+	case "assign":
 		r.c.assigns.Add(1)
 	}
 	r.nodeCache.Mutation(got)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,14 +12,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
 )
@@ -41,7 +46,12 @@ func TestNewValidates(t *testing.T) {
 		{"bad selector", Options{Client: client, Dynamic: dyn, NodeLabelSelector: "a in (("}, "Options.NodeLabelSelector"},
 		{"lease without name", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.Name = "" })}, "Namespace and Name are required"},
 		{"lease without identity", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.Identity = "" })}, "Identity: required"},
-		{"lease timings", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.LeaseDuration = 5 * time.Second })}, "want LeaseDuration (5s) > RenewDeadline (10s)"},
+		{"lease timings", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.LeaseDuration = 5 * time.Second })}, "LeaseDuration (5s) must be greater than RenewDeadline (10s)"},
+		// client-go's leader election refuses RenewDeadline <= 1.2 *
+		// RetryPeriod; New accepted 10s > 9s before.
+		{"lease jitter", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.RetryPeriod = 9 * time.Second })}, "RenewDeadline (10s) must be greater than RetryPeriod (9s) times the jitter factor 1.2"},
+		{"lease negative", Options{Client: client, Dynamic: dyn, LeaderElection: le(func(l *LeaderElection) { l.RetryPeriod = -time.Second })}, "must not be negative"},
+		{"negative sync patience", Options{Client: client, Dynamic: dyn, SyncPatience: -time.Second}, "Options.SyncPatience"},
 		{"negative workers", Options{Client: client, Dynamic: dyn, Workers: -1}, "Options.Workers"},
 		{"negative resync", Options{Client: client, Dynamic: dyn, Resync: -time.Second}, "Options.Resync"},
 		{"negative parallelism", Options{Client: client, Dynamic: dyn, PatchParallelism: -1}, "Options.PatchParallelism"},
@@ -87,28 +97,29 @@ func TestStripConfigMapData(t *testing.T) {
 
 func TestSettled(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		phase v1alpha1.RolloutPhase
-		gen   int64
-		state v1alpha1.NodeState
-		want  bool
+		name string
+		st   v1alpha1.ConfigRolloutStatus
+		gen  int64
+		del  bool
+		want bool
 	}{
-		{"completed", v1alpha1.PhaseCompleted, 1, v1alpha1.NodePromoted, true},
-		{"halted, reverted", v1alpha1.PhaseHalted, 1, v1alpha1.NodeReverted, true},
-		{"halted, reverting", v1alpha1.PhaseHalted, 1, v1alpha1.NodeReverting, false},
-		{"aborted, a node in trial", v1alpha1.PhaseAborted, 1, v1alpha1.NodeTrial, false},
-		{"completed, undo asked", v1alpha1.PhaseCompleted, 2, v1alpha1.NodePromoted, false},
-		{"progressing", v1alpha1.PhaseProgressing, 1, v1alpha1.NodePromoted, false},
-		{"new", "", 0, "", false},
+		{"completed", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseCompleted, Promoted: 3}, 1, false, true},
+		{"halted, reverted", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseHalted}, 1, false, true},
+		{"halted, reverting", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseHalted, Reverting: 2}, 1, false, false},
+		{"aborted, a node in trial", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseAborted, InTrial: 1}, 1, false, false},
+		{"completed, undo asked", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseCompleted}, 2, false, false},
+		{"completed, being deleted", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseCompleted}, 1, true, false},
+		{"records of an older controller", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseCompleted, Nodes: []v1alpha1.NodeRecord{{Name: "n", State: v1alpha1.NodePromoted}}}, 1, false, false},
+		{"progressing", v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseProgressing}, 1, false, false},
+		{"new", v1alpha1.ConfigRolloutStatus{}, 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Generation: tc.gen}}
-			ro.Status.Phase, ro.Status.ObservedGeneration = tc.phase, 1
-			if tc.state != "" {
-				ro.Status.Nodes = []v1alpha1.NodeRecord{{Name: "n", State: tc.state}}
+			ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Generation: tc.gen}, Status: tc.st}
+			if tc.gen != 0 {
+				ro.Status.ObservedGeneration = 1
 			}
-			if tc.gen == 0 {
-				ro.Status.ObservedGeneration = 0
+			if tc.del {
+				ro.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 			}
 			if got := settled(ro); got != tc.want {
 				t.Errorf("settled = %v, want %v", got, tc.want)
@@ -117,14 +128,12 @@ func TestSettled(t *testing.T) {
 	}
 }
 
-// TestOnlyRecordsMoved: only node states and counts may wait for the next
-// status write; anything else is written at once.
-func TestOnlyRecordsMoved(t *testing.T) {
+// TestOnlyCountsMoved: only the counts that move as nodes report trial or
+// promotion may wait for the next status write; anything else is written
+// at once.
+func TestOnlyCountsMoved(t *testing.T) {
 	base := func() *v1alpha1.ConfigRolloutStatus {
-		return &v1alpha1.ConfigRolloutStatus{
-			Phase: v1alpha1.PhaseProgressing, CurrentStep: 1, Selected: 3, Assigned: 2, InTrial: 2,
-			Nodes: []v1alpha1.NodeRecord{{Name: "a", State: v1alpha1.NodeAssigning}, {Name: "b", State: v1alpha1.NodeTrial}},
-		}
+		return &v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseProgressing, CurrentStep: 1, Selected: 3, Assigned: 2, InTrial: 2}
 	}
 	for _, tc := range []struct {
 		name string
@@ -132,16 +141,11 @@ func TestOnlyRecordsMoved(t *testing.T) {
 		want bool
 	}{
 		{"nothing", func(*v1alpha1.ConfigRolloutStatus) {}, true},
-		{"a node reports trial", func(s *v1alpha1.ConfigRolloutStatus) { s.Nodes[0].State = v1alpha1.NodeTrial }, true},
-		{"a node promoted, counts", func(s *v1alpha1.ConfigRolloutStatus) {
-			s.Nodes[1].State = v1alpha1.NodePromoted
-			s.InTrial, s.Promoted = 1, 1
-		}, true},
-		{"a new record", func(s *v1alpha1.ConfigRolloutStatus) { s.Nodes = append(s.Nodes, v1alpha1.NodeRecord{Name: "c"}) }, false},
-		{"a reason", func(s *v1alpha1.ConfigRolloutStatus) { s.Nodes[0].Reason = "x" }, false},
-		{"a previous source", func(s *v1alpha1.ConfigRolloutStatus) {
-			s.PreviousSources = append(s.PreviousSources, corev1.NodeConfigSource{})
+		{"a node promoted, counts", func(s *v1alpha1.ConfigRolloutStatus) { s.InTrial, s.Promoted = 1, 1 }, true},
+		{"a failure", func(s *v1alpha1.ConfigRolloutStatus) {
+			s.Failed, s.Failures = 1, []v1alpha1.NodeFailure{{Node: "a", Reason: "x"}}
 		}, false},
+		{"a node put back", func(s *v1alpha1.ConfigRolloutStatus) { s.Reverting = 1 }, false},
 		{"the step", func(s *v1alpha1.ConfigRolloutStatus) { s.CurrentStep = 2 }, false},
 		{"the phase", func(s *v1alpha1.ConfigRolloutStatus) { s.Phase = v1alpha1.PhaseHalted }, false},
 		{"a condition", func(s *v1alpha1.ConfigRolloutStatus) {
@@ -151,10 +155,71 @@ func TestOnlyRecordsMoved(t *testing.T) {
 	} {
 		next := base()
 		tc.edit(next)
-		if got := onlyRecordsMoved(base(), next); got != tc.want {
-			t.Errorf("%s: onlyRecordsMoved = %v, want %v", tc.name, got, tc.want)
+		if got := onlyCountsMoved(base(), next); got != tc.want {
+			t.Errorf("%s: onlyCountsMoved = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestNodeEventsRoute: a Node event plans the rollouts that select the
+// node (before or after the event) or whose claim it carries, not every
+// rollout.
+func TestNodeEventsRoute(t *testing.T) {
+	r := &runner{routes: map[string]route{}}
+	r.queue = newTestQueue()
+	defer r.queue.ShutDown()
+	mk := func(ns, name, uid string, sel map[string]string, phase v1alpha1.RolloutPhase) {
+		ro := &v1alpha1.ConfigRollout{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "dynconfig.io/v1alpha1", Kind: "ConfigRollout"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), Generation: 1},
+			Spec:       v1alpha1.ConfigRolloutSpec{ConfigMapName: "cm", Steps: []v1alpha1.RolloutStep{{Pause: &v1alpha1.RolloutPause{}}}},
+			Status:     v1alpha1.ConfigRolloutStatus{Phase: phase, ObservedGeneration: 1},
+		}
+		if sel != nil {
+			ro.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: sel}
+		}
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.setRoute(&unstructured.Unstructured{Object: raw})
+	}
+	mk("a", "zone-a", "uid-a", map[string]string{"zone": "a"}, v1alpha1.PhaseProgressing)
+	mk("a", "zone-b", "uid-b", map[string]string{"zone": "b"}, v1alpha1.PhaseProgressing)
+	mk("b", "done", "uid-done", nil, v1alpha1.PhaseCompleted)
+	node := func(zone, claimUID string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": zone}, Annotations: map[string]string{}}}
+		if claimUID != "" {
+			n.Annotations[nodeapi.ClaimAnnotation] = `{"namespace":"x","name":"y","uid":"` + claimUID + `","assignedAt":"2026-01-01T00:00:00Z"}`
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []*corev1.Node
+		want  []string
+	}{
+		{"selected by one", []*corev1.Node{node("a", "")}, []string{"a/zone-a"}},
+		{"relabelled", []*corev1.Node{node("a", ""), node("b", "")}, []string{"a/zone-a", "a/zone-b"}},
+		{"claimed by a completed rollout", []*corev1.Node{node("c", "uid-done")}, []string{"b/done"}},
+		{"nobody's", []*corev1.Node{node("c", "")}, nil},
+	} {
+		r.enqueueForNode(tc.nodes...)
+		var got []string
+		for r.queue.Len() > 0 {
+			k, _ := r.queue.Get()
+			got = append(got, k)
+			r.queue.Done(k)
+		}
+		slices.Sort(got)
+		if !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: planned %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 }
 
 // TestReadStatusDecodesOnce: a node's status annotation is decoded once
@@ -191,15 +256,13 @@ func TestReadStatusDecodesOnce(t *testing.T) {
 // TestSafePlan: a panic of the planner is an error of that rollout, not a
 // crash of the controller.
 func TestSafePlan(t *testing.T) {
-	defer func(f func(plan.Input) plan.Result) { planFunc = f }(planFunc)
-	planFunc = func(plan.Input) plan.Result { panic("index out of range [-1]") }
+	panics := func(plan.Input) plan.Result { panic("index out of range [-1]") }
 	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro"}}
-	_, err := safePlan(plan.Input{Rollout: ro})
+	_, err := safePlan(panics, plan.Input{Rollout: ro})
 	if err == nil || !strings.Contains(err.Error(), "planning ConfigRollout ns/ro panicked") || !strings.Contains(err.Error(), "index out of range [-1]") {
 		t.Fatalf("safePlan = %v", err)
 	}
-	planFunc = plan.Plan
-	if _, err := safePlan(plan.Input{Rollout: ro, Now: time.Now()}); err != nil {
+	if _, err := safePlan(plan.Plan, plan.Input{Rollout: ro, Now: time.Now()}); err != nil {
 		t.Errorf("safePlan of a new rollout: %v", err)
 	}
 }
@@ -207,14 +270,12 @@ func TestSafePlan(t *testing.T) {
 // TestRunSaysWhyItDoesNotSync: with the CRD missing, the controller keeps
 // waiting (real clock, without spinning) and says what to install.
 func TestRunSaysWhyItDoesNotSync(t *testing.T) {
-	defer func(d time.Duration) { syncPatience = d }(syncPatience)
-	syncPatience = 300 * time.Millisecond
 	gvr := v1alpha1.GroupVersionResource()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigRolloutList"})
 	dyn.PrependReactor("list", "configrollouts", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
 	})
-	c, err := New(Options{Client: fake.NewClientset(), Dynamic: dyn})
+	c, err := New(Options{Client: fake.NewClientset(), Dynamic: dyn, SyncPatience: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

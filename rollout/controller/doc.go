@@ -7,21 +7,28 @@
 // while it holds a Lease.
 //
 // What it guarantees:
-//   - a Node is patched only after the status that records it (and its
-//     previous source) is stored; a plan made on an old status is dropped
-//     (the update conflicts) and planned again;
+//   - a Node's assignment and its revert record (the rollout's claim,
+//     package plan) are one merge patch, made on the Node's
+//     resourceVersion: a Node another controller claimed since it was read
+//     conflicts and is planned again; the status is written before the
+//     patches, and a plan made on an old status is dropped (the update
+//     conflicts) and planned again;
 //   - its own patches are seen by the next plan (a mutation cache over the
 //     Node informer), so a slow watch does not make it patch twice;
 //   - with leader election, informers start only once the Lease is held,
 //     so a new leader plans on a fresh list and the records its
 //     predecessor stored; on shutdown the workers stop before the Lease is
 //     released;
-//   - while nodes depend on a rollout's records (plan.Finalized is false)
+//   - while nodes carry a rollout's claim (plan.Result.Finalized is false)
 //     the rollout holds plan.Finalizer, added before the status that needs
-//     it is written: deleting it reverts them before the object goes;
+//     it is written: deleting it reverts them (or takes the claims off,
+//     once it ended) before the object goes;
+//   - a Node event plans only the rollouts that select the Node (before or
+//     after the event), whose claim it carries, or whose older records
+//     name it;
 //   - the only requests per node are the assignment patch and, when
-//     needed, the revert patch; nodes, rollouts and ConfigMaps are read
-//     from informers.
+//     needed, one to record its failure and one to revert it; nodes,
+//     rollouts and ConfigMaps are read from informers.
 //
 // What it does not do: it does not validate more than the API server's
 // schema does (the planner refuses what it cannot run), it does not

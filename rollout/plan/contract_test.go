@@ -22,9 +22,8 @@ func TestBlankAndNullAssignmentsMeanNone(t *testing.T) {
 			w.node("node-000").Assignment = &value
 			w.plan()
 			w.wantPhase(v1alpha1.PhaseProgressing)
-			rec := w.r.Status.Nodes[0]
-			if rec.State != v1alpha1.NodeAssigning || rec.PreviousIndex != nil || rec.Previous != nil {
-				t.Fatalf("record %+v, want Assigning with no previous source", rec)
+			if c := w.claim(w.node("node-000")); c == nil || c.Previous != nil {
+				t.Fatalf("claim %+v, want one with no previous source", c)
 			}
 			if got := w.assigning(); len(got) != 1 {
 				t.Fatalf("assigned %v, want node-000", got)
@@ -67,12 +66,18 @@ func TestInvalidAssignmentsAreLeftAlone(t *testing.T) {
 			value := v
 			w.node("node-000").Assignment = &value
 			w.plan()
-			rec := w.r.Status.Nodes[0]
-			if rec.Name != "node-000" || rec.State != v1alpha1.NodeSkipped || w.patches["node-000"] != 0 {
-				t.Fatalf("record %+v, patches %v: want node-000 Skipped and untouched", rec, w.patches)
+			state, reason := w.stateOf("node-000")
+			if state != v1alpha1.NodeFailed || w.patches["node-000"] != 0 || *w.node("node-000").Assignment != v {
+				t.Fatalf("state %s, patches %v: want node-000 failed and its assignment untouched", state, w.patches)
 			}
-			if !strings.Contains(rec.Reason, "which is invalid") || strings.Count(rec.Reason, "invalid NodeConfigSource") > 1 {
-				t.Fatalf("reason %q", rec.Reason)
+			if !strings.Contains(reason, "which is invalid") || strings.Count(reason, "invalid NodeConfigSource") > 1 {
+				t.Fatalf("reason %q", reason)
+			}
+			// Undo leaves its assignment alone too, and takes the claim off.
+			w.r.Spec.Undo = true
+			w.plan()
+			if n := w.node("node-000"); *n.Assignment != v || n.Claim != nil {
+				t.Fatalf("after undo node-000 carries %q, claim %v", *n.Assignment, n.Claim)
 			}
 		})
 	}
@@ -91,14 +96,14 @@ func TestSyncFailedIsNotAFailure(t *testing.T) {
 	w.now = w.now.Add(time.Minute)
 	w.plan()
 	w.wantPhase(v1alpha1.PhaseProgressing)
-	if rec := w.r.Status.Nodes[0]; rec.State != v1alpha1.NodeTrial {
-		t.Fatalf("record %+v, want Trial", rec)
+	if state, _ := w.stateOf("node-000"); state != v1alpha1.NodeTrial {
+		t.Fatalf("node-000 %s, want Trial", state)
 	}
 	// The node reads its assignment again and runs the config.
 	w.promote("node-000")
 	w.plan()
-	if rec := w.r.Status.Nodes[0]; rec.State != v1alpha1.NodePromoted {
-		t.Fatalf("record %+v, want Promoted", rec)
+	if state, _ := w.stateOf("node-000"); state != v1alpha1.NodePromoted {
+		t.Fatalf("node-000 %s, want Promoted", state)
 	}
 
 	// One that stays unclear fails at its deadline, saying why.
@@ -108,8 +113,8 @@ func TestSyncFailedIsNotAFailure(t *testing.T) {
 	w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseSyncFailed, Assigned: newSource(), Error: "failed to sync"}
 	w.now = w.now.Add(DefaultProgressDeadline + time.Second)
 	w.plan()
-	if rec := w.r.Status.Nodes[0]; rec.State != v1alpha1.NodeFailed || !strings.Contains(rec.Reason, "phase SyncFailed") {
-		t.Fatalf("record %+v, want Failed at the deadline with phase SyncFailed", rec)
+	if state, reason := w.stateOf("node-000"); state != v1alpha1.NodeFailed || !strings.Contains(reason, "phase SyncFailed") {
+		t.Fatalf("node-000 %s (%q), want Failed at the deadline with phase SyncFailed", state, reason)
 	}
 }
 

@@ -6,29 +6,42 @@
 // the Events to record. It does no I/O; package rollout/controller does.
 //
 // What it guarantees, for any input:
-//   - a node is recorded in the status, with the assignment it had before
-//     (NodeRecord.PreviousIndex into status.previousSources, where each
-//     distinct source is stored once), in the same result that first asks to assign
-//     it: the caller writes the status before the patches, so a revert
-//     always knows what to put back;
-//   - never more than maxUnavailable nodes are Assigning or in Trial at
-//     once; a node gets at most one record, so it is assigned at most once;
+//   - a node's revert record is on the Node: the claim annotation
+//     (nodeapi.ClaimAnnotationFor; nodeapi.Claim: the rollout's namespace,
+//     name and uid, the assignment the node had before, when and at which
+//     step it was assigned, and why it failed), written in the same patch
+//     as the assignment, so a Node never carries the rollout's config
+//     without what to put back; the status holds counts, at most
+//     v1alpha1.MaxFailureRecords failures with their reasons and the steps
+//     done, and does not grow with the fleet;
+//   - every patch is made on the resourceVersion the node was read at, and
+//     a node another controller claims (a rollout that is active or
+//     reverting, or one out of Input.Scope) is never assigned over: it is
+//     counted Blocked and the Conflict condition names the claimer;
+//   - the per-node records an older controller kept in status.nodes
+//     (previousIndex into previousSources, or the full previous source)
+//     are written onto their Nodes as claims, and dropped only once the
+//     Node is seen carrying the claim; until then they revert as before;
+//   - never more than maxUnavailable nodes are in Trial at once; a node is
+//     assigned at most once while it carries the claim;
 //   - no assignment once the rollout is not Progressing (paused, halted,
-//     completed, aborted, reverted) or conflicts with an active rollout;
+//     completed, aborted, reverted);
 //   - the failure count reaching maxFailures+1 halts the rollout in that
-//     result, and with revertOnHalt every node it changed is Reverting;
+//     result, and with revertOnHalt every node it claims is put back;
 //   - a ConfigMap whose UID or resourceVersion differs from the one the
 //     rollout started with halts it (the reason names both versions);
-//   - a rollout deleted while active reverts every node it changed, and
-//     Finalized is false until they all carry their previous source again
-//     (the controller holds Finalizer until then); one deleted after it
-//     ended changes nothing;
+//   - a rollout deleted while active reverts every node it changed; one
+//     deleted after it ended takes its claims off and leaves the
+//     assignments; Result.Finalized is false while any Node carries its
+//     claim (the controller holds Finalizer until then);
 //   - every patch is idempotent and asked again until the node is
 //     observed to carry it, so a lost write or a new leader only repeats
 //     the same value.
 //
 // What it does not do: it trusts its inputs to be fresh. The caller must
-// give it nodes that include its own last writes (a mutation cache), and
-// write the status with optimistic concurrency so that a result planned on
-// an old status is dropped.
+// give it nodes that include its own last writes (a mutation cache), make
+// the patches with their ResourceVersion precondition, and write the status
+// with optimistic concurrency so that a result planned on an old status is
+// dropped. A failed node that is deleted stops counting (its record went
+// with it).
 package plan

@@ -10,18 +10,21 @@ import (
 )
 
 // FuzzPlanAnnotations feeds Plan the Node annotations a node (or anyone
-// who can write Nodes) controls: its assignment and its published status.
-// Plan must not panic, must never start on a node whose assignment does
-// not decode (it could not put it back; a node it already recorded, with
-// its previous source, may get its assignment again), and must record
-// every node it patches.
+// who can write Nodes) controls: its assignment, its published status and
+// the rollout claim. Plan must not panic, must never change the assignment
+// of a node whose assignment does not decode (it could not put it back),
+// must write its claim in the same patch as every assignment it makes,
+// and must not touch a node another controller claims.
 func FuzzPlanAnnotations(f *testing.F) {
-	f.Add(`{"configMap":{"namespace":"ns","name":"old","uid":"old-uid","kubeletConfigKey":"kubelet"}}`, `{"phase":"Promoted"}`, true)
-	f.Add(`{not json`, `{"phase":"RolledBack","assigned":{"configMap":{"uid":"cm-uid-1"}},"error":"x"}`, false)
-	f.Add(`null`, `{"phase":"Trial","active":{"configMap":{"uid":"cm-uid-1"}},"trialEnds":"2026-01-02T03:04:05Z"}`, true)
-	f.Add(`{"configMap":null}`, ``, false)
-	f.Add(`0`, `0`, true) // garbage over a node the rollout already assigned
-	f.Fuzz(func(t *testing.T, assignment, published string, started bool) {
+	f.Add(`{"configMap":{"namespace":"ns","name":"old","uid":"old-uid","kubeletConfigKey":"kubelet"}}`, `{"phase":"Promoted"}`, "", true)
+	f.Add(`{not json`, `{"phase":"RolledBack","assigned":{"configMap":{"uid":"cm-uid-1"}},"error":"x"}`, "", false)
+	f.Add(`null`, `{"phase":"Trial","active":{"configMap":{"uid":"cm-uid-1"}},"trialEnds":"2026-01-02T03:04:05Z"}`, "", true)
+	f.Add(`{"configMap":null}`, ``, "", false)
+	f.Add(`0`, `0`, "", true) // garbage over a node the rollout already assigned
+	f.Add(``, ``, `{"namespace":"other","name":"r","uid":"u","assignedAt":"2026-01-02T03:04:05Z"}`, false)
+	f.Add(``, ``, `{"namespace":"ns","name":"ro","uid":"ro-uid","assignedAt":"2026-01-02T03:04:05Z","failed":"x"}`, true)
+	f.Add(``, ``, `{"namespace":`, false)
+	f.Fuzz(func(t *testing.T, assignment, published, claim string, started bool) {
 		w := newWorld(t, 3, countStep(1), percentStep("100%"))
 		w.r.Spec.MaxFailures = 3
 		if started {
@@ -30,6 +33,10 @@ func FuzzPlanAnnotations(f *testing.F) {
 		n := w.node("node-000")
 		a := assignment
 		n.Assignment = &a
+		if claim != "" {
+			c := claim
+			n.Claim = &c
+		}
 		n.Status = nil
 		n.StatusError = ""
 		if s, err := nodeapi.ParseConfigStatus(published); err == nil {
@@ -38,31 +45,33 @@ func FuzzPlanAnnotations(f *testing.F) {
 			n.StatusError = err.Error()
 		}
 		for range 3 {
-			known := map[string]bool{}
-			for _, r := range w.r.Status.Nodes {
-				known[r.Name] = true
-			}
-			res := Plan(w.input())
-			recorded := map[string]bool{}
-			for _, r := range res.Status.Nodes {
-				recorded[r.Name] = true
-			}
+			in := w.input()
+			in.Scope = "ns"
+			res := Plan(in)
 			for _, p := range res.Patches {
-				if _, ok := parseAssignment(w.node(p.Node).Assignment); !ok && !p.Revert && !known[p.Node] {
-					t.Fatalf("assigned %s, whose assignment %q does not decode", p.Node, *w.node(p.Node).Assignment)
-				}
-				if !recorded[p.Node] {
-					t.Fatalf("patched %s without a record", p.Node)
-				}
-			}
-			for _, r := range res.Status.Nodes {
-				if r.Name == "node-000" && r.State != v1alpha1.NodeSkipped {
-					if _, ok := parseAssignment(&a); !ok && !started {
-						t.Fatalf("node-000 (undecodable assignment) is %s, want Skipped", r.State)
+				node := w.node(p.Node)
+				if node.Claim != nil {
+					if c, err := nodeapi.DecodeClaim(*node.Claim); err != nil || (c != nil && c.UID != w.r.UID) {
+						t.Fatalf("patched %s, which carries claim %q", p.Node, *node.Claim)
 					}
+				}
+				if p.Revert || p.ClaimOnly {
+					continue
+				}
+				if _, ok := parseAssignment(node.Assignment); !ok {
+					t.Fatalf("assigned %s, whose assignment %q does not decode", p.Node, *node.Assignment)
+				}
+				if p.Claim == nil {
+					t.Fatalf("assigned %s without its claim", p.Node)
+				}
+				if c, err := nodeapi.DecodeClaim(*p.Claim); err != nil || c == nil || c.UID != w.r.UID {
+					t.Fatalf("assigned %s with claim %q (%v)", p.Node, *p.Claim, err)
 				}
 			}
 			w.r.Status = res.Status
+			for _, p := range res.Patches {
+				w.apply(p)
+			}
 			w.now = w.now.Add(7 * time.Minute)
 		}
 	})
@@ -70,9 +79,9 @@ func FuzzPlanAnnotations(f *testing.F) {
 
 // FuzzPlanStatus feeds Plan a status as anyone allowed to write the
 // status subresource could leave it (the API server checks only its
-// schema): Plan must not panic, must record every node it assigns, must
-// not assign a node twice in one result, and must not assign once the
-// rollout is not Progressing.
+// schema): Plan must not panic, must write its claim with every
+// assignment, must not patch a node twice in one result, and must not
+// assign once the rollout is not Progressing.
 func FuzzPlanStatus(f *testing.F) {
 	f.Add(`{"phase":"Progressing","currentStep":1,"configMap":{"uid":"cm-uid-1","resourceVersion":"10"},"nodes":[{"name":"node-000","state":"Trial","step":0,"assignedAt":"2026-01-02T03:04:05Z"}]}`)
 	f.Add(`{"phase":"Progressing","currentStep":-1,"configMap":{"uid":"cm-uid-1","resourceVersion":"10"}}`)
@@ -89,27 +98,26 @@ func FuzzPlanStatus(f *testing.F) {
 		w.r.Status = st
 		for range 3 {
 			res := Plan(w.input())
-			recorded := map[string]bool{}
-			for _, r := range res.Status.Nodes {
-				recorded[r.Name] = true
-			}
-			assigned := map[string]bool{}
+			patched := map[string]bool{}
 			for _, p := range res.Patches {
-				if p.Revert {
+				if patched[p.Node] {
+					t.Fatalf("patched %s twice in one result", p.Node)
+				}
+				patched[p.Node] = true
+				if p.Revert || p.ClaimOnly {
 					continue
 				}
-				if !recorded[p.Node] {
-					t.Fatalf("assigned %s without a record", p.Node)
+				if p.Claim == nil {
+					t.Fatalf("assigned %s without its claim", p.Node)
 				}
-				if assigned[p.Node] {
-					t.Fatalf("assigned %s twice in one result", p.Node)
-				}
-				assigned[p.Node] = true
 				if ph := res.Status.Phase; ph != v1alpha1.PhaseProgressing && ph != v1alpha1.PhasePaused {
 					t.Fatalf("phase %s assigns %s", ph, p.Node)
 				}
 			}
 			w.r.Status = res.Status
+			for _, p := range res.Patches {
+				w.apply(p)
+			}
 			w.now = w.now.Add(7 * time.Minute)
 		}
 	})

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -24,19 +23,23 @@ var (
 
 // TestModel drives Plan with random sequences of what a cluster and its
 // operators do, and checks the invariants after every plan:
-//   - never more nodes Assigning or in Trial than maxUnavailable;
-//   - one record per node; a node is assigned (patched with the new
-//     config) at most once unless the write was lost;
-//   - every node whose assignment differs from its start has a record, with
-//     the start assignment as Previous;
+//   - never more nodes in Trial than maxUnavailable;
+//   - a node is assigned (patched with the new config) at most once unless
+//     the write was lost, and every assignment carries, in the same patch,
+//     the rollout's claim with the node's assignment before as Previous;
+//   - every node whose assignment differs from its start carries the
+//     rollout's claim, with the start assignment as Previous;
 //   - a rollout that is not Progressing or Paused asks no assignment;
-//   - more than maxFailures failures means the rollout is not active;
-//   - a revert patch only touches a node that carries the rollout's
-//     assignment, and an assignment patch only a node on its recorded
-//     previous source: what someone else wrote is never overwritten;
+//   - more than maxFailures failures means the rollout is not active; the
+//     status lists at most MaxFailureRecords failures;
+//   - a revert patch only changes the assignment of a node that carries
+//     the rollout's, and removes the claim; a node that carries another
+//     controller's claim is never patched; every patch is made on the
+//     resourceVersion the node was read at;
+//   - Plan with a Memo kept across the sequence decides as without;
 //   - a rollout deleted while active, once Finalized, has put every node
 //     back on its start assignment; one deleted after it ended changed none
-//     back.
+//     back; either way no node carries its claim any more.
 //
 // A failure prints its seed: go test -run TestModel -model.seed=N ./rollout/plan
 func TestModel(t *testing.T) {
@@ -90,8 +93,10 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	deletedActive := false           // deleted while it was active
 	foreign := map[string]bool{}     // changed by someone else after the rollout recorded them
 	elseTouched := map[string]bool{} // changed by someone else at any time
+	otherClaim := mustJSON(t, &nodeapi.Claim{Namespace: "elsewhere", Name: "theirs", UID: "their-uid", AssignedAt: metav1.NewTime(t0)})
 	third := mustJSON(t, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "someone-else", UID: "else-uid", KubeletConfigKey: "kubelet"}})
 	var atDeletion map[string]*string
+	memo := &Memo{}
 	var log []string
 	defer func() {
 		if !ok {
@@ -106,7 +111,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	}
 
 	for range 200 {
-		action := rng.IntN(16)
+		action := rng.IntN(17)
 		dropWrites := false
 		switch action {
 		case 0, 1, 2: // components promote
@@ -167,21 +172,30 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			dropWrites = true
 		case 14:
 			if rng.IntN(3) == 0 {
-				// Someone else (another rollout, an operator) assigns a node.
+				// Someone else (an operator) assigns a node.
 				n := w.nodes[rng.IntN(len(w.nodes))]
 				v := third
 				n.Assignment = &v
+				w.touch(n)
 				elseTouched[n.Name] = true
-				recorded := false
-				for _, r := range w.r.Status.Nodes {
-					recorded = recorded || r.Name == n.Name
-				}
-				if recorded {
+				if w.claim(n) != nil {
 					foreign[n.Name] = true
 				} else {
 					start[n.Name] = &v // what the rollout will find
 				}
-				log = append(log, fmt.Sprintf("someone else assigns %s (recorded: %v)", n.Name, recorded))
+				log = append(log, fmt.Sprintf("someone else assigns %s (claimed: %v)", n.Name, foreign[n.Name]))
+			}
+		case 15:
+			if rng.IntN(3) == 0 {
+				// A controller in another namespace claims a node this
+				// one does not hold.
+				n := w.nodes[rng.IntN(len(w.nodes))]
+				if n.Claim == nil {
+					v := otherClaim
+					n.Claim = &v
+					w.touch(n)
+					log = append(log, "another controller claims "+n.Name)
+				}
 			}
 		case 13:
 			if w.r.DeletionTimestamp == nil && rng.IntN(6) == 0 {
@@ -195,11 +209,20 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			}
 		}
 		before := map[string]*string{}
+		beforeClaim := map[string]*string{}
 		for _, n := range w.nodes {
 			before[n.Name] = n.Assignment
+			beforeClaim[n.Name] = n.Claim
 		}
 		in := w.input()
+		in.Scope = "ns"
 		res := Plan(in)
+		// A Memo kept across the plans changes no decision.
+		withMemo := in
+		withMemo.Memo = memo
+		if diff := cmpDiff(res, Plan(withMemo)); diff != "" {
+			return fail("Plan with a Memo decides otherwise (-without +with):\n%s", diff)
+		}
 		w.r.Status = res.Status
 		w.last = res
 		log = append(log, fmt.Sprintf("plan: phase %s step %d patches %v", res.Status.Phase, res.Status.CurrentStep, res.Patches))
@@ -207,42 +230,57 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		if int(st.InTrial) > maxU {
 			return fail("%d in trial, maxUnavailable %d", st.InTrial, maxU)
 		}
-		seen := map[string]bool{}
-		for _, r := range st.Nodes {
-			if seen[r.Name] {
-				return fail("node %s has two records", r.Name)
-			}
-			seen[r.Name] = true
-		}
 		active := st.Phase == v1alpha1.PhaseProgressing || st.Phase == v1alpha1.PhasePaused
 		if st.Failed > w.r.Spec.MaxFailures && active {
 			return fail("%d failures > maxFailures %d, phase %s", st.Failed, w.r.Spec.MaxFailures, st.Phase)
 		}
+		if len(st.Failures) > v1alpha1.MaxFailureRecords || int32(len(st.Failures)) > st.Failed {
+			return fail("%d failures listed, %d failed", len(st.Failures), st.Failed)
+		}
+		seen := map[string]bool{}
 		for _, p := range res.Patches {
-			if p.Revert && !w.carriesNew(&Node{Assignment: before[p.Node]}) {
-				return fail("revert of %s, which carries %s, not the rollout's assignment", p.Node, describeAnnotation(before[p.Node]))
+			if seen[p.Node] {
+				return fail("two patches of node %s in one plan", p.Node)
 			}
-			if !p.Revert {
-				for i := range st.Nodes {
-					if rec := &st.Nodes[i]; rec.Name == p.Node {
-						if prev, _ := st.PreviousOf(rec); !carries(&Node{Assignment: before[p.Node]}, prev) {
-							return fail("assignment of %s over %s, not its recorded previous source", p.Node, describeAnnotation(before[p.Node]))
-						}
-					}
+			seen[p.Node] = true
+			if p.ResourceVersion != w.node(p.Node).ResourceVersion {
+				return fail("patch of %s on resourceVersion %q, the node is at %q", p.Node, p.ResourceVersion, w.node(p.Node).ResourceVersion)
+			}
+			if bc := beforeClaim[p.Node]; bc != nil {
+				if c, err := nodeapi.DecodeClaim(*bc); err != nil || c == nil || c.UID != w.r.UID {
+					return fail("patch of %s, which carries another rollout's claim %s", p.Node, *bc)
 				}
 			}
-			if !p.Revert && !active {
-				return fail("phase %s asks to assign %s", st.Phase, p.Node)
+			if p.Revert && !p.ClaimOnly && !w.carriesNew(&Node{Assignment: before[p.Node]}) {
+				return fail("revert of %s, which carries %s, not the rollout's assignment", p.Node, describeAnnotation(before[p.Node]))
 			}
-			if !p.Revert && !seen[p.Node] {
-				return fail("assignment of %s without a record", p.Node)
+			if p.Revert && p.Claim != nil {
+				return fail("revert of %s keeps a claim", p.Node)
+			}
+			if !p.Revert && !p.ClaimOnly {
+				// An assignment comes with its claim, in the same patch,
+				// and the claim's previous source is what the node had.
+				if p.Claim == nil {
+					return fail("assignment of %s without a claim", p.Node)
+				}
+				c, err := nodeapi.DecodeClaim(*p.Claim)
+				if err != nil || c == nil || c.UID != w.r.UID {
+					return fail("assignment of %s with claim %s (%v)", p.Node, *p.Claim, err)
+				}
+				if !carries(&Node{Assignment: before[p.Node]}, c.Previous) {
+					return fail("assignment of %s over %s, not its claim's previous source %v", p.Node, describeAnnotation(before[p.Node]), c.Previous)
+				}
+				if !active {
+					return fail("phase %s asks to assign %s", st.Phase, p.Node)
+				}
 			}
 			if dropWrites {
 				continue
 			}
-			n := w.node(p.Node)
-			n.Assignment = p.Value
-			if !p.Revert && !sameAssignment(before[p.Node], p.Value) {
+			if !w.apply(p) {
+				continue
+			}
+			if !p.Revert && !p.ClaimOnly && !sameAssignment(before[p.Node], p.Value) {
 				applied[p.Node]++
 				if applied[p.Node] > 1 {
 					return fail("node %s assigned %d times", p.Node, applied[p.Node])
@@ -252,26 +290,25 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		if dropWrites {
 			log = append(log, "(writes lost)")
 		}
+		released := w.r.DeletionTimestamp != nil && !deletedActive
 		for _, n := range w.nodes {
-			if sameAssignment(n.Assignment, start[n.Name]) || foreign[n.Name] {
+			if sameAssignment(n.Assignment, start[n.Name]) || foreign[n.Name] || released {
 				continue
 			}
-			var rec *v1alpha1.NodeRecord
-			for i := range st.Nodes {
-				if st.Nodes[i].Name == n.Name {
-					rec = &st.Nodes[i]
-				}
-			}
-			if rec == nil {
-				return fail("node %s changed without a record", n.Name)
+			c := w.claim(n)
+			if c == nil {
+				return fail("node %s changed without a claim", n.Name)
 			}
 			prev, _ := parseAssignment(start[n.Name])
-			if got, ok := st.PreviousOf(rec); !ok || !sameSource(prev, got) {
-				return fail("node %s: record's previous %v (ok %v), started on %v", n.Name, got, ok, prev)
+			if !sameSource(prev, c.Previous) {
+				return fail("node %s: claim's previous %v, started on %v", n.Name, c.Previous, prev)
 			}
 		}
-		if w.r.DeletionTimestamp != nil && Finalized(&st) {
+		if w.r.DeletionTimestamp != nil && res.Finalized {
 			for _, n := range w.nodes {
+				if w.claim(n) != nil {
+					return fail("deleted rollout finalized with its claim still on node %s", n.Name)
+				}
 				want := atDeletion[n.Name]
 				if deletedActive {
 					want = start[n.Name]
@@ -296,11 +333,4 @@ func sameAssignment(a, b *string) bool {
 		return a != nil && b != nil && *a == *b
 	}
 	return sameSource(sa, sb)
-}
-
-func sameSource(a, b *corev1.NodeConfigSource) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return apiequality.Semantic.DeepEqual(a, b)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -13,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
@@ -37,6 +37,15 @@ type Input struct {
 	// Others are the other ConfigRollouts, in any namespace, for the
 	// overlap check.
 	Others []Other
+	// Scope is the namespace whose ConfigRollouts the caller sees ("" for
+	// every namespace): a claim on a Node by a rollout in scope that is
+	// not among Others is stale (the rollout was deleted) and may be
+	// taken over; one by a rollout out of scope belongs to another
+	// controller and is never assigned over.
+	Scope string
+	// Memo, when set, remembers decoded annotation values across calls
+	// (the caller keeps it); nil decodes every value.
+	Memo *Memo
 	// Now is the time.
 	Now time.Time
 }
@@ -56,9 +65,16 @@ type Node struct {
 	Name string
 	// Selected is whether the rollout's selector matches it.
 	Selected bool
+	// ResourceVersion is the Node's; every patch of it is made on this
+	// version, so that two controllers cannot both claim it.
+	ResourceVersion string
 	// Assignment is the component's assignment annotation value, nil
 	// when the annotation is absent.
 	Assignment *string
+	// Claim is the component's claim annotation value
+	// (nodeapi.ClaimAnnotationFor), nil when absent: which rollout
+	// changed the node and what it had before.
+	Claim *string
 	// Status is what the component publishes (nodeapi.ReadConfigStatus),
 	// nil when nothing.
 	Status *nodeapi.ConfigStatus
@@ -70,6 +86,8 @@ type Node struct {
 type Other struct {
 	// Namespace and Name identify it.
 	Namespace, Name string
+	// UID is its uid, which the claims it writes on Nodes name.
+	UID types.UID
 	// Component it rolls out to.
 	Component string
 	// Created is its creationTimestamp.
@@ -85,13 +103,23 @@ type Other struct {
 	Nodes map[string]bool
 }
 
-// Patch is one change of a Node's assignment annotation.
+// Patch is one change of a Node: its assignment annotation and its claim
+// annotation, in one request, made on the Node's ResourceVersion.
 type Patch struct {
 	// Node is the Node's name.
 	Node string
-	// Value is the annotation's new value; nil removes it.
+	// ResourceVersion is the Node's version the patch was planned on
+	// (a precondition: the patch fails with a conflict if it changed).
+	ResourceVersion string
+	// ClaimOnly leaves the assignment annotation as it is; else Value is
+	// its new value.
+	ClaimOnly bool
+	// Value is the assignment annotation's new value; nil removes it.
 	Value *string
-	// Revert is true when the patch puts a previous source back.
+	// Claim is the claim annotation's new value; nil removes it.
+	Claim *string
+	// Revert is true when the patch lets the node go (puts a previous
+	// source back, or only removes the claim).
 	Revert bool
 }
 
@@ -119,6 +147,11 @@ type Result struct {
 	// RequeueAfter is when to plan again if nothing changes before (a
 	// pause or a deadline ends); 0 means only on a change.
 	RequeueAfter time.Duration
+	// Finalized is true when the rollout needs its Finalizer no more: it
+	// is not active, no Node carries its claim and no record of an older
+	// controller is left to migrate. (A rollout that ended keeps its
+	// claims, for undo, until it is deleted.)
+	Finalized bool
 }
 
 // PayloadKey returns the payload key a rollout assigns: spec.payloadKey,
@@ -144,6 +177,20 @@ func Assignment(r *v1alpha1.ConfigRollout, uid types.UID) *corev1.NodeConfigSour
 	}}
 }
 
+// view is what the planner knows of one node it holds: the claim it (or an
+// older controller's record) keeps for it, and where the node stands.
+type view struct {
+	n     *Node
+	claim *nodeapi.Claim
+	// onNode is whether the claim is on the Node; false for one rebuilt
+	// from a status.nodes record of an older controller, or made in this
+	// plan (fresh).
+	onNode bool
+	fresh  bool
+	state  v1alpha1.NodeState
+	reason string
+}
+
 // planner carries one Plan call.
 type planner struct {
 	in       Input
@@ -151,11 +198,15 @@ type planner struct {
 	st       *v1alpha1.ConfigRolloutStatus
 	now      metav1.Time
 	nodes    map[string]*Node
-	records  map[string]int // name -> index in st.Nodes
+	held     map[string]*view // the nodes this rollout claims, by name
+	names    []string         // held's names, sorted; nil when held changed
+	foreign  map[string]*nodeapi.Claim
+	badClaim map[string]string // nodes whose claim annotation does not decode: why
 	ours     *corev1.NodeConfigSource
 	oursJSON string
 	deadline time.Duration
 	conflict string // why the rollout is refused, "" when it is not
+	blocked  []string
 	res      Result
 }
 
@@ -165,6 +216,7 @@ func Plan(in Input) Result {
 	p := &planner{in: in, r: in.Rollout, now: metav1.NewTime(in.Now)}
 	st := in.Rollout.Status.DeepCopy()
 	p.st = st
+	wasActive := st.Phase.Active()
 	st.ObservedGeneration = in.Rollout.Generation
 	if st.Phase == "" {
 		st.Phase = v1alpha1.PhasePending
@@ -173,7 +225,6 @@ func Plan(in Input) Result {
 	for i := range in.Nodes {
 		p.nodes[in.Nodes[i].Name] = &in.Nodes[i]
 	}
-	p.indexRecords()
 	p.deadline = DefaultProgressDeadline
 	if d := in.Rollout.Spec.ProgressDeadlineSeconds; d != nil && *d > 0 {
 		p.deadline = time.Duration(*d) * time.Second
@@ -182,12 +233,15 @@ func Plan(in Input) Result {
 		p.setOurs(st.ConfigMap.UID)
 	}
 	p.repair()
+	p.readClaims()
+	p.migrate()
 
-	p.observe()
+	p.observe(wasActive)
 	p.decide()
 	p.reverts()
-	p.count()
+	p.count(wasActive)
 	p.conditions()
+	p.res.Finalized = p.finalized()
 	return p.res
 }
 
@@ -206,10 +260,94 @@ func (p *planner) repair() {
 	}
 }
 
-func (p *planner) indexRecords() {
-	p.records = make(map[string]int, len(p.st.Nodes))
-	for i, r := range p.st.Nodes {
-		p.records[r.Name] = i
+// readClaims sorts the nodes' claims: this rollout's (by uid), another
+// rollout's, and undecodable ones.
+func (p *planner) readClaims() {
+	p.held = map[string]*view{}
+	p.foreign = map[string]*nodeapi.Claim{}
+	p.badClaim = map[string]string{}
+	for i := range p.in.Nodes {
+		n := &p.in.Nodes[i]
+		if n.Claim == nil {
+			continue
+		}
+		c, err := p.in.Memo.claim(*n.Claim)
+		switch {
+		case err != nil:
+			p.badClaim[n.Name] = err.Error()
+		case c == nil:
+		case c.UID == p.r.UID && p.r.UID != "":
+			p.held[n.Name] = &view{n: n, claim: c, onNode: true}
+		default:
+			p.foreign[n.Name] = c
+		}
+	}
+}
+
+// migrate reads the per-node records an older controller kept in
+// status.nodes: a record whose node still carries this rollout's
+// assignment (and no claim yet) becomes a claim, written on the Node
+// (alone, or with the revert when the rollout is putting its nodes back);
+// the record stays until the Node is seen carrying the claim, or no longer
+// carrying the rollout's assignment. A dropped record that counted as
+// failed is kept in status.lostFailures.
+func (p *planner) migrate() {
+	st := p.st
+	if len(st.Nodes) == 0 {
+		st.PreviousSources = nil
+		return
+	}
+	var kept []v1alpha1.NodeRecord
+	for i := range st.Nodes {
+		rec := st.Nodes[i]
+		n, exists := p.nodes[rec.Name]
+		_, claimed := p.held[rec.Name]
+		terminal := rec.State == v1alpha1.NodeReverted || rec.State == v1alpha1.NodeGone ||
+			rec.State == v1alpha1.NodeSuperseded || rec.State == v1alpha1.NodeSkipped
+		prev, ok := st.PreviousOf(&rec)
+		keep := exists && !claimed && !terminal && ok && p.ours != nil && p.carries(n, p.ours) && p.foreign[rec.Name] == nil && p.badClaim[rec.Name] == ""
+		if !keep {
+			switch {
+			case exists && !claimed && !terminal && !ok:
+				// A damaged record: putting back a guess could be worse
+				// than leaving the node alone. It counts as failed.
+				st.LostFailures++
+				p.event(true, "NodeFailed", "node %s cannot be reverted: its status record (of an older controller) points outside status.previousSources (%d entries): the previous source is unknown, the node is left as it is",
+					rec.Name, len(st.PreviousSources))
+			case rec.CountsAsFailed() && !claimed:
+				st.LostFailures++
+			}
+			continue
+		}
+		kept = append(kept, rec)
+		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, AssignedAt: rec.AssignedAt, Step: rec.Step}
+		if prev != nil {
+			c.Previous = prev.DeepCopy()
+		}
+		if rec.CountsAsFailed() {
+			c.Failed = rec.Reason
+			if c.Failed == "" {
+				c.Failed = "failed (recorded by an older controller)"
+			}
+		}
+		if c.AssignedAt.IsZero() {
+			c.AssignedAt = p.now
+		}
+		if c.Step < 0 {
+			c.Step = 0
+		}
+		if c.Validate() != nil {
+			// A damaged record: nothing safe to put back; leave the node.
+			st.LostFailures++
+			kept = kept[:len(kept)-1]
+			p.event(true, "NodeFailed", "node %s cannot be reverted: its status record of an older controller is damaged; the node is left as it is", rec.Name)
+			continue
+		}
+		p.held[rec.Name] = &view{n: n, claim: c}
+	}
+	st.Nodes = kept
+	if len(kept) == 0 {
+		st.PreviousSources = nil
 	}
 }
 
@@ -241,86 +379,49 @@ func (p *planner) requeue(d time.Duration) {
 // (nodeapi.ParseAssignment): absent, blank and "null" are no assignment; ok
 // is false when the value is invalid, so that nothing is restored from it.
 func parseAssignment(v *string) (src *corev1.NodeConfigSource, ok bool) {
+	return parseAssignmentMemo(nil, v)
+}
+
+func parseAssignmentMemo(m *Memo, v *string) (src *corev1.NodeConfigSource, ok bool) {
 	if v == nil {
 		return nil, true
 	}
-	src, err := nodeapi.ParseAssignment(*v)
+	src, err := m.assignment(*v)
 	return src, err == nil
 }
 
 // carries reports whether n's assignment is src (nil: no assignment).
 func carries(n *Node, src *corev1.NodeConfigSource) bool {
-	got, ok := parseAssignment(n.Assignment)
+	return carriesMemo(nil, n, src)
+}
+
+func carriesMemo(m *Memo, n *Node, src *corev1.NodeConfigSource) bool {
+	got, ok := parseAssignmentMemo(m, n.Assignment)
 	if !ok {
 		return false
 	}
-	if got == nil || src == nil {
-		return got == nil && src == nil
+	return sameSource(got, src)
+}
+
+// sameSource reports whether two assignments are the same (nil: none).
+func sameSource(a, b *corev1.NodeConfigSource) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
 	}
-	return apiequality.Semantic.DeepEqual(got, src)
+	if a.ConfigMap == nil || b.ConfigMap == nil {
+		return apiequality.Semantic.DeepEqual(a, b)
+	}
+	return *a.ConfigMap == *b.ConfigMap
+}
+
+// carries is carriesMemo with the call's Memo.
+func (p *planner) carries(n *Node, src *corev1.NodeConfigSource) bool {
+	return carriesMemo(p.in.Memo, n, src)
 }
 
 // isOurs reports whether src names the rollout's ConfigMap.
 func (p *planner) isOurs(src *corev1.NodeConfigSource) bool {
 	return src != nil && src.ConfigMap != nil && p.st.ConfigMap != nil && src.ConfigMap.UID == p.st.ConfigMap.UID
-}
-
-// observe moves each record on from what its node reports.
-func (p *planner) observe() {
-	for i := range p.st.Nodes {
-		rec := &p.st.Nodes[i]
-		n, ok := p.nodes[rec.Name]
-		if !ok {
-			if rec.State != v1alpha1.NodeReverted && rec.State != v1alpha1.NodeGone {
-				if rec.State == v1alpha1.NodeFailed {
-					rec.FailedBeforeRevert = true
-				}
-				rec.State = v1alpha1.NodeGone
-				p.event(false, "NodeGone", "node %s was deleted", rec.Name)
-			}
-			continue
-		}
-		switch rec.State {
-		case v1alpha1.NodeAssigning:
-			switch {
-			case p.ours != nil && carries(n, p.ours):
-				rec.State = v1alpha1.NodeTrial
-				p.judge(rec, n)
-			case p.carriesPrevious(rec, n):
-				p.checkDeadline(rec, n) // not written yet, or the write was lost
-			default:
-				p.changedBySomeoneElse(rec, n, "")
-			}
-		case v1alpha1.NodeTrial:
-			if !carries(n, p.ours) {
-				p.changedBySomeoneElse(rec, n, "")
-				continue
-			}
-			p.judge(rec, n)
-		case v1alpha1.NodePromoted:
-			// Until the rollout ends its nodes are its own: a change is a
-			// failure (another rollout over the same nodes, an operator).
-			// Once it ended, a later rollout may supersede it.
-			if st := p.st.Phase; (st == v1alpha1.PhaseProgressing || st == v1alpha1.PhasePaused) && !carries(n, p.ours) {
-				p.changedBySomeoneElse(rec, n, " after it promoted")
-			}
-		}
-	}
-}
-
-// changedBySomeoneElse fails a node whose assignment is neither the
-// rollout's nor the one it had before.
-func (p *planner) changedBySomeoneElse(rec *v1alpha1.NodeRecord, n *Node, when string) {
-	rec.State = v1alpha1.NodeFailed
-	rec.Reason = fmt.Sprintf("its assignment was changed by someone else%s (now %s)", when, describeAnnotation(n.Assignment))
-	p.event(true, "NodeFailed", "node %s failed: %s", rec.Name, rec.Reason)
-}
-
-// carriesPrevious reports whether n carries the assignment rec recorded
-// as its previous one (false when the record is damaged).
-func (p *planner) carriesPrevious(rec *v1alpha1.NodeRecord, n *Node) bool {
-	prev, ok := p.st.PreviousOf(rec)
-	return ok && carries(n, prev)
 }
 
 // describeAnnotation says what an assignment annotation value means: absent,
@@ -341,34 +442,100 @@ func describeAnnotation(v *string) string {
 	return nodeapi.DescribeSource(src)
 }
 
+// heldNames returns the names of the held nodes, sorted.
+func (p *planner) heldNames() []string {
+	if p.names != nil && len(p.names) == len(p.held) {
+		return p.names
+	}
+	names := make([]string, 0, len(p.held))
+	for name := range p.held {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	p.names = names
+	return names
+}
+
+// revertMode reports whether the rollout puts its nodes back: undone, or
+// halted with revertOnHalt (a deletion while active is a revert too).
+func (p *planner) revertMode() bool {
+	switch p.st.Phase {
+	case v1alpha1.PhaseReverted:
+		return true
+	case v1alpha1.PhaseHalted:
+		r := p.r.Spec.RevertOnHalt
+		return r == nil || *r
+	}
+	return false
+}
+
+// observe works out where each held node stands. While the rollout was
+// active, a node's verdict is final: a failure is written into its claim
+// (the claim keeps it, not the status). Once the rollout ended, nodes are
+// only counted.
+func (p *planner) observe(active bool) {
+	for _, name := range p.heldNames() {
+		v := p.held[name]
+		switch {
+		case v.claim.Failed != "":
+			v.state, v.reason = v1alpha1.NodeFailed, v.claim.Failed
+		case p.ours == nil || !p.carries(v.n, p.ours):
+			if !active {
+				v.state = v1alpha1.NodeSuperseded
+				continue
+			}
+			p.failNode(v, fmt.Sprintf("its assignment was changed by someone else (now %s)", describeAnnotation(v.n.Assignment)))
+		case !active:
+			v.state = v1alpha1.NodePromoted
+			if s := v.n.Status; s == nil || s.Phase != nodeapi.PhasePromoted || !p.isOurs(s.Active) {
+				v.state = v1alpha1.NodeTrial
+			}
+		default:
+			p.judge(v)
+		}
+	}
+}
+
+// failNode fails a held node and writes the verdict into its claim.
+func (p *planner) failNode(v *view, reason string) {
+	v.state, v.reason = v1alpha1.NodeFailed, reason
+	c := *v.claim
+	c.Failed = reason
+	if enc, err := nodeapi.EncodeClaim(&c); err == nil {
+		v.claim = &c
+		p.res.Patches = append(p.res.Patches, Patch{Node: v.n.Name, ResourceVersion: v.n.ResourceVersion, ClaimOnly: true, Claim: &enc})
+	}
+	p.event(true, "NodeFailed", "node %s failed: %s", v.n.Name, reason)
+}
+
 // judge moves a node in trial to promoted or failed from its component's
 // status, or fails it at its deadline.
-func (p *planner) judge(rec *v1alpha1.NodeRecord, n *Node) {
-	s := n.Status
+func (p *planner) judge(v *view) {
+	s := v.n.Status
 	if s != nil {
 		switch {
 		case s.Phase == nodeapi.PhasePromoted && p.isOurs(s.Active):
-			rec.State = v1alpha1.NodePromoted
+			v.state = v1alpha1.NodePromoted
 			return
 		case (s.Phase == nodeapi.PhaseRolledBack || s.Phase == nodeapi.PhaseDeadEnd) && p.isOurs(s.Assigned):
-			rec.State = v1alpha1.NodeFailed
-			rec.Reason = fmt.Sprintf("%s reports %s", component(&p.r.Spec), s.Phase)
+			reason := fmt.Sprintf("%s reports %s", component(&p.r.Spec), s.Phase)
 			if s.Error != "" {
-				rec.Reason += ": " + s.Error
+				reason += ": " + s.Error
 			}
-			p.event(true, "NodeFailed", "node %s failed: %s", rec.Name, rec.Reason)
+			p.failNode(v, reason)
 			return
 		}
 	}
-	p.checkDeadline(rec, n)
+	v.state = v1alpha1.NodeTrial
+	p.checkDeadline(v)
 }
 
 // checkDeadline fails a node that made no progress within the deadline,
 // counted from its assignment or from the end of the trial it reports on
 // the rollout's config, whichever is later.
-func (p *planner) checkDeadline(rec *v1alpha1.NodeRecord, n *Node) {
-	start := rec.AssignedAt.Time
-	s := n.Status
+func (p *planner) checkDeadline(v *view) {
+	start := v.claim.AssignedAt.Time
+	s := v.n.Status
 	if s != nil && s.Phase == nodeapi.PhaseTrial && p.isOurs(s.Active) && s.TrialEnds != nil && s.TrialEnds.After(start) {
 		start = s.TrialEnds.Time
 	}
@@ -379,20 +546,15 @@ func (p *planner) checkDeadline(rec *v1alpha1.NodeRecord, n *Node) {
 	}
 	last := "no status"
 	switch {
-	case n.StatusError != "":
-		last = "an unreadable status: " + n.StatusError
+	case v.n.StatusError != "":
+		last = "an unreadable status: " + v.n.StatusError
 	case s != nil:
 		last = "phase " + string(s.Phase)
 		if s.Error != "" {
 			last += " (" + s.Error + ")"
 		}
 	}
-	rec.Reason = fmt.Sprintf("no progress within %v: the node reports %s", p.deadline, last)
-	if rec.State == v1alpha1.NodeAssigning {
-		rec.Reason = fmt.Sprintf("not assigned within %v", p.deadline)
-	}
-	rec.State = v1alpha1.NodeFailed
-	p.event(true, "NodeFailed", "node %s failed: %s", rec.Name, rec.Reason)
+	p.failNode(v, fmt.Sprintf("no progress within %v: the node reports %s", p.deadline, last))
 }
 
 // decide moves the rollout's phase and step on and picks the nodes to
@@ -431,9 +593,10 @@ func (p *planner) decide() {
 
 // deleted stops a rollout that is being deleted. An active one puts every
 // node it changed back on its previous source first, as a halt with
-// revertOnHalt does: nothing else would remember what to put back once the
-// object is gone. A rollout that already ended (completed, aborted, halted,
-// reverted) leaves its nodes as they are.
+// revertOnHalt does: nothing else would put them back once the object is
+// gone. A rollout that already ended (completed, aborted, halted,
+// reverted) leaves its nodes' assignments as they are and only takes its
+// claims off them.
 func (p *planner) deleted() {
 	st := p.st
 	switch {
@@ -445,29 +608,99 @@ func (p *planner) deleted() {
 		return
 	}
 	// No new assignment, not even one asked earlier in this plan.
-	p.res.Patches = slices.DeleteFunc(p.res.Patches, func(pt Patch) bool { return !pt.Revert })
+	p.dropAssignments()
 	n := p.revertAll("deletion")
 	p.setPhase(v1alpha1.PhaseReverted, fmt.Sprintf("deleted while active at step %d: %d nodes put back on their previous source", st.CurrentStep, n))
 	p.event(true, "Deleted", "deleted while active at step %d: reverting %d nodes to their previous source before the ConfigRollout goes", st.CurrentStep, n)
 }
 
-// Finalizer is the finalizer the rollout controller keeps on an active
-// ConfigRollout, so that deleting it reverts the nodes it changed before the
-// revert records go with the object.
+// dropAssignments takes back the claims and assignments asked earlier in
+// this plan: nothing was written yet. A node found failed on the way (its
+// assignment is invalid) still counts.
+func (p *planner) dropAssignments() {
+	p.res.Patches = slices.DeleteFunc(p.res.Patches, func(pt Patch) bool {
+		v, ok := p.held[pt.Node]
+		if !ok || !v.fresh {
+			return false
+		}
+		if v.state != v1alpha1.NodeFailed {
+			delete(p.held, pt.Node)
+		}
+		return true
+	})
+}
+
+// Finalizer is the finalizer the rollout controller keeps on a
+// ConfigRollout while it is active or a Node carries its claim, so that
+// deleting it reverts the nodes it changed (an active one) or takes its
+// claims off them (one that ended) before the object goes.
 const Finalizer = "dynconfig.io/revert-records"
 
-// Finalized reports whether a ConfigRollout needs its finalizer no more:
-// it is not active and no node of it is still being put back.
-func Finalized(st *v1alpha1.ConfigRolloutStatus) bool {
-	if st.Phase.Active() {
+// finalized reports whether the rollout needs its finalizer no more: it
+// is not active, and no Node carries its claim (and no record of an older
+// controller is left), so that deleting it has nothing to put back or
+// take off.
+func (p *planner) finalized() bool {
+	if p.st.Phase.Active() || len(p.st.Nodes) > 0 {
 		return false
 	}
-	for _, rec := range st.Nodes {
-		if rec.State == v1alpha1.NodeReverting {
+	for _, v := range p.held {
+		if !v.fresh {
 			return false
 		}
 	}
 	return true
+}
+
+func (p *planner) failures() (n int32, reasons []string) {
+	n = p.st.LostFailures
+	for _, name := range p.heldNames() {
+		if v := p.held[name]; v.state == v1alpha1.NodeFailed {
+			n++
+			reasons = append(reasons, name+": "+v.reason)
+		}
+	}
+	return n, reasons
+}
+
+func (p *planner) tooManyFailures() bool {
+	n, reasons := p.failures()
+	if n <= p.r.Spec.MaxFailures {
+		return false
+	}
+	const shown = 3
+	if len(reasons) > shown {
+		reasons = append(reasons[:shown], fmt.Sprintf("and %d more", len(reasons)-shown))
+	}
+	p.halt("TooManyFailures", fmt.Sprintf("%d nodes failed, more than maxFailures %d: %s", n, p.r.Spec.MaxFailures, strings.Join(reasons, "; ")))
+	return true
+}
+
+// halt stops the rollout and, with revertOnHalt, reverts its nodes.
+func (p *planner) halt(reason, why string) {
+	p.setPhase(v1alpha1.PhaseHalted, "halted: "+why)
+	meta.SetStatusCondition(&p.st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionHalted, Status: metav1.ConditionTrue, Reason: reason,
+		Message: truncate(why), ObservedGeneration: p.r.Generation, LastTransitionTime: p.now,
+	})
+	// Halt: no new assignment, not even one asked earlier in this plan.
+	p.dropAssignments()
+	p.event(true, "Halted", "halted at step %d: %s", p.st.CurrentStep, why)
+	if r := p.r.Spec.RevertOnHalt; r == nil || *r {
+		n := p.revertAll("revertOnHalt")
+		p.event(true, "Reverting", "reverting %d nodes to their previous source", n)
+	}
+}
+
+// revertAll returns how many nodes the rollout holds: the ones reverts
+// puts back.
+func (p *planner) revertAll(string) int {
+	return len(p.held)
+}
+
+func (p *planner) setPhase(ph v1alpha1.RolloutPhase, msg string) {
+	p.st.Phase = ph
+	p.st.Message = msg
 }
 
 // start pins the ConfigMap and starts the rollout, or says why it cannot.
@@ -592,73 +825,6 @@ func (p *planner) configMapChanged() bool {
 	return true
 }
 
-func (p *planner) failures() (n int32, reasons []string) {
-	for _, r := range p.st.Nodes {
-		if r.CountsAsFailed() {
-			n++
-			reasons = append(reasons, r.Name+": "+r.Reason)
-		}
-	}
-	return n, reasons
-}
-
-func (p *planner) tooManyFailures() bool {
-	n, reasons := p.failures()
-	if n <= p.r.Spec.MaxFailures {
-		return false
-	}
-	const shown = 3
-	if len(reasons) > shown {
-		reasons = append(reasons[:shown], fmt.Sprintf("and %d more", len(reasons)-shown))
-	}
-	p.halt("TooManyFailures", fmt.Sprintf("%d nodes failed, more than maxFailures %d: %s", n, p.r.Spec.MaxFailures, strings.Join(reasons, "; ")))
-	return true
-}
-
-// halt stops the rollout and, with revertOnHalt, reverts its nodes.
-func (p *planner) halt(reason, why string) {
-	p.setPhase(v1alpha1.PhaseHalted, "halted: "+why)
-	meta.SetStatusCondition(&p.st.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionHalted, Status: metav1.ConditionTrue, Reason: reason,
-		Message: truncate(why), ObservedGeneration: p.r.Generation, LastTransitionTime: p.now,
-	})
-	// Halt: no new assignment, not even one asked earlier in this plan.
-	p.res.Patches = slices.DeleteFunc(p.res.Patches, func(pt Patch) bool { return !pt.Revert })
-	p.event(true, "Halted", "halted at step %d: %s", p.st.CurrentStep, why)
-	if r := p.r.Spec.RevertOnHalt; r == nil || *r {
-		n := p.revertAll("revertOnHalt")
-		p.event(true, "Reverting", "reverting %d nodes to their previous source", n)
-	}
-}
-
-// revertAll marks every node the rollout changed (and has not reverted)
-// Reverting, and returns how many.
-func (p *planner) revertAll(why string) int {
-	n := 0
-	for i := range p.st.Nodes {
-		rec := &p.st.Nodes[i]
-		switch rec.State {
-		case v1alpha1.NodeAssigning, v1alpha1.NodeTrial, v1alpha1.NodePromoted, v1alpha1.NodeFailed:
-			if rec.State == v1alpha1.NodeFailed {
-				rec.FailedBeforeRevert = true
-			}
-			rec.State = v1alpha1.NodeReverting
-			if rec.Reason == "" {
-				rec.Reason = why
-			} else {
-				rec.Reason += "; reverted by " + why
-			}
-			n++
-		}
-	}
-	return n
-}
-
-func (p *planner) setPhase(ph v1alpha1.RolloutPhase, msg string) {
-	p.st.Phase = ph
-	p.st.Message = msg
-}
-
 func (p *planner) selectedCount() int {
 	n := 0
 	for _, node := range p.in.Nodes {
@@ -765,30 +931,54 @@ func (p *planner) pauseOver(i int32, pause *v1alpha1.RolloutPause) bool {
 
 func (p *planner) nextStep(why string) {
 	p.event(false, "StepCompleted", "%s", why)
+	done := v1alpha1.StepStatus{Step: p.st.CurrentStep, StartedAt: p.st.StepStartedAt, CompletedAt: &p.now,
+		Promoted: int32(p.countState(v1alpha1.NodePromoted)), Failed: int32(p.countState(v1alpha1.NodeFailed)) + p.st.LostFailures}
+	p.st.Steps = append(p.st.Steps, done)
+	if n := len(p.st.Steps) - len(p.r.Spec.Steps); n > 0 {
+		p.st.Steps = slices.Delete(p.st.Steps, 0, n)
+	}
 	p.st.CurrentStep++
 	p.st.StepStartedAt = &p.now
 }
 
-// settled counts the recorded nodes that promoted or failed and still
-// exist.
+// settled counts the held nodes that promoted or failed.
 func (p *planner) settled() int {
-	return p.countState(v1alpha1.NodePromoted) + p.countState(v1alpha1.NodeFailed) + p.countState(v1alpha1.NodeSkipped)
+	return p.countState(v1alpha1.NodePromoted) + p.countState(v1alpha1.NodeFailed)
 }
 
 func (p *planner) countState(s v1alpha1.NodeState) int {
 	n := 0
-	for _, r := range p.st.Nodes {
-		if r.State == s {
+	for _, v := range p.held {
+		if v.state == s {
 			n++
 		}
 	}
 	return n
 }
 
-// assign records new nodes for the current step, up to the step's target
-// and the room maxUnavailable leaves.
+// takeable reports whether a node another rollout claims may be assigned:
+// its claimer ended (and is not putting its nodes back), or it is in
+// scope and gone. why names the claimer otherwise.
+func (p *planner) takeable(c *nodeapi.Claim) (ok bool, why string) {
+	for _, o := range p.in.Others {
+		if o.UID == c.UID {
+			if o.Phase.Active() || o.Reverting {
+				return false, fmt.Sprintf("ConfigRollout %s (%s)", c.Holder(), o.Phase)
+			}
+			return true, ""
+		}
+	}
+	if p.in.Scope == "" || p.in.Scope == c.Namespace {
+		return true, "" // its rollout is gone: a stale claim
+	}
+	return false, fmt.Sprintf("ConfigRollout %s (uid %s), which this controller does not watch", c.Holder(), c.UID)
+}
+
+// assign claims and assigns new nodes for the current step, up to the
+// step's target and the room maxUnavailable leaves. A node another
+// rollout holds is left alone (Conflict).
 func (p *planner) assign(target, selected int) {
-	inTrial := p.countState(v1alpha1.NodeAssigning) + p.countState(v1alpha1.NodeTrial)
+	inTrial := p.countState(v1alpha1.NodeTrial)
 	held := inTrial + p.settled()
 	room := min(p.maxUnavailable(selected)-inTrial, target-held)
 	if room <= 0 {
@@ -796,7 +986,7 @@ func (p *planner) assign(target, selected int) {
 	}
 	var candidates []string
 	for _, n := range p.in.Nodes {
-		if _, recorded := p.records[n.Name]; n.Selected && !recorded {
+		if _, ok := p.held[n.Name]; n.Selected && !ok {
 			candidates = append(candidates, n.Name)
 		}
 	}
@@ -807,53 +997,66 @@ func (p *planner) assign(target, selected int) {
 			break
 		}
 		n := p.nodes[name]
-		prev, ok := parseAssignment(n.Assignment)
-		rec := v1alpha1.NodeRecord{Name: name, PreviousIndex: p.intern(prev), State: v1alpha1.NodeAssigning, Step: p.st.CurrentStep, AssignedAt: p.now}
-		if !ok {
-			// Nothing to put back: never touch it, count it failed so an
-			// operator sees it.
-			rec.State = v1alpha1.NodeSkipped
-			rec.Reason = fmt.Sprintf("its assignment annotation is %s; the rollout leaves it alone", describeAnnotation(n.Assignment))
-			p.event(true, "NodeFailed", "node %s failed: %s", name, rec.Reason)
-		} else if carries(n, p.ours) {
-			rec.State = v1alpha1.NodeTrial
+		if why, bad := p.badClaim[name]; bad {
+			p.blocked = append(p.blocked, fmt.Sprintf("node %s (%s)", name, why))
+			continue
 		}
-		p.st.Nodes = append(p.st.Nodes, rec)
-		p.records[name] = len(p.st.Nodes) - 1
+		if c := p.foreign[name]; c != nil {
+			if ok, why := p.takeable(c); !ok {
+				p.blocked = append(p.blocked, fmt.Sprintf("node %s (claimed by %s)", name, why))
+				continue
+			}
+		}
+		prev, ok := parseAssignmentMemo(p.in.Memo, n.Assignment)
+		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep}
+		v := &view{n: n, claim: c, state: v1alpha1.NodeTrial, fresh: true}
 		room--
-		if rec.State == v1alpha1.NodeSkipped {
+		pt := Patch{Node: name, ResourceVersion: n.ResourceVersion}
+		switch {
+		case !ok:
+			// Nothing to put back: never touch its assignment; the claim
+			// records the failure so that an operator sees it.
+			c.Previous = nil
+			c.Failed = fmt.Sprintf("its assignment annotation is %s; the rollout leaves it alone", describeAnnotation(n.Assignment))
+			v.state, v.reason = v1alpha1.NodeFailed, c.Failed
+			pt.ClaimOnly = true
+			p.event(true, "NodeFailed", "node %s failed: %s", name, c.Failed)
+		case p.carries(n, p.ours):
+			pt.ClaimOnly = true
+		default:
+			val := p.oursJSON
+			pt.Value = &val
+		}
+		enc, err := nodeapi.EncodeClaim(c)
+		if err != nil {
+			p.blocked = append(p.blocked, fmt.Sprintf("node %s (%v)", name, err))
+			room++
+			continue
+		}
+		pt.Claim = &enc
+		p.res.Patches = append(p.res.Patches, pt)
+		p.held[name] = v
+		if v.state == v1alpha1.NodeFailed {
 			continue
 		}
 		names = append(names, name)
-		if rec.State == v1alpha1.NodeTrial {
-			p.judge(&p.st.Nodes[len(p.st.Nodes)-1], n)
+		if pt.ClaimOnly {
+			p.judge(v)
 			continue
 		}
-		v := p.oursJSON
-		p.res.Patches = append(p.res.Patches, Patch{Node: name, Value: &v})
 		p.requeue(p.deadline)
 	}
 	if len(names) > 0 {
 		p.event(false, "Assigned", "step %d: assigned %d nodes: %s", p.st.CurrentStep, len(names), abbreviate(names, 10))
 	}
+	if len(p.blocked) > 0 {
+		slices.Sort(p.blocked)
+		p.conflict = fmt.Sprintf("%d selected nodes are held by another rollout and left alone: %s", len(p.blocked), abbreviate(p.blocked, 3))
+		p.requeue(30 * time.Second)
+	}
 	if n, _ := p.failures(); n > p.r.Spec.MaxFailures {
 		p.tooManyFailures()
 	}
-}
-
-// intern returns the index of src in status.previousSources, appending it
-// when it is new; nil for no source.
-func (p *planner) intern(src *corev1.NodeConfigSource) *int32 {
-	if src == nil {
-		return nil
-	}
-	for i := range p.st.PreviousSources {
-		if apiequality.Semantic.DeepEqual(&p.st.PreviousSources[i], src) {
-			return ptr.To(int32(i))
-		}
-	}
-	p.st.PreviousSources = append(p.st.PreviousSources, *src)
-	return ptr.To(int32(len(p.st.PreviousSources) - 1))
 }
 
 // abbreviate lists at most max names.
@@ -864,95 +1067,92 @@ func abbreviate(names []string, max int) string {
 	return strings.Join(names[:max], ", ") + fmt.Sprintf(" and %d more", len(names)-max)
 }
 
-// reverts asks for the patch of every Reverting node that does not carry
-// its previous source yet, and moves the others to Reverted. A record that
-// is still Assigning when the rollout stops (the patch may or may not have
-// been made) is reverted the same way: a no-op when it was not.
+// reverts asks, while the rollout puts its nodes back, for the patch of
+// every node it holds: the previous source and no claim for one that
+// carries the rollout's assignment, no claim for the others (their
+// assignment is someone else's change, or already the previous one). A
+// rollout being deleted after it ended only takes its claims off. A node
+// that carries a claim rebuilt from an older controller's record gets it
+// written.
 func (p *planner) reverts() {
-	var patched []string
-	for i := range p.st.Nodes {
-		rec := &p.st.Nodes[i]
-		if rec.State != v1alpha1.NodeReverting {
-			continue
-		}
-		n, ok := p.nodes[rec.Name]
-		if !ok {
-			rec.State = v1alpha1.NodeGone
-			continue
-		}
-		prev, ok := p.st.PreviousOf(rec)
-		if !ok {
-			// Someone damaged the record: putting back a guess could be
-			// worse than leaving the node alone.
-			rec.State = v1alpha1.NodeSkipped
-			rec.Reason = fmt.Sprintf("its record's previousIndex %d is not in status.previousSources (%d entries): the previous source is unknown, the node is left as it is",
-				*rec.PreviousIndex, len(p.st.PreviousSources))
-			p.event(true, "NodeFailed", "node %s cannot be reverted: %s", rec.Name, rec.Reason)
-			continue
-		}
-		if carries(n, prev) {
-			rec.State = v1alpha1.NodeReverted
-			continue
-		}
-		if !carries(n, p.ours) {
-			// Not what this rollout wrote: someone changed it since.
-			// Putting the old source back would undo their change.
-			rec.State = v1alpha1.NodeSuperseded
-			rec.Reason += fmt.Sprintf("; not reverted: its assignment was changed by someone else (now %s), left as it is", describeAnnotation(n.Assignment))
-			p.event(true, "NodeSuperseded", "node %s is not reverted: its assignment was changed by someone else (now %s)", rec.Name, describeAnnotation(n.Assignment))
-			continue
-		}
-		var value *string
-		if prev != nil {
-			b, _ := json.Marshal(prev)
-			v := string(b)
-			value = &v
-		}
-		p.res.Patches = append(p.res.Patches, Patch{Node: rec.Name, Value: value, Revert: true})
-		patched = append(patched, rec.Name)
+	var patched int
+	revert := p.revertMode() || (p.r.DeletionTimestamp != nil && !p.st.Phase.Active())
+	asked := map[string]bool{}
+	for _, pt := range p.res.Patches {
+		asked[pt.Node] = true
 	}
-	if len(patched) > 0 {
-		p.requeue(30 * time.Second)
-	}
-	// Assigning records of a stopped rollout: the assignment may not have
-	// been made; nothing will make it now.
-	if !p.st.Phase.Active() && p.st.Phase != v1alpha1.PhaseCompleted {
-		for i := range p.st.Nodes {
-			rec := &p.st.Nodes[i]
-			if rec.State == v1alpha1.NodeAssigning {
-				if n, ok := p.nodes[rec.Name]; ok && p.carriesPrevious(rec, n) {
-					rec.State = v1alpha1.NodeReverted
-					rec.Reason = "the rollout stopped before the node was assigned"
+	for _, name := range p.heldNames() {
+		v := p.held[name]
+		if v.fresh && revert {
+			continue // nothing written: nothing to put back
+		}
+		if !revert {
+			if !v.onNode && !asked[name] {
+				enc, err := nodeapi.EncodeClaim(v.claim)
+				if err == nil {
+					p.res.Patches = append(p.res.Patches, Patch{Node: name, ResourceVersion: v.n.ResourceVersion, ClaimOnly: true, Claim: &enc})
 				}
 			}
+			continue
 		}
+		pt := Patch{Node: name, ResourceVersion: v.n.ResourceVersion, Revert: true, ClaimOnly: true}
+		switch {
+		case !p.revertMode():
+			// Deleted after it ended: the assignment stays.
+		case p.ours != nil && p.carries(v.n, p.ours):
+			pt.ClaimOnly = false
+			if prev := v.claim.Previous; prev != nil {
+				b, _ := json.Marshal(prev)
+				s := string(b)
+				pt.Value = &s
+			}
+		case p.carries(v.n, v.claim.Previous):
+		default:
+			if v.claim.Failed == "" || !strings.HasPrefix(v.claim.Failed, "its assignment annotation is") {
+				p.event(true, "NodeSuperseded", "node %s is not reverted: its assignment was changed by someone else (now %s)", name, describeAnnotation(v.n.Assignment))
+			}
+		}
+		// Remove any old record-turned-claim patch asked in this plan.
+		p.res.Patches = slices.DeleteFunc(p.res.Patches, func(o Patch) bool { return o.Node == name && !o.Revert })
+		p.res.Patches = append(p.res.Patches, pt)
+		patched++
 	}
-	// The assignments still to make (a lost write, a new leader).
-	if p.st.Phase == v1alpha1.PhaseProgressing || p.st.Phase == v1alpha1.PhasePaused {
-		seen := map[string]bool{}
-		for _, pt := range p.res.Patches {
-			seen[pt.Node] = true
-		}
-		for _, rec := range p.st.Nodes {
-			if rec.State != v1alpha1.NodeAssigning || seen[rec.Name] {
-				continue
-			}
-			if n, ok := p.nodes[rec.Name]; ok && !carries(n, p.ours) && p.carriesPrevious(&rec, n) {
-				v := p.oursJSON
-				p.res.Patches = append(p.res.Patches, Patch{Node: rec.Name, Value: &v})
-			}
-		}
+	if patched > 0 {
+		p.requeue(30 * time.Second)
 	}
 }
 
-// count fills the counts.
-func (p *planner) count() {
+// count fills the counts and the failures. Once the rollout ended, the
+// counts of what it did stay as they were then; only Reverting moves.
+func (p *planner) count(wasActive bool) {
 	st := p.st
 	st.Selected = int32(p.selectedCount())
-	st.Assigned, st.InTrial, st.Promoted, st.Failed = 0, 0, 0, 0
-	for _, r := range st.Nodes {
-		switch r.State {
-		case v1alpha1.NodeAssigning, v1alpha1.NodeTrial:
+	st.Blocked = int32(len(p.blocked))
+	st.Reverting = 0
+	if wasActive {
+		p.countHeld()
+	}
+	if p.revertMode() || (p.r.DeletionTimestamp != nil && !st.Phase.Active()) {
+		// What is put back no longer runs the config; failures stay.
+		st.Reverting = 0
+		for _, v := range p.held {
+			if !v.fresh {
+				st.Reverting++
+			}
+		}
+		st.Assigned, st.InTrial, st.Promoted = st.Reverting, 0, 0
+	}
+	p.res.Status = *st
+}
+
+func (p *planner) countHeld() {
+	st := p.st
+	st.Assigned, st.InTrial, st.Promoted = 0, 0, 0
+	var failures []v1alpha1.NodeFailure
+	for _, name := range p.heldNames() {
+		v := p.held[name]
+		switch v.state {
+		case v1alpha1.NodeTrial:
 			st.Assigned++
 			st.InTrial++
 		case v1alpha1.NodePromoted:
@@ -960,12 +1160,25 @@ func (p *planner) count() {
 			st.Promoted++
 		case v1alpha1.NodeFailed:
 			st.Assigned++
-		}
-		if r.CountsAsFailed() {
-			st.Failed++
+			failures = append(failures, v1alpha1.NodeFailure{Node: name, Reason: truncateReason(v.reason)})
 		}
 	}
-	p.res.Status = *st
+	st.Failed = st.LostFailures + int32(len(failures))
+	if len(failures) > v1alpha1.MaxFailureRecords {
+		failures = failures[:v1alpha1.MaxFailureRecords]
+	}
+	st.Failures = failures
+}
+
+func truncateReason(s string) string {
+	if len(s) <= nodeapi.MaxClaimReason {
+		return s
+	}
+	cut := nodeapi.MaxClaimReason - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // conditions sets Progressing, Halted and Conflict from the phase.

@@ -56,8 +56,6 @@ func TestGoodRollout(t *testing.T) {
 			t.Fatalf("%d nodes in trial, maxUnavailable 4", got)
 		}
 		for _, p := range w.assigning() {
-			rec := w.r.Status.Nodes[len(w.r.Status.Nodes)-1]
-			_ = rec
 			if w.patches[p] > 1 {
 				t.Fatalf("node %s patched %d times", p, w.patches[p])
 			}
@@ -79,18 +77,21 @@ func TestGoodRollout(t *testing.T) {
 	if w.r.Status.Promoted != 40 || w.r.Status.Assigned != 40 || w.r.Status.Failed != 0 || w.r.Status.Selected != 40 {
 		t.Errorf("counts: %+v", w.r.Status)
 	}
-	for _, rec := range w.r.Status.Nodes {
-		if w.patches[rec.Name] != 1 {
-			t.Errorf("node %s: %d patches, want 1", rec.Name, w.patches[rec.Name])
+	for _, n := range w.nodes {
+		if w.patches[n.Name] != 1 {
+			t.Errorf("node %s: %d patches, want 1", n.Name, w.patches[n.Name])
 		}
-		odd := rec.Name[len(rec.Name)-1]%2 == 1
-		prev, ok := w.r.Status.PreviousOf(&rec)
-		if !ok || odd && !cmp.Equal(prev, oldSource()) || !odd && prev != nil {
-			t.Errorf("node %s: previous %v (ok %v)", rec.Name, prev, ok)
+		odd := n.Name[len(n.Name)-1]%2 == 1
+		c := w.claim(n)
+		if c == nil || odd && !cmp.Equal(c.Previous, oldSource()) || !odd && c.Previous != nil {
+			t.Errorf("node %s: claim %+v", n.Name, c)
 		}
 	}
-	if len(w.r.Status.Nodes) > 0 && w.r.Status.Nodes[0].Name != "node-000" {
-		t.Errorf("canary %s, want node-000 (by name)", w.r.Status.Nodes[0].Name)
+	if c := w.claim(w.node("node-000")); c == nil || !c.AssignedAt.Time.Equal(t0) {
+		t.Errorf("canary claim %+v, want node-000 (by name) assigned first", c)
+	}
+	if len(w.r.Status.Nodes) != 0 || len(w.r.Status.Steps) != 4 {
+		t.Errorf("status: %d node records (want none), %d steps (want 4)", len(w.r.Status.Nodes), len(w.r.Status.Steps))
 	}
 	c := meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionProgressing)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Completed" || c.ObservedGeneration != 1 {
@@ -201,8 +202,8 @@ func TestMaxFailures(t *testing.T) {
 	w.fail("node-002")
 	w.plan()
 	w.wantPhase(v1alpha1.PhaseProgressing)
-	if w.r.Status.Failed != 2 || len(w.last.Patches) != 0 {
-		t.Fatalf("2 failures: failed %d, patches %v", w.r.Status.Failed, w.last.Patches)
+	if w.r.Status.Failed != 2 || len(w.assigning())+len(w.reverting()) != 0 || !cmp.Equal(w.marks(), []string{"node-001", "node-002"}) {
+		t.Fatalf("2 failures: failed %d, patches %v, want only the failures written into the claims", w.r.Status.Failed, w.last.Patches)
 	}
 	w.fail("node-003")
 	w.plan()
@@ -233,7 +234,7 @@ func TestHaltWithoutRevertThenUndo(t *testing.T) {
 	w.fail("node-000")
 	w.plan()
 	w.wantPhase(v1alpha1.PhaseHalted)
-	if len(w.last.Patches) != 0 {
+	if len(w.assigning())+len(w.reverting()) != 0 {
 		t.Fatalf("halt without revert patched %v", w.last.Patches)
 	}
 	w.r.Spec.Undo = true
@@ -383,8 +384,8 @@ func TestDeadline(t *testing.T) {
 		}
 		w.now = w.now.Add(time.Second)
 		w.plan()
-		if w.r.Status.Failed != 1 || !strings.Contains(w.r.Status.Nodes[0].Reason, "no progress within 1m0s") {
-			t.Fatalf("at the deadline: failed %d, %+v", w.r.Status.Failed, w.r.Status.Nodes[0])
+		if st := w.r.Status; st.Failed != 1 || len(st.Failures) != 1 || !strings.Contains(st.Failures[0].Reason, "no progress within 1m0s") {
+			t.Fatalf("at the deadline: failed %d, %+v", st.Failed, st.Failures)
 		}
 	})
 	t.Run("trial extends it", func(t *testing.T) {
@@ -536,12 +537,14 @@ func TestNodesComeAndGo(t *testing.T) {
 	}
 }
 
-// TestLostPatch: a patch that did not happen is asked again with the same
-// value; one that happened is not.
+// TestLostPatch: a patch that did not happen (the assignment and its
+// claim, one request) is asked again with the same value; one that
+// happened is not.
 func TestLostPatch(t *testing.T) {
 	w := newWorld(t, 3, percentStep("100%"))
 	w.plan()
 	w.node("node-000").Assignment = nil // the write was lost
+	w.node("node-000").Claim = nil
 	w.plan()
 	if got := w.assigning(); !cmp.Equal(got, []string{"node-000"}) {
 		t.Fatalf("patches %v, want node-000 again", w.last.Patches)
@@ -559,8 +562,8 @@ func TestAnnotationEdgeCases(t *testing.T) {
 		w.node("node-000").Assignment = &bad
 		w.r.Spec.MaxFailures = 1
 		w.plan()
-		if w.patches["node-000"] != 0 || w.r.Status.Failed != 1 || !strings.Contains(w.r.Status.Nodes[0].Reason, "which is invalid") {
-			t.Fatalf("patches %v, status %+v", w.patches, w.r.Status.Nodes)
+		if st := w.r.Status; w.patches["node-000"] != 0 || st.Failed != 1 || len(st.Failures) != 1 || !strings.Contains(st.Failures[0].Reason, "which is invalid") {
+			t.Fatalf("patches %v, status %+v", w.patches, st)
 		}
 	})
 	t.Run("already assigned", func(t *testing.T) {
@@ -569,8 +572,8 @@ func TestAnnotationEdgeCases(t *testing.T) {
 		w.node("node-000").Assignment = &v
 		w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhasePromoted, Assigned: newSource(), Active: newSource()}
 		w.plan()
-		if w.patches["node-000"] != 0 || w.r.Status.Nodes[0].State != v1alpha1.NodePromoted {
-			t.Fatalf("patches %v, records %+v", w.patches, w.r.Status.Nodes)
+		if state, _ := w.stateOf("node-000"); w.patches["node-000"] != 0 || state != v1alpha1.NodePromoted {
+			t.Fatalf("patches %v, node-000 %s", w.patches, state)
 		}
 	})
 	t.Run("changed by someone else", func(t *testing.T) {
@@ -581,8 +584,8 @@ func TestAnnotationEdgeCases(t *testing.T) {
 		other := mustJSON(t, oldSource())
 		w.node("node-000").Assignment = &other
 		w.plan()
-		if w.r.Status.Nodes[0].State != v1alpha1.NodeFailed || !strings.Contains(w.r.Status.Nodes[0].Reason, "someone else") {
-			t.Fatalf("records %+v", w.r.Status.Nodes)
+		if state, reason := w.stateOf("node-000"); state != v1alpha1.NodeFailed || !strings.Contains(reason, "someone else") {
+			t.Fatalf("node-000 %s (%q)", state, reason)
 		}
 	})
 }
@@ -634,10 +637,11 @@ func TestHaltInTheSamePlan(t *testing.T) {
 	if len(w.last.Patches) != 0 {
 		t.Fatalf("a halted plan patched %v", w.last.Patches)
 	}
-	if got := w.states(); !cmp.Equal(got, map[v1alpha1.NodeState][]string{
-		v1alpha1.NodeSkipped: {"node-001"}, v1alpha1.NodeReverted: {"node-000", "node-002"},
-	}) {
-		t.Errorf("states %v", got)
+	if got := w.states(); len(got) != 0 {
+		t.Errorf("states %v, want no node claimed", got)
+	}
+	if st := w.r.Status; st.Failed != 1 || len(st.Failures) != 1 || st.Failures[0].Node != "node-001" || st.Reverting != 0 || !w.last.Finalized {
+		t.Errorf("status %+v, finalized %v: want node-001 failed, nothing to revert", st, w.last.Finalized)
 	}
 }
 
@@ -692,13 +696,13 @@ func TestDeletion(t *testing.T) {
 			if wasActive != w.hasEvent("Deleted") {
 				t.Errorf("Deleted event: %v, want %v (events %v)", !wasActive, wasActive, w.last.Events)
 			}
-			if c.reverted > 0 && Finalized(&w.r.Status) {
+			if c.reverted > 0 && w.last.Finalized {
 				t.Errorf("finalized while %d nodes revert", c.reverted)
 			}
 			// The components take the reverts; the next plan sees them.
 			w.settleReverts()
 			w.plan()
-			if !Finalized(&w.r.Status) {
+			if !w.last.Finalized {
 				t.Fatalf("not finalized after the reverts: phase %s, states %v", w.r.Status.Phase, w.states())
 			}
 			for _, n := range w.nodes {
@@ -722,38 +726,10 @@ func TestDeletion(t *testing.T) {
 	}
 }
 
-// TestFinalized: the finalizer stays while the rollout is active or a node
-// is still being put back.
-func TestFinalized(t *testing.T) {
-	for _, c := range []struct {
-		phase v1alpha1.RolloutPhase
-		state v1alpha1.NodeState
-		want  bool
-	}{
-		{v1alpha1.PhaseProgressing, v1alpha1.NodePromoted, false},
-		{v1alpha1.PhasePaused, v1alpha1.NodePromoted, false},
-		{v1alpha1.PhasePending, "", false},
-		{"", "", false},
-		{v1alpha1.PhaseHalted, v1alpha1.NodeReverting, false},
-		{v1alpha1.PhaseReverted, v1alpha1.NodeReverting, false},
-		{v1alpha1.PhaseHalted, v1alpha1.NodeFailed, true},
-		{v1alpha1.PhaseReverted, v1alpha1.NodeReverted, true},
-		{v1alpha1.PhaseCompleted, v1alpha1.NodePromoted, true},
-		{v1alpha1.PhaseAborted, v1alpha1.NodeTrial, true},
-	} {
-		st := &v1alpha1.ConfigRolloutStatus{Phase: c.phase}
-		if c.state != "" {
-			st.Nodes = []v1alpha1.NodeRecord{{Name: "a", State: v1alpha1.NodePromoted}, {Name: "b", State: c.state}}
-		}
-		if got := Finalized(st); got != c.want {
-			t.Errorf("Finalized(phase %q, a node %q) = %v, want %v", c.phase, c.state, got, c.want)
-		}
-	}
-}
-
-// TestPreviousSources: each distinct previous source is stored once, and
-// every record points at its own.
-func TestPreviousSources(t *testing.T) {
+// TestClaimsHoldPreviousSources: each node's previous source is in its
+// claim, written in the same patch as the assignment; undo puts it back
+// and takes the claim off.
+func TestClaimsHoldPreviousSources(t *testing.T) {
 	w := newWorld(t, 9, percentStep("100%"))
 	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromString("100%"))
 	third := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "third", UID: "third-uid", KubeletConfigKey: "kubelet"}}
@@ -768,61 +744,153 @@ func TestPreviousSources(t *testing.T) {
 		start[n.Name] = n.Assignment
 	}
 	w.plan()
-	if got := len(w.r.Status.PreviousSources); got != 2 {
-		t.Errorf("%d previous sources, want 2 (old and third; none is not stored): %v", got, w.r.Status.PreviousSources)
-	}
-	for _, rec := range w.r.Status.Nodes {
-		prev, ok := w.r.Status.PreviousOf(&rec)
-		want, _ := parseAssignment(start[rec.Name])
-		if !ok || !sameSource(prev, want) {
-			t.Errorf("node %s: previous %v (ok %v), want %v", rec.Name, prev, ok, want)
+	for _, p := range w.last.Patches {
+		if p.ClaimOnly || p.Claim == nil {
+			t.Fatalf("assignment of %s without its claim in the same patch: %+v", p.Node, p)
 		}
-		if rec.Previous != nil {
-			t.Errorf("node %s: the full previous source is written in the record", rec.Name)
+	}
+	for _, n := range w.nodes {
+		c := w.claim(n)
+		want, _ := parseAssignment(start[n.Name])
+		if c == nil || !sameSource(c.Previous, want) {
+			t.Errorf("node %s: claim %+v, want previous %v", n.Name, c, want)
 		}
 	}
 	w.r.Spec.Undo = true
 	w.plan()
 	for _, n := range w.nodes {
-		if !sameAssignment(n.Assignment, start[n.Name]) {
-			t.Errorf("node %s after undo: %s, want %s", n.Name, describeAnnotation(n.Assignment), describeAnnotation(start[n.Name]))
+		if !sameAssignment(n.Assignment, start[n.Name]) || n.Claim != nil {
+			t.Errorf("node %s after undo: %s, claim %v; want %s and no claim", n.Name, describeAnnotation(n.Assignment), n.Claim, describeAnnotation(start[n.Name]))
+		}
+	}
+	w.plan()
+	if !w.last.Finalized || w.r.Status.Reverting != 0 {
+		t.Errorf("after the reverts: finalized %v, reverting %d", w.last.Finalized, w.r.Status.Reverting)
+	}
+}
+
+// TestStatusDoesNotGrowWithTheFleet: the status of a rollout over 5000
+// nodes is as small as one over 50 (counts, a bounded failure list, the
+// steps), also with every node failed.
+func TestStatusDoesNotGrowWithTheFleet(t *testing.T) {
+	size := func(n int, failAll bool) int {
+		w := newWorld(t, n, percentStep("50%"), percentStep("100%"))
+		w.r.Spec.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+		w.r.Spec.MaxFailures = int32(n)
+		w.plan()
+		for _, node := range w.nodes {
+			if w.carriesNew(node) {
+				if failAll {
+					w.fail(node.Name)
+				} else {
+					w.promote(node.Name)
+				}
+			}
+		}
+		w.runToEnd(10)
+		return len(mustJSON(t, w.r.Status))
+	}
+	for _, failAll := range []bool{false, true} {
+		small, big := size(50, failAll), size(5000, failAll)
+		if big > small+200 || big > 16<<10 {
+			t.Errorf("failing all %v: status of 50 nodes %d bytes, of 5000 nodes %d bytes: it grows with the fleet", failAll, small, big)
 		}
 	}
 }
 
-// TestPreviousRecordsOfOlderControllers: records that carry the full
-// previous source (written before previousIndex existed) still revert.
-func TestPreviousRecordsOfOlderControllers(t *testing.T) {
+// legacyWorld is a rollout an older controller ran: status.nodes records
+// (previousIndex into previousSources, or the full previous source), nodes
+// that carry the rollout's assignment and no claim.
+func legacyWorld(t *testing.T, fullPrevious bool) *world {
 	w := newWorld(t, 4, percentStep("100%"))
 	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromString("100%"))
-	w.plan()
-	// Rewrite the status as an older controller stored it.
-	for i := range w.r.Status.Nodes {
-		rec := &w.r.Status.Nodes[i]
-		rec.Previous, _ = w.r.Status.PreviousOf(rec)
-		rec.PreviousIndex = nil
+	w.r.Status = v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseProgressing, ConfigMap: &v1alpha1.ConfigMapRef{UID: cmUID, ResourceVersion: "10"},
+		PreviousSources: []corev1.NodeConfigSource{*oldSource()}}
+	ours := mustJSON(t, Assignment(w.r, cmUID))
+	for i, n := range w.nodes {
+		rec := v1alpha1.NodeRecord{Name: n.Name, State: v1alpha1.NodeTrial, AssignedAt: metav1.NewTime(t0)}
+		if i%2 == 1 {
+			rec.PreviousIndex = ptr.To(int32(0))
+			if fullPrevious {
+				rec.PreviousIndex, rec.Previous = nil, oldSource()
+			}
+		}
+		if i == 3 {
+			rec.State, rec.Reason = v1alpha1.NodeFailed, "kubelet reports RolledBack"
+		}
+		v := ours
+		n.Assignment = &v
+		w.r.Status.Nodes = append(w.r.Status.Nodes, rec)
 	}
-	w.r.Status.PreviousSources = nil
-	w.r.Spec.Undo = true
+	if fullPrevious {
+		w.r.Status.PreviousSources = nil
+	}
+	w.r.Spec.MaxFailures = 1
+	return w
+}
+
+// TestLegacyRecordsRevert: the records of today's controller (status.nodes
+// with previousIndex or previous) still revert, and a record is only
+// dropped once its node carries it as a claim.
+func TestLegacyRecordsRevert(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		w := legacyWorld(t, full)
+		w.r.Spec.Undo = true
+		w.plan()
+		if len(w.r.Status.Nodes) != 4 {
+			t.Fatalf("full %v: %d records left before the reverts were seen, want 4", full, len(w.r.Status.Nodes))
+		}
+		w.plan()
+		for _, n := range w.nodes {
+			odd := n.Name[len(n.Name)-1]%2 == 1
+			if odd && !carries(n, oldSource()) || !odd && n.Assignment != nil {
+				t.Errorf("full %v: node %s carries %s after undo", full, n.Name, describeAnnotation(n.Assignment))
+			}
+		}
+		if len(w.r.Status.Nodes) != 0 || len(w.r.Status.PreviousSources) != 0 || !w.last.Finalized {
+			t.Errorf("full %v: after the reverts %d records, %d previous sources, finalized %v", full, len(w.r.Status.Nodes), len(w.r.Status.PreviousSources), w.last.Finalized)
+		}
+		if w.r.Status.Failed != 1 {
+			t.Errorf("full %v: failed %d, want 1 (the old record's failure still counts)", full, w.r.Status.Failed)
+		}
+	}
+}
+
+// TestLegacyRecordsMoveOntoNodes: an active rollout of today's controller
+// writes each record as a claim on its node, then drops it; a later undo
+// reverts from the claims.
+func TestLegacyRecordsMoveOntoNodes(t *testing.T) {
+	w := legacyWorld(t, false)
 	w.plan()
+	for _, p := range w.last.Patches {
+		if !p.ClaimOnly || p.Claim == nil {
+			t.Errorf("migration patch %+v: want the claim alone", p)
+		}
+	}
+	if len(w.r.Status.Nodes) != 4 {
+		t.Fatalf("%d records dropped before their claims were seen", 4-len(w.r.Status.Nodes))
+	}
+	w.plan()
+	if len(w.r.Status.Nodes) != 0 || w.r.Status.Failed != 1 || len(w.r.Status.Failures) != 1 {
+		t.Fatalf("after migration: %d records, failed %d, failures %v", len(w.r.Status.Nodes), w.r.Status.Failed, w.r.Status.Failures)
+	}
+	if c := w.claim(w.node("node-003")); c == nil || c.Failed != "kubelet reports RolledBack" {
+		t.Fatalf("node-003's claim %+v does not keep its failure", c)
+	}
+	w.r.Spec.Undo = true
 	w.plan()
 	for _, n := range w.nodes {
 		odd := n.Name[len(n.Name)-1]%2 == 1
-		if odd && !carries(n, oldSource()) || !odd && n.Assignment != nil {
-			t.Errorf("node %s carries %s after undo", n.Name, describeAnnotation(n.Assignment))
+		if odd && !carries(n, oldSource()) || !odd && n.Assignment != nil || n.Claim != nil {
+			t.Errorf("node %s carries %s (claim %v) after undo", n.Name, describeAnnotation(n.Assignment), n.Claim)
 		}
-	}
-	if got := len(w.states()[v1alpha1.NodeReverted]); got != 4 {
-		t.Errorf("%d reverted, want 4: %v", got, w.states())
 	}
 }
 
 // TestDamagedPreviousIndex: a record pointing outside previousSources is
-// not reverted to a guess; the node is left alone and the reason says why.
+// not reverted to a guess; the node is left alone and an event says why.
 func TestDamagedPreviousIndex(t *testing.T) {
-	w := newWorld(t, 2, percentStep("100%"))
-	w.r.Spec.MaxUnavailable = ptr.To(intstr.FromString("100%"))
-	w.plan()
+	w := legacyWorld(t, false)
 	w.r.Status.Nodes[1].PreviousIndex = ptr.To(int32(7))
 	w.r.Spec.Undo = true
 	w.plan()
@@ -831,9 +899,8 @@ func TestDamagedPreviousIndex(t *testing.T) {
 			t.Errorf("the damaged record's node was patched: %v", p)
 		}
 	}
-	rec := w.r.Status.Nodes[1]
-	if rec.State != v1alpha1.NodeSkipped || !strings.Contains(rec.Reason, "previousIndex 7 is not in status.previousSources (1 entries)") {
-		t.Errorf("damaged record: state %s, reason %q", rec.State, rec.Reason)
+	if !w.hasEvent("NodeFailed") {
+		t.Errorf("no event says node-001 cannot be reverted: %v", w.last.Events)
 	}
 	if !w.carriesNew(w.node("node-001")) {
 		t.Errorf("node-001 carries %s, want it left on the new source", describeAnnotation(w.node("node-001").Assignment))
@@ -866,9 +933,12 @@ func TestSomeoneElseChangesANode(t *testing.T) {
 	w.plan()
 	w.wantPhase(v1alpha1.PhaseHalted)
 	for _, p := range w.last.Patches {
-		if p.Node == "node-000" || p.Node == "node-002" {
+		if (p.Node == "node-000" || p.Node == "node-002") && !p.ClaimOnly {
 			t.Errorf("patched %s, which someone else assigned: %v", p.Node, p)
 		}
+	}
+	if !w.hasEvent("NodeSuperseded") {
+		t.Errorf("no NodeSuperseded event: %v", w.last.Events)
 	}
 	w.plan()
 	got := w.states()
@@ -881,9 +951,8 @@ func TestSomeoneElseChangesANode(t *testing.T) {
 			t.Errorf("%s carries %s, want the other rollout's", name, describeAnnotation(n.Assignment))
 		}
 	}
-	if r := w.r.Status.Nodes[0].Reason; !strings.Contains(r, "its assignment was changed by someone else after it promoted (now ConfigMap ns2/other") ||
-		!strings.Contains(r, "not reverted") {
-		t.Errorf("node-000's reason: %q", r)
+	if f := w.r.Status.Failures; len(f) != 2 || f[0].Node != "node-000" || !strings.Contains(f[0].Reason, "its assignment was changed by someone else (now ConfigMap ns2/other") {
+		t.Errorf("failures: %+v", f)
 	}
 	if w.r.Status.Failed != 2 {
 		t.Errorf("failed %d, want 2 (both changed nodes)", w.r.Status.Failed)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,10 @@ type world struct {
 	// patches counts the patches made per node.
 	patches map[string]int
 	last    Result
+	// claims are the last claims this rollout wrote, by node, kept after
+	// the claim is removed (to tell a revert from a superseded node).
+	claims map[string]*nodeapi.Claim
+	rv     int
 }
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -57,12 +62,13 @@ func newWorld(t testing.TB, n int, steps ...v1alpha1.RolloutStep) *world {
 	w := &world{
 		t: t,
 		r: &v1alpha1.ConfigRollout{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", Generation: 1, CreationTimestamp: metav1.NewTime(t0)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid", Generation: 1, CreationTimestamp: metav1.NewTime(t0)},
 			Spec:       v1alpha1.ConfigRolloutSpec{ConfigMapName: "new", Steps: steps},
 		},
 		cm:      &ConfigMap{UID: cmUID, ResourceVersion: "10", HasKey: true},
 		now:     t0,
 		patches: map[string]int{},
+		claims:  map[string]*nodeapi.Claim{},
 	}
 	for i := range n {
 		node := &Node{Name: fmt.Sprintf("node-%03d", i), Selected: true}
@@ -114,17 +120,64 @@ func (w *world) plan() Result {
 	}
 	w.r.Status = res.Status
 	for _, p := range res.Patches {
-		n := w.node(p.Node)
-		if p.Value == nil {
-			n.Assignment = nil
-		} else {
-			v := *p.Value
-			n.Assignment = &v
+		w.apply(p)
+		if !p.ClaimOnly {
+			w.patches[p.Node]++
 		}
-		w.patches[p.Node]++
 	}
 	w.last = res
 	return res
+}
+
+// apply makes a patch on its node as the API server would: refused when
+// the node's resourceVersion changed since.
+func (w *world) apply(p Patch) bool {
+	w.t.Helper()
+	n := w.node(p.Node)
+	if p.ResourceVersion != n.ResourceVersion {
+		return false
+	}
+	if !p.ClaimOnly {
+		n.Assignment = cloneString(p.Value)
+	}
+	n.Claim = cloneString(p.Claim)
+	if n.Claim != nil {
+		c, err := nodeapi.DecodeClaim(*n.Claim)
+		if err != nil {
+			w.t.Fatalf("Plan wrote an invalid claim on %s: %v", p.Node, err)
+		}
+		if c.UID == w.r.UID {
+			w.claims[p.Node] = c
+		}
+	}
+	w.touch(n)
+	return true
+}
+
+// touch bumps a node's resourceVersion, as any write does.
+func (w *world) touch(n *Node) {
+	w.rv++
+	n.ResourceVersion = fmt.Sprint(1000 + w.rv)
+}
+
+func cloneString(v *string) *string {
+	if v == nil {
+		return nil
+	}
+	s := *v
+	return &s
+}
+
+// claim returns the rollout's claim on a node, nil when it carries none.
+func (w *world) claim(n *Node) *nodeapi.Claim {
+	if n.Claim == nil {
+		return nil
+	}
+	c, err := nodeapi.DecodeClaim(*n.Claim)
+	if err != nil || c == nil || c.UID != w.r.UID {
+		return nil
+	}
+	return c
 }
 
 func (w *world) node(name string) *Node {
@@ -183,10 +236,41 @@ func (w *world) settleReverts() {
 	}
 }
 
+// states says where each node the rollout ever claimed stands, from what
+// the nodes carry: Failed, Promoted or Trial while it carries the claim
+// (Reverting when the rollout is putting its nodes back), Reverted or
+// Superseded once the claim is gone, Gone once the node is.
 func (w *world) states() map[v1alpha1.NodeState][]string {
 	out := map[v1alpha1.NodeState][]string{}
-	for _, r := range w.r.Status.Nodes {
-		out[r.State] = append(out[r.State], r.Name)
+	nodes := map[string]*Node{}
+	for _, n := range w.nodes {
+		nodes[n.Name] = n
+	}
+	reverting := w.r.Status.Reverting > 0
+	for name, last := range w.claims {
+		n, ok := nodes[name]
+		var s v1alpha1.NodeState
+		var c *nodeapi.Claim
+		if ok {
+			c = w.claim(n)
+		}
+		switch {
+		case !ok:
+			s = v1alpha1.NodeGone
+		case c != nil && reverting:
+			s = v1alpha1.NodeReverting
+		case c != nil && c.Failed != "":
+			s = v1alpha1.NodeFailed
+		case c != nil && w.carriesNew(n) && n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted:
+			s = v1alpha1.NodePromoted
+		case c != nil:
+			s = v1alpha1.NodeTrial
+		case carries(n, last.Previous) && !strings.HasPrefix(last.Failed, "its assignment annotation is"):
+			s = v1alpha1.NodeReverted
+		default:
+			s = v1alpha1.NodeSuperseded
+		}
+		out[s] = append(out[s], name)
 	}
 	for _, v := range out {
 		slices.Sort(v)
@@ -204,17 +288,41 @@ func (w *world) wantPhase(want v1alpha1.RolloutPhase) {
 func (w *world) assigning() []string {
 	var out []string
 	for _, p := range w.last.Patches {
-		if !p.Revert {
+		if !p.Revert && !p.ClaimOnly {
 			out = append(out, p.Node)
 		}
 	}
 	return out
 }
 
+// marks returns the nodes whose claim alone is written (a failure, a
+// claim of a node that already carries the config, a migrated record).
+func (w *world) marks() []string {
+	var out []string
+	for _, p := range w.last.Patches {
+		if !p.Revert && p.ClaimOnly {
+			out = append(out, p.Node)
+		}
+	}
+	return out
+}
+
+// reverting returns the nodes whose assignment is put back.
 func (w *world) reverting() []string {
 	var out []string
 	for _, p := range w.last.Patches {
-		if p.Revert {
+		if p.Revert && !p.ClaimOnly {
+			out = append(out, p.Node)
+		}
+	}
+	return out
+}
+
+// releasing returns the nodes whose claim alone is taken off.
+func (w *world) releasing() []string {
+	var out []string
+	for _, p := range w.last.Patches {
+		if p.Revert && p.ClaimOnly {
 			out = append(out, p.Node)
 		}
 	}
@@ -245,4 +353,20 @@ func (w *world) runToEnd(limit int) []int {
 	}
 	w.t.Fatalf("still %s after %d rounds", w.r.Status.Phase, limit)
 	return nil
+}
+
+// stateOf returns where a node stands (as states does) and the failure
+// reason its claim keeps.
+func (w *world) stateOf(name string) (v1alpha1.NodeState, string) {
+	w.t.Helper()
+	for s, names := range w.states() {
+		if slices.Contains(names, name) {
+			reason := ""
+			if c := w.claim(w.node(name)); c != nil {
+				reason = c.Failed
+			}
+			return s, reason
+		}
+	}
+	return "", ""
 }

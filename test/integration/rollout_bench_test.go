@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -40,8 +42,29 @@ import (
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
-// benchNodes is the fleet of BenchmarkRolloutController.
-const benchNodes = 1000
+// benchSizes are the fleets of BenchmarkRolloutController, smallest
+// first: DYNCONFIG_ROLLOUT_BENCH_SIZES (comma-separated), default 1000,
+// 5000 and 10000. The fleet grows from one size to the next on the same
+// API server and the same controller process.
+func benchSizes(b *testing.B) []int {
+	v := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_SIZES")
+	if v == "" {
+		return []int{1000, 5000, 10000}
+	}
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 10 || (len(out) > 0 && n <= out[len(out)-1]) {
+			b.Fatalf("DYNCONFIG_ROLLOUT_BENCH_SIZES=%q: want growing sizes of at least 10", v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// benchFailEvery: one simulated component in this many rolls each config
+// back (the rollout's maxFailures lets them fail).
+const benchFailEvery = 200
 
 // benchQPS is the controller's client rate limit in the benchmark.
 // 0: dynconfig-rollout's default.
@@ -55,29 +78,38 @@ func envInt(key string, def int) int {
 }
 
 // benchTrial is how long the simulated components of
-// BenchmarkRolloutController/trial=... keep a config in trial.
+// BenchmarkRolloutController keep a config in trial.
 var benchTrial = time.Duration(envInt("DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS", 2000)) * time.Millisecond
 
+// benchResult is what BenchmarkRolloutController measured at one size.
+type benchResult struct {
+	nodes                    int
+	objectKiB                float64 // the largest ConfigRollout object seen
+	stepSeconds, overheadSec float64 // per step; overhead beyond the trial waits
+	requestsPerNode          float64
+	cpuSeconds               float64 // the controller's, per rollout
+	heapMiB, rssMiB          float64
+}
+
 // BenchmarkRolloutController measures what the rollout controller adds to a
-// rollout: 1000 Nodes whose components are simulated by one informer that
-// reports through nodes/status, as status.NodeReporter does. Each
-// iteration rolls one ConfigMap out in 5 steps (1, 10%, 25%, 50%, 100%;
-// maxUnavailable 10%), alternating between two ConfigMaps. Two cases:
+// rollout as the fleet grows: at each size (benchSizes) the Nodes exist on
+// one real kube-apiserver, and their components are simulated by one
+// informer that answers each assignment through the API server as a
+// component does: Trial at once, Promoted benchTrial later (the status
+// annotation, through nodes/status), or RolledBack for one node in
+// benchFailEvery. Each iteration rolls one ConfigMap out
+// in 5 steps (1, 10%, 25%, 50%, 100%; maxUnavailable 10%), alternating
+// between two ConfigMaps; a step waits for each of its batches of
+// maxUnavailable nodes in turn (12 waits over the 5 steps).
 //
-//   - trial=0s: a component reports a new assignment promoted at once. There
-//     is nothing to wait for: the step times are the controller's and the API
-//     server's alone, and the client's rate limit never refills (the worst
-//     case; production has trial periods between batches).
-//   - trial=2s: a component reports Trial at once and promoted 2 s later, as
-//     a real one after its trial period. A step must wait for each of its
-//     batches of maxUnavailable nodes in turn (12 waits over the 5 steps);
-//     overhead-s/step is the step time beyond those waits.
-//
-// Both report seconds per step, the controller's API requests per node
-// (counted by the API server: its Node PATCHes, status updates and Events),
-// the time it spent planning and writing per step, the CPU of this process
-// (the controller and the simulated components) and the heap the
-// controller's caches hold. DYNCONFIG_ROLLOUT_BENCH_QPS sets the
+// Per size it reports: the largest ConfigRollout object seen during the
+// rollout (KiB; goal at most 256), seconds per step and the overhead per
+// step beyond the trial waits (goal below 1 s), the controller's API
+// requests per node (counted by the API server: its Node PATCHes, status
+// updates and Events; goal at most 2), the controller's CPU per rollout
+// and its heap and RSS. With DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR set it writes
+// rollout-scale.svg (the growth of each against the fleet) and
+// rollout-scale.txt there. DYNCONFIG_ROLLOUT_BENCH_QPS sets the
 // controller's client rate limit (burst twice that; default:
 // dynconfig-rollout's defaults, 250 and 500),
 // DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial, and
@@ -86,9 +118,10 @@ var benchTrial = time.Duration(envInt("DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS", 2000))
 //
 //	cd test && go test -run XXX -bench RolloutController -benchtime 1x ./integration/
 func BenchmarkRolloutController(b *testing.B) {
+	sizes := benchSizes(b)
 	cl := cluster.Start(b)
 	h := &harness{cl: cl, client: newClient(b, cl.Config, 500, 1000)}
-	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), klog.Background().V(10)), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), klog.Background().V(10)), 90*time.Minute)
 	defer cancel()
 	installRolloutCRD(ctx, b, h)
 	label := "rollout-bench"
@@ -117,44 +150,71 @@ func BenchmarkRolloutController(b *testing.B) {
 		}
 		return v
 	}
-	names := make([]string, benchNodes)
-	for i := range names {
-		names[i] = fmt.Sprintf("bench-node-%04d", i)
-	}
-	if err := parallel(benchNodes, func(i int) error {
-		_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-			Name: names[i], Labels: map[string]string{label: "true"},
-			Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(cms[1]), nodeapi.StatusAnnotation: reported(cms[1], nodeapi.PhasePromoted)},
-		}}, metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		b.Fatal(err)
+	// The fleet, grown to each size in turn. A new node starts on the
+	// ConfigMap the previous rollout left the others on, so that the next
+	// rollout assigns every node (rollouts alternate between the two).
+	created, rollouts := 0, 0
+	grow := func(n int) {
+		on := cms[(rollouts+1)%2]
+		if err := parallel(n-created, func(i int) error {
+			name := fmt.Sprintf("bench-node-%05d", created+i)
+			_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name: name, Labels: map[string]string{label: "true"},
+				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(on), nodeapi.StatusAnnotation: reported(on, nodeapi.PhasePromoted)},
+			}}, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			b.Fatalf("growing the fleet to %d nodes: %v", n, err)
+		}
+		created = n
 	}
 
 	// The simulated components: whatever is assigned, report it in trial
-	// (unless the trial is 0) and promoted once the trial is over.
+	// and promoted once the trial is over.
 	simClient := newClient(b, protobuf(cl.Config), 1000, 2000)
 	promoted := map[types.UID]string{cms[0].UID: reported(cms[0], nodeapi.PhasePromoted), cms[1].UID: reported(cms[1], nodeapi.PhasePromoted)}
 	inTrial := map[types.UID]string{cms[0].UID: reported(cms[0], nodeapi.PhaseTrial), cms[1].UID: reported(cms[1], nodeapi.PhaseTrial)}
-	var trial atomic.Int64 // the current case's trial, in nanoseconds
+	// One node in benchFailEvery rolls each new config back after its
+	// trial, as a component that cannot run it.
+	rolledBack := map[types.UID]string{}
+	for i, cm := range cms {
+		src := func(cm *corev1.ConfigMap) *corev1.NodeConfigSource {
+			return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+				Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: kubelet.PayloadKey,
+			}}
+		}
+		st := &nodeapi.ConfigStatus{Phase: nodeapi.PhaseRolledBack, Assigned: src(cm), Active: src(cms[1-i]), LastKnownGood: src(cms[1-i]),
+			Error: "failed to validate current (simulated)"}
+		v, err := st.MarshalAnnotation()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rolledBack[cm.UID] = v
+	}
+	fails := func(node string) bool {
+		var i int
+		_, err := fmt.Sscanf(node, "bench-node-%d", &i)
+		return err == nil && i%benchFailEvery == benchFailEvery-1
+	}
+	trial := benchTrial
 	type simWork struct {
 		node    string
 		uid     types.UID
 		promote bool
 	}
-	work := make(chan simWork, benchNodes)
+	work := make(chan simWork, 1<<16)
 	var pending sync.Map // node name → the UID it is working on
 	factory := informers.NewSharedInformerFactoryWithOptions(simClient, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = label }))
 	nodes := factory.Core().V1().Nodes()
 	onNode := func(obj any) {
 		n := obj.(*corev1.Node)
-		var src corev1.NodeConfigSource
-		if json.Unmarshal([]byte(n.Annotations[nodeapi.AssignmentAnnotation]), &src) != nil || src.ConfigMap == nil {
+		src, err := nodeapi.ParseAssignment(n.Annotations[nodeapi.AssignmentAnnotation])
+		if err != nil || src == nil {
 			return
 		}
 		uid, cur := src.ConfigMap.UID, n.Annotations[nodeapi.StatusAnnotation]
-		if promoted[uid] == "" || cur == promoted[uid] || cur == inTrial[uid] {
+		if promoted[uid] == "" || cur == promoted[uid] || cur == inTrial[uid] || cur == rolledBack[uid] {
 			return
 		}
 		if _, busy := pending.LoadOrStore(n.Name, uid); !busy {
@@ -180,9 +240,9 @@ func BenchmarkRolloutController(b *testing.B) {
 				case <-simCtx.Done():
 					return
 				case w := <-work:
-					if d := time.Duration(trial.Load()); d > 0 && !w.promote {
+					if !w.promote {
 						report(w.node, inTrial[w.uid])
-						time.AfterFunc(d, func() {
+						time.AfterFunc(trial, func() {
 							select {
 							case work <- simWork{node: w.node, uid: w.uid, promote: true}:
 							case <-simCtx.Done():
@@ -190,7 +250,11 @@ func BenchmarkRolloutController(b *testing.B) {
 						})
 						continue
 					}
-					report(w.node, promoted[w.uid])
+					if fails(w.node) {
+						report(w.node, rolledBack[w.uid])
+					} else {
+						report(w.node, promoted[w.uid])
+					}
 					pending.Delete(w.node)
 				}
 			}
@@ -199,30 +263,32 @@ func BenchmarkRolloutController(b *testing.B) {
 	defer sims.Wait()
 	defer stopSim()
 
+	grow(sizes[0])
 	rc := startRolloutProcess(ctx, b, h)
 	dyn := dynamic.NewForConfigOrDie(cl.Config)
 	ri := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace)
-	// Let the controller's informers fill before measuring.
-	time.Sleep(2 * time.Second)
 
 	steps := []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("10%")),
 		nodesStep(intstr.FromString("25%")), nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
-	// The batches a step must wait for in turn: its new nodes, at most
-	// maxUnavailable (10%) in trial at once.
-	const maxUnavailable = benchNodes / 10
-	batches, done := 0, 0
-	for _, target := range []int{1, benchNodes / 10, benchNodes / 4, benchNodes / 2, benchNodes} {
-		batches += (target - done + maxUnavailable - 1) / maxUnavailable
-		done = target
-	}
-	rollouts := 0
-	for _, d := range []time.Duration{0, benchTrial} {
-		b.Run(fmt.Sprintf("trial=%v", d), func(b *testing.B) {
-			trial.Store(int64(d))
+	var results []benchResult
+	for _, size := range sizes {
+		grow(size)
+		// Let the controller's informers take the new nodes in.
+		time.Sleep(2 * time.Second)
+		// The batches a step must wait for in turn: its new nodes, at
+		// most maxUnavailable (10%) in trial at once.
+		maxUnavailable := size / 10
+		batches, done := 0, 0
+		for _, target := range []int{1, (size + 9) / 10, (size + 3) / 4, (size + 1) / 2, size} {
+			batches += (target - done + maxUnavailable - 1) / maxUnavailable
+			done = target
+		}
+		b.Run(fmt.Sprintf("nodes=%d", size), func(b *testing.B) {
 			var stepTimes []time.Duration
 			var total time.Duration
 			var requestsPerNode float64
 			var byController requestCount
+			var objectBytes int
 			statsBefore := rc.metrics(ctx, b)
 			cpuBefore := rc.cpu(b)
 			b.ResetTimer()
@@ -239,9 +305,10 @@ func BenchmarkRolloutController(b *testing.B) {
 				cm := cms[rollouts%2]
 				name := fmt.Sprintf("bench-%d", rollouts)
 				rollouts++
-				times, took := runBenchRollout(ctx, b, ri, name, cm.Name, steps, label)
+				times, took, objSize := runBenchRollout(ctx, b, ri, name, cm.Name, steps, label, int32(size/benchFailEvery+1))
 				stepTimes = append(stepTimes, times...)
 				total += took
+				objectBytes = max(objectBytes, objSize)
 				b.StopTimer()
 				if err := quiesce(ctx, h.client); err != nil {
 					b.Fatal(err)
@@ -259,21 +326,35 @@ func BenchmarkRolloutController(b *testing.B) {
 						n += v
 					}
 				}
-				requestsPerNode = n / benchNodes
+				requestsPerNode = n / float64(size)
+				// A finished rollout keeps its claims (for undo) until it
+				// is deleted: delete it, so that the next one starts on
+				// free nodes; its finalizer takes the claims off.
+				if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				waitDeleted(ctx, b, ri, name)
 				b.StartTimer()
 			}
 			b.StopTimer()
 			stats := rc.metrics(ctx, b)
 			cpu := (rc.cpu(b) - cpuBefore).Seconds()
 			nSteps := float64(len(stepTimes))
-			waits := time.Duration(b.N*batches) * d
-			b.ReportMetric(total.Seconds()/nSteps, "s/step")
-			b.ReportMetric((total-waits).Seconds()/nSteps, "overhead-s/step")
+			waits := time.Duration(b.N*batches) * trial
+			r := benchResult{
+				nodes: size, objectKiB: float64(objectBytes) / 1024,
+				stepSeconds: total.Seconds() / nSteps, overheadSec: (total - waits).Seconds() / nSteps,
+				requestsPerNode: requestsPerNode, cpuSeconds: cpu / float64(b.N),
+				heapMiB: stats["go_memstats_heap_inuse_bytes"] / (1 << 20), rssMiB: stats["process_resident_memory_bytes"] / (1 << 20),
+			}
+			b.ReportMetric(r.objectKiB, "object-KiB")
+			b.ReportMetric(r.stepSeconds, "s/step")
+			b.ReportMetric(r.overheadSec, "overhead-s/step")
 			b.ReportMetric((stats["dynconfig_rollout_reconcile_duration_seconds"]-statsBefore["dynconfig_rollout_reconcile_duration_seconds"])/nSteps, "reconcile-s/step")
-			b.ReportMetric(requestsPerNode, "requests/node")
-			b.ReportMetric(cpu/nSteps, "controller-cpu-s/step")
-			b.ReportMetric(stats["go_memstats_heap_inuse_bytes"]/(1<<20), "controller-heap-MiB")
-			b.ReportMetric(stats["process_resident_memory_bytes"]/(1<<20), "controller-rss-MiB")
+			b.ReportMetric(r.requestsPerNode, "requests/node")
+			b.ReportMetric(r.cpuSeconds, "controller-cpu-s/rollout")
+			b.ReportMetric(r.heapMiB, "controller-heap-MiB")
+			b.ReportMetric(r.rssMiB, "controller-rss-MiB")
 			var st []string
 			for _, d := range stepTimes {
 				st = append(st, d.Round(time.Millisecond).String())
@@ -283,19 +364,114 @@ func BenchmarkRolloutController(b *testing.B) {
 				qps = fmt.Sprint(benchQPS)
 			}
 			b.Logf("%d nodes, QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; the controller's requests in the last rollout: %s; its CPU %.2f s",
-				benchNodes, qps, b.N, batches, d, strings.Join(st, " "), byController, cpu)
+				size, qps, b.N, batches, trial, strings.Join(st, " "), byController, cpu)
+			if len(results) > 0 && results[len(results)-1].nodes == size {
+				results[len(results)-1] = r // b.Run runs a sub-benchmark again with a larger b.N
+			} else {
+				results = append(results, r)
+			}
 		})
+		// Written after each size, so that a size that breaks leaves the
+		// ones before plotted.
+		if dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR"); dir != "" && len(results) > 0 {
+			if err := writeBenchPlot(dir, results, trial); err != nil {
+				b.Error(err)
+			}
+		}
 	}
 }
 
+// waitDeleted waits until a ConfigRollout is gone.
+func waitDeleted(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name string) {
+	b.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := ri.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		b.Fatalf("ConfigRollout %s was not deleted: %v", name, err)
+	}
+}
+
+// writeBenchPlot writes rollout-scale.svg, one panel per measure against
+// the fleet size, and rollout-scale.txt, the numbers.
+func writeBenchPlot(dir string, results []benchResult, trial time.Duration) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	panels := []struct {
+		title string
+		goal  float64
+		value func(benchResult) float64
+	}{
+		{"ConfigRollout object (KiB; goal <= 256)", 256, func(r benchResult) float64 { return r.objectKiB }},
+		{"overhead per step beyond the trial waits (s; goal < 1)", 1, func(r benchResult) float64 { return r.overheadSec }},
+		{"controller requests per node (goal <= 2)", 2, func(r benchResult) float64 { return r.requestsPerNode }},
+		{"controller CPU per rollout (s)", 0, func(r benchResult) float64 { return r.cpuSeconds }},
+		{"controller heap in use (MiB)", 0, func(r benchResult) float64 { return r.heapMiB }},
+		{"controller RSS (MiB)", 0, func(r benchResult) float64 { return r.rssMiB }},
+	}
+	const pw, ph, margin = 360, 220, 50
+	var svg strings.Builder
+	cols := 3
+	rows := (len(panels) + cols - 1) / cols
+	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n",
+		cols*pw, rows*ph+30)
+	fmt.Fprintf(&svg, `<text x="10" y="18" font-size="13">dynconfig rollout controller vs fleet size (one kube-apiserver; trial %v; 5 steps, maxUnavailable 10%%)</text>`+"\n", trial)
+	maxN := float64(results[len(results)-1].nodes)
+	for i, p := range panels {
+		ox, oy := float64(i%cols*pw), float64(i/cols*ph+30)
+		w, hgt := float64(pw-margin-15), float64(ph-margin-25)
+		top := p.goal
+		for _, r := range results {
+			top = max(top, p.value(r))
+		}
+		top *= 1.15
+		if top <= 0 {
+			top = 1
+		}
+		x := func(n float64) float64 { return ox + margin + n/maxN*w }
+		y := func(v float64) float64 { return oy + 20 + hgt - v/top*hgt }
+		fmt.Fprintf(&svg, `<text x="%.0f" y="%.0f">%s</text>`+"\n", ox+10, oy+12, html.EscapeString(p.title))
+		fmt.Fprintf(&svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x(0), y(0), x(maxN), y(0))
+		fmt.Fprintf(&svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>`+"\n", x(0), y(0), x(0), y(top))
+		fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="end">%.3g</text>`+"\n", x(0)-3, y(top)+4, top)
+		fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="end">0</text>`+"\n", x(0)-3, y(0)+4)
+		if p.goal > 0 {
+			fmt.Fprintf(&svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="green" stroke-dasharray="4 3"/>`+"\n", x(0), y(p.goal), x(maxN), y(p.goal))
+		}
+		var pts []string
+		for _, r := range results {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(r.nodes)), y(p.value(r))))
+		}
+		fmt.Fprintf(&svg, `<polyline fill="none" stroke="steelblue" stroke-width="2" points="%s"/>`+"\n", strings.Join(pts, " "))
+		for _, r := range results {
+			fmt.Fprintf(&svg, `<circle cx="%.1f" cy="%.1f" r="3" fill="steelblue"/>`+"\n", x(float64(r.nodes)), y(p.value(r)))
+			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%.3g</text>`+"\n", x(float64(r.nodes)), y(p.value(r))-6, p.value(r))
+			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", x(float64(r.nodes)), y(0)+14, r.nodes)
+		}
+	}
+	svg.WriteString("</svg>\n")
+	if err := os.WriteFile(filepath.Join(dir, "rollout-scale.svg"), []byte(svg.String()), 0o644); err != nil {
+		return err
+	}
+	var txt strings.Builder
+	fmt.Fprintf(&txt, "nodes\tobject-KiB\ts/step\toverhead-s/step\trequests/node\tcontroller-cpu-s/rollout\theap-MiB\trss-MiB\n")
+	for _, r := range results {
+		fmt.Fprintf(&txt, "%d\t%.1f\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.1f\n", r.nodes, r.objectKiB, r.stepSeconds, r.overheadSec, r.requestsPerNode, r.cpuSeconds, r.heapMiB, r.rssMiB)
+	}
+	return os.WriteFile(filepath.Join(dir, "rollout-scale.txt"), []byte(txt.String()), 0o644)
+}
+
 // runBenchRollout creates a ConfigRollout and follows it with a watch until
-// it completes; it returns the time of each step and of the whole.
-func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name, configMap string, steps []v1alpha1.RolloutStep, label string) ([]time.Duration, time.Duration) {
+// it completes; it returns the time of each step and of the whole, and the
+// largest the object was (JSON bytes).
+func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name, configMap string, steps []v1alpha1.RolloutStep, label string, maxFailures int32) ([]time.Duration, time.Duration, int) {
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: v1alpha1.ConfigRolloutSpec{
-			ConfigMapName: configMap, Steps: steps, MaxUnavailable: ptr.To(intstr.FromString("10%")),
+			ConfigMapName: configMap, Steps: steps, MaxUnavailable: ptr.To(intstr.FromString("10%")), MaxFailures: maxFailures,
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}},
 		},
 	}
@@ -303,8 +479,8 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Follow the rollout with a watch: polling its status (a thousand node
-	// records) would load the API server the benchmark measures.
+	// Follow the rollout with a watch: polling it would load the API
+	// server the benchmark measures.
 	w, err := ri.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
 		b.Fatal(err)
@@ -316,10 +492,14 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 	}
 	var stepTimes []time.Duration
 	last, lastStep := start, int32(0)
+	largest := 0
 	for ev := range w.ResultChan() {
 		u, ok := ev.Object.(*unstructured.Unstructured)
 		if !ok {
 			b.Fatalf("watching rollout %s: %v", name, ev.Object)
+		}
+		if raw, err := json.Marshal(u.Object); err == nil {
+			largest = max(largest, len(raw))
 		}
 		var got v1alpha1.ConfigRollout
 		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
@@ -334,13 +514,13 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 		}
 		switch {
 		case got.Status.Phase == v1alpha1.PhaseCompleted:
-			return stepTimes, time.Since(start)
+			return stepTimes, time.Since(start), largest
 		case !got.Status.Phase.Active():
 			b.Fatalf("rollout %s: %s: %s", name, got.Status.Phase, got.Status.Message)
 		}
 	}
 	b.Fatalf("rollout %s: the watch ended before the rollout completed", name)
-	return nil, 0
+	return nil, 0, 0
 }
 
 // rolloutProcess is the dynconfig-rollout binary, run apart so that the
@@ -469,4 +649,36 @@ func (p *rolloutProcess) cpu(b *testing.B) time.Duration {
 		b.Fatalf("/proc/%d/stat: %q", p.cmd.Process.Pid, raw)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// TestBenchPlotIsSVG: the plot the benchmark writes is well-formed XML
+// with one line per measure.
+func TestBenchPlotIsSVG(t *testing.T) {
+	dir := t.TempDir()
+	results := []benchResult{{nodes: 1000, objectKiB: 9.6, stepSeconds: 5.9, overheadSec: 1.1, requestsPerNode: 1.1, cpuSeconds: 4.5, heapMiB: 16, rssMiB: 50},
+		{nodes: 5000, objectKiB: 9.3, stepSeconds: 5.6, overheadSec: 0.8, requestsPerNode: 1.0, cpuSeconds: 6.4, heapMiB: 60, rssMiB: 99}}
+	if err := writeBenchPlot(dir, results, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "rollout-scale.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(raw))
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("rollout-scale.svg is not XML: %v\n%s", err, raw)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != 6 {
+		t.Errorf("%d lines plotted, want 6", lines)
+	}
 }

@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -156,7 +155,7 @@ func TestRolloutProcessFailover(t *testing.T) {
 		// restart it), near the end.
 		var survivor string
 		for _, at := range []int{4, 8} {
-			f.waitFor(ctx, ro, fmt.Sprintf("%d records", at), func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= at })
+			f.waitFor(ctx, ro, fmt.Sprintf("%d assigned", at), func(r *v1alpha1.ConfigRollout) bool { return int(r.Status.Assigned) >= at })
 			victim := leaseHolder(ctx, t, h, lease)
 			if replicas[victim] == nil {
 				t.Fatalf("the Lease is held by %q, not by a replica (holders %v)", victim, lw.holders())
@@ -171,16 +170,16 @@ func TestRolloutProcessFailover(t *testing.T) {
 			// The first kill must leave nodes to assign; the second, on a
 			// busy machine, may come after the last assignment, with
 			// promotions still to observe.
-			if (at == 4 && len(atKill.Status.Nodes) >= n) || atKill.Status.Phase != v1alpha1.PhaseProgressing {
-				t.Fatalf("at the kill the rollout had %d records for %d nodes, phase %s: nothing left for the other replica",
-					len(atKill.Status.Nodes), n, atKill.Status.Phase)
+			if (at == 4 && int(atKill.Status.Assigned) >= n) || atKill.Status.Phase != v1alpha1.PhaseProgressing {
+				t.Fatalf("at the kill the rollout had %d nodes assigned of %d, phase %s: nothing left for the other replica",
+					atKill.Status.Assigned, n, atKill.Status.Phase)
 			}
 			if code := replicas[victim].Code(); code != -1 {
 				t.Errorf("replica %s exited with code %d, want -1 (killed by a signal)", victim, code)
 			}
 			took := lw.waitHolder(t, "replica "+survivor+" takes the Lease", func(id string) bool { return id == survivor }).Sub(killed)
-			t.Logf("killed replica %s at %d of %d records; %s took the Lease %v later (lease duration %v)",
-				victim, len(atKill.Status.Nodes), n, survivor, took.Round(time.Millisecond), procLeaseDuration)
+			t.Logf("killed replica %s at %d of %d nodes assigned; %s took the Lease %v later (lease duration %v)",
+				victim, atKill.Status.Assigned, n, survivor, took.Round(time.Millisecond), procLeaseDuration)
 			replicas[victim] = startReplicas(t, bin, kubeconfig, lease, f.label, victim)[victim]
 		}
 		f.waitPhase(ctx, ro, v1alpha1.PhaseCompleted)
@@ -202,15 +201,15 @@ func TestRolloutProcessFailover(t *testing.T) {
 		if u := d[requestKey{verb: "UPDATE", resource: "nodes"}]; u != 0 {
 			t.Errorf("%v Node UPDATEs, want none", u)
 		}
-		checkRecords(ctx, t, f, ro, v1alpha1.NodePromoted)
+		checkClaims(ctx, t, f, ro, true)
 		aw.check(t, f, "old", "new")
 
 		// The revert records survived the kill: undo puts every node back
 		// on its previous source, with one revert PATCH each.
 		f.patchSpec(ctx, ro, `{"spec":{"undo":true}}`)
 		f.waitPhase(ctx, ro, v1alpha1.PhaseReverted)
-		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, n)
-		checkRecords(ctx, t, f, ro, v1alpha1.NodeReverted)
+		f.waitReleased(ctx, ro)
+		checkClaims(ctx, t, f, ro, false)
 		f.waitAll(ctx, f.oldCM)
 		if p := nodePatchCounts(ctx, t, h).sub(beforePatches); p.applied() != 2*n {
 			t.Errorf("%d Node PATCHes applied after the undo (by code %v), want %d (one assignment and one revert each)", p.applied(), p, 2*n)
@@ -236,7 +235,7 @@ func TestRolloutProcessFailover(t *testing.T) {
 			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		})
 		logRolloutOnFailure(ctx, t, f, ro)
-		f.waitFor(ctx, ro, "2 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 2 })
+		f.waitFor(ctx, ro, "2 assigned", func(r *v1alpha1.ConfigRollout) bool { return r.Status.Assigned >= 2 })
 
 		victim := leaseHolder(ctx, t, h, lease)
 		if replicas[victim] == nil {
@@ -265,7 +264,7 @@ func TestRolloutProcessFailover(t *testing.T) {
 		if p := nodePatchCounts(ctx, t, h).sub(beforePatches); p.applied() != n {
 			t.Errorf("%d Node PATCHes applied for %d nodes (by code %v), want exactly one assignment each", p.applied(), n, p)
 		}
-		checkRecords(ctx, t, f, ro, v1alpha1.NodePromoted)
+		checkClaims(ctx, t, f, ro, true)
 		aw.check(t, f, "old", "new")
 		if replicas[survivor].Exited() {
 			t.Errorf("replica %s exited with code %d", survivor, replicas[survivor].Code())
@@ -331,50 +330,36 @@ func leaseHolder(ctx context.Context, t *testing.T, h *harness, name string) str
 	return ptr.Deref(l.Spec.HolderIdentity, "")
 }
 
-// checkRecords checks that the rollout has one record per node of the
-// fleet, in state, each with the node's previous source: the old ConfigMap.
-// It reads the records from the stored object: a record holds its
-// previous source in full ("previous") or points into the status's
-// "previousSources" ("previousIndex").
-func checkRecords(ctx context.Context, t *testing.T, f *fleet, name string, state v1alpha1.NodeState) {
+// checkClaims checks the revert records, which are on the Nodes: while
+// claimed, every node of the fleet carries the rollout's claim with its
+// previous source, the old ConfigMap; once released, none does. The
+// status holds no per-node record.
+func checkClaims(ctx context.Context, t *testing.T, f *fleet, name string, claimed bool) {
 	t.Helper()
-	u, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	ro, err := f.get(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		PreviousSources []corev1.NodeConfigSource `json:"previousSources"`
-		Nodes           []struct {
-			Name          string                   `json:"name"`
-			State         v1alpha1.NodeState       `json:"state"`
-			Previous      *corev1.NodeConfigSource `json:"previous"`
-			PreviousIndex *int                     `json:"previousIndex"`
-		} `json:"nodes"`
+	if len(ro.Status.Nodes) != 0 {
+		t.Errorf("ConfigRollout %s: %d per-node records in the status", name, len(ro.Status.Nodes))
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object["status"].(map[string]any), &st); err != nil {
-		t.Fatalf("ConfigRollout %s: status: %v", name, err)
+	claims := f.claims(ctx, ro)
+	if !claimed {
+		if len(claims) != 0 {
+			t.Errorf("%d nodes still carry the claim of ConfigRollout %s", len(claims), name)
+		}
+		return
 	}
-	seen := map[string]bool{}
-	for _, rec := range st.Nodes {
-		if f.index(rec.Name) < 0 || seen[rec.Name] {
-			t.Errorf("record of node %s: not of the fleet, or a second one", rec.Name)
-		}
-		seen[rec.Name] = true
-		if rec.State != state {
-			t.Errorf("node %s: state %s, want %s", rec.Name, rec.State, state)
-		}
-		p := rec.Previous
-		if i := rec.PreviousIndex; i != nil && *i >= 0 && *i < len(st.PreviousSources) {
-			p = &st.PreviousSources[*i]
-		}
+	for node, c := range claims {
+		p := c.Previous
 		if p == nil || p.ConfigMap == nil || p.ConfigMap.UID != f.oldCM.UID ||
 			p.ConfigMap.Name != f.oldCM.Name || p.ConfigMap.Namespace != f.oldCM.Namespace {
-			t.Errorf("node %s: previous source %s (index %v), want ConfigMap %s/%s (uid %s)",
-				rec.Name, mustJSON(p), ptrString(rec.PreviousIndex), f.oldCM.Namespace, f.oldCM.Name, f.oldCM.UID)
+			t.Errorf("node %s: previous source %s, want ConfigMap %s/%s (uid %s)",
+				node, mustJSON(p), f.oldCM.Namespace, f.oldCM.Name, f.oldCM.UID)
 		}
 	}
-	if len(seen) != len(f.names) {
-		t.Errorf("%d nodes have a record, want all %d", len(seen), len(f.names))
+	if len(claims) != len(f.names) {
+		t.Errorf("%d nodes carry the claim, want all %d", len(claims), len(f.names))
 	}
 }
 
@@ -598,8 +583,8 @@ func logRolloutOnFailure(ctx context.Context, t *testing.T, f *fleet, name strin
 			return
 		}
 		logHistory(t, ro)
-		for _, rec := range ro.Status.Nodes {
-			t.Logf("  record %s: %s step %d assigned %s %s", rec.Name, rec.State, rec.Step, rec.AssignedAt.Format("15:04:05.000"), rec.Reason)
+		for name, c := range f.claims(context.WithoutCancel(ctx), ro) {
+			t.Logf("  claim on %s: step %d assigned %s %s", name, c.Step, c.AssignedAt.Format("15:04:05"), c.Failed)
 		}
 	})
 }

@@ -153,7 +153,7 @@ func TestRolloutNamespacedRBAC(t *testing.T) {
 		if !strings.Contains(got.Status.Message, f.names[1]) {
 			t.Errorf("halt message %q, want node %s", got.Status.Message, f.names[1])
 		}
-		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 2)
+		f.waitReleased(ctx, ro)
 		f.waitAll(ctx, f.oldCM)
 		f.wantEvent(ctx, ro, "Halted")
 	})

@@ -21,24 +21,27 @@ import (
 	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
-// testRolloutStatusSize: the status of a rollout over 7000 nodes with
-// cloud-style node names, every node reverted by an undo, fits in one
-// object: the API server and etcd (1.5 MiB per request) store it. Records
-// that each carried the full previous source (the layout before
-// status.previousSources) took 282 bytes per node here, so beyond about
-// 5500 nodes etcd refused the update and the controller could neither
-// record nor revert such a fleet; with each distinct source stored once a
-// record takes about 153 bytes (about 10000 nodes).
+// testRolloutStatusSize: the status of a rollout does not grow with the
+// fleet. A rollout over 50,000 nodes with cloud-style names, planned to
+// the end (every node assigned, every node failed at its deadline, then
+// undone), keeps a status of a few KiB that the API server stores; the
+// revert record of each node is its claim annotation, on the Node. The
+// layout of the previous controller (a record per node in the status,
+// each distinct previous source stored once) took about 153 bytes a node,
+// and etcd refused it beyond about 10,000 nodes; this test writes that
+// layout for the same fleet and requires the refusal, so that the size it
+// guards against stays known.
 func testRolloutStatusSize(t *testing.T, h *harness) {
 	ctx := testContext(t, 2*time.Minute)
-	const n = 7000
+	const n = 50000
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: "seven-thousand", Namespace: namespace, Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "fifty-thousand", Namespace: namespace, UID: "0d8f3b7a-1c2e-4f5a-9b6c-7d8e9f0a1b2c", Generation: 1},
 		Spec: v1alpha1.ConfigRolloutSpec{
 			ConfigMapName:  "kubelet-v2",
 			Steps:          []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))},
 			MaxUnavailable: ptr.To(intstr.FromString("100%")),
+			MaxFailures:    n,
 		},
 	}
 	// The nodes, all on one previous ConfigMap, as a fleet is.
@@ -53,17 +56,44 @@ func testRolloutStatusSize(t *testing.T, h *harness) {
 	for i := range n {
 		in.Nodes = append(in.Nodes, plan.Node{
 			Name:     fmt.Sprintf("ip-10-%d-%d-%d.eu-central-1.compute.internal", i/65536%256, i/256%256, i%256),
-			Selected: true, Assignment: &prev,
+			Selected: true, Assignment: &prev, ResourceVersion: "1",
 		})
 	}
-	res := plan.Plan(in)
-	ro.Status = res.Status
-	ro.Spec.Undo = true
-	in.Rollout = ro
-	res = plan.Plan(in)
-	if len(res.Status.Nodes) != n || res.Status.Phase != v1alpha1.PhaseReverted {
-		t.Fatalf("planned %d records, phase %s", len(res.Status.Nodes), res.Status.Phase)
+	apply := func(res plan.Result) {
+		byName := map[string]*plan.Node{}
+		for i := range in.Nodes {
+			byName[in.Nodes[i].Name] = &in.Nodes[i]
+		}
+		for _, p := range res.Patches {
+			node := byName[p.Node]
+			if !p.ClaimOnly {
+				node.Assignment = p.Value
+			}
+			node.Claim = p.Claim
+		}
+		ro.Status = res.Status
+		in.Rollout = ro
 	}
+	res := plan.Plan(in)
+	if len(res.Patches) != n {
+		t.Fatalf("assigned %d nodes, want %d", len(res.Patches), n)
+	}
+	claimBytes := len(*res.Patches[n-1].Claim)
+	apply(res)
+	started := res.Status
+	in.Now = in.Now.Add(plan.DefaultProgressDeadline + time.Second) // every node fails at its deadline
+	res = plan.Plan(in)
+	apply(res)
+	failed := res.Status
+	if failed.Failed != n || len(failed.Failures) != v1alpha1.MaxFailureRecords {
+		t.Fatalf("after the deadline: %d failed, %d listed", failed.Failed, len(failed.Failures))
+	}
+	ro.Spec.Undo = true
+	res = plan.Plan(in)
+	if res.Status.Phase != v1alpha1.PhaseReverted || res.Status.Reverting != n {
+		t.Fatalf("undo: phase %s, %d reverting", res.Status.Phase, res.Status.Reverting)
+	}
+	undone := res.Status
 
 	ri := dynamic.NewForConfigOrDie(h.cl.Config).Resource(v1alpha1.GroupVersionResource()).Namespace(namespace)
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
@@ -80,49 +110,47 @@ func testRolloutStatusSize(t *testing.T, h *harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(raw)
 		next, err := ri.Get(ctx, created.GetName(), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		next.Object["status"] = raw
-		_, err = ri.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-		return len(b), err
+		got, err := ri.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return 0, err
+		}
+		b, _ := json.Marshal(got.Object)
+		return len(b), nil
+	}
+	var sizes []string
+	for _, w := range []struct {
+		what string
+		st   *v1alpha1.ConfigRolloutStatus
+	}{{"started", &started}, {"all failed", &failed}, {"undone", &undone}} {
+		size, err := write(w.st)
+		if err != nil {
+			t.Fatalf("%s: the status of %d nodes was refused: %v", w.what, n, err)
+		}
+		if size > 256<<10 {
+			t.Errorf("%s: the ConfigRollout of %d nodes is %d bytes, more than 256 KiB", w.what, n, size)
+		}
+		sizes = append(sizes, fmt.Sprintf("%s %d bytes", w.what, size))
 	}
 
-	// The layout of older controllers: the full source in every record.
-	old := res.Status.DeepCopy()
-	for i := range old.Nodes {
-		old.Nodes[i].Previous, _ = old.PreviousOf(&old.Nodes[i])
-		old.Nodes[i].PreviousIndex = nil
+	// The previous controller's layout for the same fleet: one record per
+	// node, the previous source stored once.
+	old := undone.DeepCopy()
+	old.PreviousSources = []corev1.NodeConfigSource{{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: namespace, Name: "kubelet-v1-2026-11-01", UID: "7f0c2a9e-5b1d-4c3e-8f6a-2d9b0e1c4a7f"}}}
+	for _, node := range in.Nodes {
+		old.Nodes = append(old.Nodes, v1alpha1.NodeRecord{Name: node.Name, PreviousIndex: ptr.To(int32(0)), State: v1alpha1.NodeReverting,
+			AssignedAt: metav1.NewTime(in.Now), Reason: "revertOnHalt", FailedBeforeRevert: true})
 	}
-	old.PreviousSources = nil
-	oldSize, oldErr := write(old)
-
-	size, err := write(&res.Status)
-	if err != nil {
-		t.Fatalf("the status of %d nodes (%d bytes) was refused: %v", n, size, err)
-	}
-	got, err := ri.Get(ctx, created.GetName(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back v1alpha1.ConfigRollout
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, &back); err != nil {
-		t.Fatal(err)
-	}
-	if len(back.Status.Nodes) != n || len(back.Status.PreviousSources) != 1 {
-		t.Fatalf("stored %d records, %d previous sources", len(back.Status.Nodes), len(back.Status.PreviousSources))
-	}
-	if src, ok := back.Status.PreviousOf(&back.Status.Nodes[n-1]); !ok || assignmentFor(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace: src.ConfigMap.Namespace, Name: src.ConfigMap.Name, UID: src.ConfigMap.UID, ResourceVersion: src.ConfigMap.ResourceVersion,
-	}}) != prev {
-		t.Errorf("the last record's previous source reads back as %v (ok %v)", src, ok)
-	}
-	t.Logf("%d nodes: status %d bytes (%d per node); with the full source in every record %d bytes (%d per node): %v",
-		n, size, size/n, oldSize, oldSize/n, oldErr)
+	oldRaw, _ := json.Marshal(old)
+	_, oldErr := write(old)
+	t.Logf("%d nodes: ConfigRollout %s; claim annotation on each Node %d bytes; the previous layout's status %d bytes: %v",
+		n, strings.Join(sizes, ", "), claimBytes, len(oldRaw), oldErr)
 	if oldErr == nil || !strings.Contains(oldErr.Error(), "too large") {
-		t.Errorf("the old layout (%d bytes) was not refused as too large (%v): the size this test guards against changed", oldSize, oldErr)
+		t.Errorf("the previous layout (%d bytes) was not refused as too large (%v): the size this test guards against changed", len(oldRaw), oldErr)
 	}
 	if err := ri.Delete(context.Background(), created.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Error(err)

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,8 +77,8 @@ func TestRollout(t *testing.T) {
 			t.Error(err)
 		}
 		took := time.Since(start)
-		if got.Status.Promoted != int32(n) || got.Status.Failed != 0 || len(got.Status.Nodes) != n {
-			t.Fatalf("completed with %+v", countsOf(got))
+		if got.Status.Promoted != int32(n) || got.Status.Failed != 0 || len(got.Status.Nodes) != 0 || len(f.claims(ctx, got)) != n {
+			t.Fatalf("completed with %+v, %d nodes claimed", countsOf(got), len(f.claims(ctx, got)))
 		}
 		f.wantAll(ctx, f.newCM)
 		st := rc.Stats()
@@ -93,7 +94,7 @@ func TestRollout(t *testing.T) {
 		f.patchSpec(ctx, ro, `{"spec":{"undo":true}}`)
 		got = f.waitPhase(ctx, ro, v1alpha1.PhaseReverted)
 		f.waitAll(ctx, f.oldCM)
-		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, n)
+		f.waitReleased(ctx, ro)
 		if _, reverts := rc.patches(); reverts != n {
 			t.Errorf("undo made %d reverts, want %d", reverts, n)
 		}
@@ -111,9 +112,9 @@ func TestRollout(t *testing.T) {
 			!strings.Contains(got.Status.Message, f.names[0]) {
 			t.Errorf("halt message %q", got.Status.Message)
 		}
-		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 1)
-		if len(got.Status.Nodes) != 1 || got.Status.Nodes[0].Name != f.names[0] {
-			t.Fatalf("records %+v, want the canary only", got.Status.Nodes)
+		got = f.waitReleased(ctx, ro)
+		if len(got.Status.Failures) != 1 || got.Status.Failures[0].Node != f.names[0] {
+			t.Fatalf("failures %+v, want the canary only", got.Status.Failures)
 		}
 		f.waitAll(ctx, f.oldCM)
 		if assigns, reverts := rc.patches(); assigns != 1 || reverts != 1 {
@@ -168,9 +169,9 @@ func TestRollout(t *testing.T) {
 		if !strings.Contains(got.Status.Message, f.names[0]) || !strings.Contains(got.Status.Message, "RolledBack") {
 			t.Errorf("halt message %q: want the canary %s rolled back by its component", got.Status.Message, f.names[0])
 		}
-		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 1)
-		if len(got.Status.Nodes) != 1 || got.Status.Nodes[0].Name != f.names[0] {
-			t.Fatalf("records %+v, want the canary only", got.Status.Nodes)
+		got = f.waitReleased(ctx, ro)
+		if len(got.Status.Failures) != 1 || got.Status.Failures[0].Node != f.names[0] {
+			t.Fatalf("failures %+v, want the canary only", got.Status.Failures)
 		}
 		f.waitAll(ctx, f.oldCM)
 		if assigns, reverts := rc.patches(); assigns != 1 || reverts != 1 {
@@ -203,11 +204,11 @@ func TestRollout(t *testing.T) {
 		if got.Status.Failed < 3 || !strings.Contains(got.Status.Message, "more than maxFailures 2") {
 			t.Errorf("halted with %d failures: %q", got.Status.Failed, got.Status.Message)
 		}
-		got = f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 6)
+		got = f.waitReleased(ctx, ro)
 		f.waitAll(ctx, f.oldCM)
-		for _, rec := range got.Status.Nodes {
-			if i := f.index(rec.Name); i > 5 {
-				t.Errorf("node %s (beyond the 50%% step) has a record %+v", rec.Name, rec)
+		for _, fl := range got.Status.Failures {
+			if i := f.index(fl.Node); i < 1 || i > 4 {
+				t.Errorf("node %s failed: %s; want only nodes 1-4", fl.Node, fl.Reason)
 			}
 		}
 		if assigns, reverts := rc.patches(); assigns != 6 || reverts != 6 {
@@ -227,22 +228,23 @@ func TestRollout(t *testing.T) {
 		if got.Status.CurrentStep != 1 || got.Status.Promoted != 1 {
 			t.Fatalf("paused at step %d with %d promoted, want step 1 after the canary", got.Status.CurrentStep, got.Status.Promoted)
 		}
-		f.stays(ctx, ro, 3*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == 1 })
+		f.stays(ctx, ro, 3*time.Second, func(r *v1alpha1.ConfigRollout) bool { return r.Status.Assigned == 1 })
 		f.patchSpec(ctx, ro, `{"spec":{"resumedStep":1}}`)
 		f.waitFor(ctx, ro, "3 nodes promoted", func(r *v1alpha1.ConfigRollout) bool { return r.Status.Promoted >= 3 })
 		f.patchSpec(ctx, ro, `{"spec":{"paused":true}}`)
 		got = f.waitPhase(ctx, ro, v1alpha1.PhasePaused)
-		held := len(got.Status.Nodes)
-		f.stays(ctx, ro, 3*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == held })
+		held := got.Status.Assigned
+		f.stays(ctx, ro, 3*time.Second, func(r *v1alpha1.ConfigRollout) bool { return r.Status.Assigned == held })
 		f.patchSpec(ctx, ro, `{"spec":{"abort":true}}`)
 		got = f.waitPhase(ctx, ro, v1alpha1.PhaseAborted)
-		if len(got.Status.Nodes) != held {
-			t.Errorf("abort changed the records: %d, was %d", len(got.Status.Nodes), held)
+		claimed := f.claims(ctx, got)
+		if len(claimed) != int(held) {
+			t.Errorf("abort changed the claims: %d nodes claimed, %d were assigned", len(claimed), held)
 		}
-		f.stays(ctx, ro, 2*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == held })
+		f.stays(ctx, ro, 2*time.Second, func(r *v1alpha1.ConfigRollout) bool { return r.Status.Assigned == held })
 		// What was done stays.
-		for _, rec := range got.Status.Nodes {
-			f.waitNode(ctx, rec.Name, f.newCM)
+		for name := range claimed {
+			f.waitNode(ctx, name, f.newCM)
 		}
 		// The CRD refuses to take abort back.
 		err := f.tryPatchSpec(ctx, ro, `{"spec":{"abort":false}}`)
@@ -266,10 +268,10 @@ func TestRollout(t *testing.T) {
 		got := f.waitFor(ctx, second, "Conflict", func(r *v1alpha1.ConfigRollout) bool {
 			return conditionTrue(r, v1alpha1.ConditionConflict)
 		})
-		if got.Status.Phase != v1alpha1.PhasePending || len(got.Status.Nodes) != 0 || !strings.Contains(got.Status.Message, first) {
-			t.Errorf("second rollout: phase %s, %d records, message %q", got.Status.Phase, len(got.Status.Nodes), got.Status.Message)
+		if got.Status.Phase != v1alpha1.PhasePending || len(f.claims(ctx, got)) != 0 || !strings.Contains(got.Status.Message, first) {
+			t.Errorf("second rollout: phase %s, %d nodes claimed, message %q", got.Status.Phase, len(f.claims(ctx, got)), got.Status.Message)
 		}
-		f.stays(ctx, second, 2*time.Second, func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) == 0 })
+		f.stays(ctx, second, 2*time.Second, func(r *v1alpha1.ConfigRollout) bool { return r.Status.Assigned == 0 })
 
 		// Editing the first rollout's ConfigMap halts it and reverts the canary.
 		cm, err := h.client.CoreV1().ConfigMaps(namespace).Get(ctx, f.newCM.Name, metav1.GetOptions{})
@@ -284,7 +286,7 @@ func TestRollout(t *testing.T) {
 		if !strings.Contains(got.Status.Message, "was edited while the rollout was active") {
 			t.Errorf("halt message %q", got.Status.Message)
 		}
-		f.waitRecords(ctx, first, v1alpha1.NodeReverted, 1)
+		f.waitReleased(ctx, first)
 		// The first one is no longer active: the second starts.
 		f.waitPhase(ctx, second, v1alpha1.PhaseCompleted)
 		f.waitAll(ctx, other)
@@ -311,7 +313,7 @@ func TestRollout(t *testing.T) {
 		if !strings.Contains(got.Status.Message, f.names[1]) {
 			t.Errorf("halt message %q, want node %s", got.Status.Message, f.names[1])
 		}
-		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 2)
+		f.waitReleased(ctx, ro)
 		f.waitAll(ctx, f.oldCM)
 		f.wantEvent(ctx, ro, "Halted")
 		if assigns, reverts := rc.patches(); assigns != 2 || reverts != 2 {
@@ -321,7 +323,9 @@ func TestRollout(t *testing.T) {
 
 	t.Run("deletion", func(t *testing.T) { testRolloutDeletion(t, h) })
 
-	t.Run("status of 7000 nodes", func(t *testing.T) { testRolloutStatusSize(t, h) })
+	t.Run("status of 50000 nodes", func(t *testing.T) { testRolloutStatusSize(t, h) })
+
+	t.Run("a controller of another namespace is refused", func(t *testing.T) { testRolloutClaimConflict(t, h) })
 
 	t.Run("failover", func(t *testing.T) {
 		ctx := testContext(t, 5*time.Minute)
@@ -332,7 +336,7 @@ func TestRollout(t *testing.T) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), nodesStep(intstr.FromString("100%"))}
 			s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 		})
-		f.waitFor(ctx, ro, "4 records", func(r *v1alpha1.ConfigRollout) bool { return len(r.Status.Nodes) >= 4 })
+		f.waitFor(ctx, ro, "4 assigned", func(r *v1alpha1.ConfigRollout) bool { return r.Status.Assigned >= 4 })
 		// Replica a loses the API server (as if killed or partitioned); b
 		// takes the Lease when it expires.
 		cut.cut.Store(true)
@@ -346,20 +350,20 @@ func TestRollout(t *testing.T) {
 		if ba == 0 {
 			t.Errorf("b made no assignment: the failover was not exercised")
 		}
-		if len(got.Status.Nodes) != 8 {
-			t.Errorf("%d records, want 8", len(got.Status.Nodes))
+		if n := len(f.claims(ctx, got)); n != 8 {
+			t.Errorf("%d nodes claimed, want 8", n)
 		}
 		f.wantAll(ctx, f.newCM)
 		// The revert records survived the failover: undo puts every node back.
 		f.patchSpec(ctx, ro, `{"spec":{"undo":true}}`)
-		f.waitRecords(ctx, ro, v1alpha1.NodeReverted, 8)
+		f.waitReleased(ctx, ro)
 		f.waitAll(ctx, f.oldCM)
 	})
 }
 
 // testRolloutDeletion: deleting an active rollout puts its nodes back
-// before the object goes (the finalizer keeps the revert records until
-// then); deleting a completed one changes no node.
+// before the object goes (the finalizer stays until then); deleting a
+// completed one changes no node's assignment and takes its claims off.
 func testRolloutDeletion(t *testing.T, h *harness) {
 	ctx := testContext(t, 5*time.Minute)
 	f := startFleet(ctx, t, h, "delete", 6, nil)
@@ -406,16 +410,20 @@ func testRolloutDeletion(t *testing.T, h *harness) {
 		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
 		s.MaxUnavailable = ptr.To(intstr.FromInt32(3))
 	})
-	f.waitPhase(ctx, done, v1alpha1.PhaseCompleted)
-	// Its nodes no longer depend on its records: the finalizer goes.
-	f.waitFor(ctx, done, "without its finalizer", func(*v1alpha1.ConfigRollout) bool {
-		return !slices.Contains(finalizers(done), plan.Finalizer)
-	})
+	got := f.waitPhase(ctx, done, v1alpha1.PhaseCompleted)
+	// Its nodes carry its claim (undo would still work): the finalizer
+	// stays, so that the deletion takes the claims off.
+	if n := len(f.claims(ctx, got)); n != 6 || !slices.Contains(finalizers(done), plan.Finalizer) {
+		t.Fatalf("completed: %d nodes claimed, finalizers %v; want 6 and %s", n, finalizers(done), plan.Finalizer)
+	}
 	if err := ri.Delete(ctx, done, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(done)
 	f.wantAll(ctx, f.newCM)
+	if n := len(f.claims(ctx, got)); n != 0 {
+		t.Errorf("%d nodes still carry the deleted rollout's claim", n)
+	}
 	if assigns, reverts := rc.patches(); assigns != 8 || reverts != 2 {
 		t.Errorf("%d assignments, %d reverts in all; want 8 and 2 (deleting a completed rollout reverts nothing)", assigns, reverts)
 	}
@@ -539,10 +547,17 @@ func (f *fleet) rollout(name string, edit func(*v1alpha1.ConfigRolloutSpec)) str
 
 func (f *fleet) rolloutOf(name, configMap string, edit func(*v1alpha1.ConfigRolloutSpec)) string {
 	f.t.Helper()
+	return f.rolloutIn(namespace, name, configMap, edit)
+}
+
+// rolloutIn creates a ConfigRollout in namespace ns of its ConfigMap
+// configMap (in ns) over the fleet.
+func (f *fleet) rolloutIn(ns, name, configMap string, edit func(*v1alpha1.ConfigRolloutSpec)) string {
+	f.t.Helper()
 	name = f.prefix + "-" + name
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.ConfigRolloutSpec{
 			ConfigMapName: configMap,
 			NodeSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{f.label: "true"}},
@@ -555,7 +570,7 @@ func (f *fleet) rolloutOf(name, configMap string, edit func(*v1alpha1.ConfigRoll
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Create(context.Background(),
+	if _, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(ns).Create(context.Background(),
 		&unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("creating ConfigRollout %s: %v", name, err)
 	}
@@ -613,17 +628,34 @@ func (f *fleet) waitPhase(ctx context.Context, name string, phase v1alpha1.Rollo
 	return f.waitFor(ctx, name, "phase "+string(phase), func(r *v1alpha1.ConfigRollout) bool { return r.Status.Phase == phase })
 }
 
-func (f *fleet) waitRecords(ctx context.Context, name string, state v1alpha1.NodeState, n int) *v1alpha1.ConfigRollout {
+// waitReleased waits until the rollout ended and no Node carries its
+// claim any more: every node it changed is put back (or let go).
+func (f *fleet) waitReleased(ctx context.Context, name string) *v1alpha1.ConfigRollout {
 	f.t.Helper()
-	return f.waitFor(ctx, name, fmt.Sprintf("%d records %s", n, state), func(r *v1alpha1.ConfigRollout) bool {
-		c := 0
-		for _, rec := range r.Status.Nodes {
-			if rec.State == state {
-				c++
-			}
-		}
-		return c == n
+	return f.waitFor(ctx, name, "every node released", func(r *v1alpha1.ConfigRollout) bool {
+		return !r.Status.Phase.Active() && r.Status.Reverting == 0 && len(f.claims(ctx, r)) == 0
 	})
+}
+
+// claims returns the claims the rollout holds on the fleet's Nodes, by node.
+func (f *fleet) claims(ctx context.Context, ro *v1alpha1.ConfigRollout) map[string]*nodeapi.Claim {
+	f.t.Helper()
+	nodes, err := f.h.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: f.label})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string]*nodeapi.Claim{}
+	for i := range nodes.Items {
+		c, err := nodeapi.ReadClaim(&nodes.Items[i], ro.Spec.Component)
+		if err != nil {
+			f.t.Errorf("%v", err)
+			continue
+		}
+		if c != nil && c.UID == ro.UID {
+			out[nodes.Items[i].Name] = c
+		}
+	}
+	return out
 }
 
 // stays checks that cond holds for d.
@@ -741,7 +773,7 @@ func (f *fleet) watchInvariants(ctx context.Context, name string, maxU int) func
 			ro, err := f.get(ctx, name)
 			if err == nil {
 				looks++
-				if err := checkRollout(ro, maxU); err != nil && first == nil {
+				if err := checkRollout(ro, f.claims(ctx, ro), maxU); err != nil && first == nil {
 					first = err
 				}
 				if !ro.Status.Phase.Active() {
@@ -761,23 +793,18 @@ func (f *fleet) watchInvariants(ctx context.Context, name string, maxU int) func
 	}
 }
 
-func checkRollout(ro *v1alpha1.ConfigRollout, maxU int) error {
-	inTrial := 0
-	unsettledStep := int32(-1)
-	for _, rec := range ro.Status.Nodes {
-		if rec.State == v1alpha1.NodeAssigning || rec.State == v1alpha1.NodeTrial {
-			inTrial++
-			if unsettledStep < 0 || rec.Step < unsettledStep {
-				unsettledStep = rec.Step
-			}
-		}
+func checkRollout(ro *v1alpha1.ConfigRollout, claims map[string]*nodeapi.Claim, maxU int) error {
+	if int(ro.Status.InTrial) > maxU {
+		return fmt.Errorf("%d nodes in trial, maxUnavailable %d", ro.Status.InTrial, maxU)
 	}
-	if inTrial > maxU {
-		return fmt.Errorf("%d nodes in trial, maxUnavailable %d", inTrial, maxU)
+	if len(ro.Status.Nodes) > 0 {
+		return fmt.Errorf("%d per-node records in the status", len(ro.Status.Nodes))
 	}
-	for _, rec := range ro.Status.Nodes {
-		if unsettledStep >= 0 && rec.Step > unsettledStep {
-			return fmt.Errorf("node %s assigned at step %d while a node of step %d is still in trial", rec.Name, rec.Step, unsettledStep)
+	// Nodes are claimed step by step: no node of a later step before
+	// the earlier steps are done.
+	for name, c := range claims {
+		if c.Step > ro.Status.CurrentStep {
+			return fmt.Errorf("node %s claimed at step %d while the status is at step %d", name, c.Step, ro.Status.CurrentStep)
 		}
 	}
 	return nil
@@ -796,12 +823,12 @@ type counts struct {
 	Phase                                       v1alpha1.RolloutPhase
 	Step                                        int32
 	Selected, Assigned, InTrial, Promoted, Fail int32
-	Records                                     int
+	Reverting                                   int32
 }
 
 func countsOf(ro *v1alpha1.ConfigRollout) counts {
 	s := ro.Status
-	return counts{s.Phase, s.CurrentStep, s.Selected, s.Assigned, s.InTrial, s.Promoted, s.Failed, len(s.Nodes)}
+	return counts{s.Phase, s.CurrentStep, s.Selected, s.Assigned, s.InTrial, s.Promoted, s.Failed, s.Reverting}
 }
 
 func logHistory(t *testing.T, ro *v1alpha1.ConfigRollout) {
@@ -919,5 +946,81 @@ func waitAllowed(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	})
 	if err != nil {
 		t.Fatalf("the controller's ServiceAccount never got its grants: %v", err)
+	}
+}
+
+// testRolloutClaimConflict: two rollout controllers, each watching its own
+// namespace, over the same nodes. The second cannot see the first's
+// rollout, but it sees the claims on the Nodes: it leaves the claimed
+// nodes alone (Conflict, counted Blocked) instead of assigning over them,
+// and the first can still undo what it did.
+func testRolloutClaimConflict(t *testing.T, h *harness) {
+	ctx := testContext(t, 5*time.Minute)
+	f := startFleet(ctx, t, h, "claims", 4, nil)
+	startRolloutControllerAs(ctx, t, h.cl.Config, replica{leaseNamespace: metav1.NamespaceDefault, lease: objectName(t, "lease-a"), identity: "a", namespace: namespace})
+	first := f.rollout("first", func(s *v1alpha1.ConfigRolloutSpec) {
+		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(2)), {Pause: &v1alpha1.RolloutPause{}}, nodesStep(intstr.FromString("100%"))}
+		s.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	})
+	got := f.waitPhase(ctx, first, v1alpha1.PhasePaused)
+	held := f.claims(ctx, got)
+	if len(held) != 2 {
+		t.Fatalf("the first rollout claims %d nodes, want 2", len(held))
+	}
+
+	other := objectName(t, "other-ns")
+	if _, err := h.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: other, Annotations: f.newCM.Annotations},
+		Data: map[string]string{kubelet.PayloadKey: kubeletPayload(103)}}
+	if _, err := h.client.CoreV1().ConfigMaps(other).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startRolloutControllerAs(ctx, t, h.cl.Config, replica{leaseNamespace: metav1.NamespaceDefault, lease: objectName(t, "lease-b"), identity: "b", namespace: other})
+	second := f.rolloutIn(other, "second", "theirs", func(s *v1alpha1.ConfigRolloutSpec) {
+		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
+		s.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+	})
+	ri := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(other)
+	var last v1alpha1.ConfigRollout
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := ri.Get(ctx, second, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &last); err != nil {
+			return false, err
+		}
+		return conditionTrue(&last, v1alpha1.ConditionConflict) && last.Status.Blocked == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the second rollout never reported the 2 claimed nodes blocked: %v; status %+v", err, last.Status)
+	}
+	if c := meta.FindStatusCondition(last.Status.Conditions, v1alpha1.ConditionConflict); c == nil || !strings.Contains(c.Message, namespace+"/"+first) {
+		t.Errorf("Conflict condition %+v does not name the claimer %s/%s", c, namespace, first)
+	}
+	// The claimed nodes keep the first rollout's assignment and claim.
+	for name := range held {
+		f.waitNode(ctx, name, f.newCM)
+	}
+	got, err = f.get(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range held {
+		if c := f.claims(ctx, got)[name]; c == nil {
+			t.Errorf("node %s lost the first rollout's claim", name)
+		}
+	}
+	// The first can still put its nodes back (the second is aborted first,
+	// so that it does not take the nodes once they are let go).
+	if _, err := ri.Patch(ctx, second, types.MergePatchType, []byte(`{"spec":{"abort":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.patchSpec(ctx, first, `{"spec":{"undo":true}}`)
+	f.waitReleased(ctx, first)
+	for name := range held {
+		f.waitNode(ctx, name, f.oldCM)
 	}
 }

@@ -235,9 +235,9 @@ type ConfigMapRef struct {
 	ResourceVersion string `json:"resourceVersion"`
 }
 
-// NodeRecord is what a rollout knows about a node it changed: written
-// before the node is changed, so that a revert always knows what to put
-// back.
+// NodeRecord is what an older rollout controller recorded in the status
+// about a node it changed. Read (and migrated onto the Node), never
+// written: the record now lives on the Node (nodeapi.Claim).
 type NodeRecord struct {
 	// Name of the Node.
 	Name string `json:"name"`
@@ -280,6 +280,34 @@ type HistoryEntry struct {
 
 // MaxHistory is how many HistoryEntries a status keeps (the newest).
 const MaxHistory = 32
+
+// MaxFailureRecords is how many NodeFailures a status lists.
+const MaxFailureRecords = 16
+
+// NodeFailure is one failed node and why.
+type NodeFailure struct {
+	// Node is the Node's name.
+	Node string `json:"node"`
+	// Reason says why it failed.
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+}
+
+// StepStatus is one step done.
+type StepStatus struct {
+	// Step is the step's index in spec.steps.
+	Step int32 `json:"step"`
+	// StartedAt and CompletedAt are when it started and ended.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Promoted and Failed are the counts when it ended.
+	// +optional
+	Promoted int32 `json:"promoted,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+}
 
 // The condition types of a rollout.
 const (
@@ -338,20 +366,49 @@ type ConfigRolloutStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Failed int32 `json:"failed"`
-	// PreviousSources are the distinct assignments the nodes had before
-	// the rollout changed them (most fleets have one or two), each stored
-	// once: a record points at its own with previousIndex. Append-only.
-	// A full source in each record (282 bytes a node with cloud-style
-	// names) made the status of a rollout over about 5500 nodes outgrow
-	// what etcd stores in one object (1.5 MiB); now about 10000.
+	// Reverting is how many nodes still carry this rollout's claim while
+	// it puts them back on their previous source (undo, a halt with
+	// revertOnHalt, a deletion while active).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Reverting int32 `json:"reverting,omitempty"`
+	// Blocked is how many selected nodes another rollout claims (see the
+	// Conflict condition): they are not assigned until it lets them go.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Blocked int32 `json:"blocked,omitempty"`
+	// LostFailures counts failures whose record is no longer on a Node
+	// (a record of an older controller, migrated away): they still count
+	// in Failed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LostFailures int32 `json:"lostFailures,omitempty"`
+	// Failures are some of the failed nodes, with their reasons: at most
+	// MaxFailureRecords, by node name. Failed is the count; each failed
+	// Node carries its reason in its claim annotation
+	// (nodeapi.ClaimAnnotationFor).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Failures []NodeFailure `json:"failures,omitempty"`
+	// Steps are the steps done so far, in order, with when they ended and
+	// the counts then.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Steps []StepStatus `json:"steps,omitempty"`
+	// PreviousSources are the previous assignments that the node records
+	// of an older controller (status.nodes) point at. Read, never grown:
+	// dropped once those records are migrated onto the Nodes.
 	// +optional
 	// +listType=atomic
 	PreviousSources []corev1.NodeConfigSource `json:"previousSources,omitempty"`
-	// Nodes are the records of every node the rollout changed, in the
-	// order it assigned them. The list is atomic for server-side apply:
-	// only the rollout controller writes it, and per-item field
-	// management of a thousand records made each status update cost
-	// the API server most of a second.
+	// Nodes are the per-node records of an older controller, read so that
+	// what it changed can still be put back: each is moved onto its Node
+	// as a claim annotation (nodeapi.Claim) and dropped from here. The
+	// record of each node a rollout changes is on the Node, written in the
+	// same patch as its assignment, so that this status does not grow with
+	// the fleet.
 	// +optional
 	// +listType=atomic
 	Nodes []NodeRecord `json:"nodes,omitempty"`

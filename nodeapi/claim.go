@@ -1,0 +1,152 @@
+package nodeapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// ClaimAnnotation is the kubelet's claim annotation: the ConfigRollout that
+// changed the Node's assignment, and what to put back (a Claim in JSON).
+// A rollout writes it in the same PATCH as the assignment, so that a Node
+// never carries a rollout's assignment without its revert record. Its name
+// starts with AssignmentAnnotation on purpose: the admission policy that
+// keeps nodes (and the nodes/status subresource) from changing any
+// "dynconfig.io/config-source*" annotation (deploy/admission-policy.yaml)
+// guards it too, so that a node cannot rewrite what a revert will assign
+// it, nor drop its claim to escape a revert. It is not an assignment: the
+// node side reads only AssignmentAnnotationFor's names.
+const ClaimAnnotation = "dynconfig.io/config-source-rollout"
+
+// ClaimAnnotationFor returns a component's claim annotation:
+// ClaimAnnotation for the kubelet (or an empty name), else ClaimAnnotation
+// + "." + component.
+func ClaimAnnotationFor(component string) string {
+	return perComponent(ClaimAnnotation, component)
+}
+
+// MaxClaimReason bounds Claim.Failed, so that a component's long error
+// cannot make the annotation outgrow the Node's annotation budget.
+const MaxClaimReason = 1024
+
+// Claim is a rollout's record of one Node it changed, kept on the Node: who
+// holds the Node, what it had before and how its trial went.
+type Claim struct {
+	// Namespace, Name and UID identify the ConfigRollout.
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	// Previous is the assignment the Node had before the rollout changed
+	// it (what a revert restores); nil: none, the component ran its local
+	// config.
+	Previous *corev1.NodeConfigSource `json:"previous,omitempty"`
+	// AssignedAt is when the rollout assigned the Node.
+	AssignedAt metav1.Time `json:"assignedAt"`
+	// Step is the index of the step that assigned it.
+	Step int32 `json:"step"`
+	// Failed is why the Node failed the rollout (its component's error, a
+	// deadline); empty while it did not.
+	Failed string `json:"failed,omitempty"`
+}
+
+// Holder names the claiming rollout as "namespace/name".
+func (c *Claim) Holder() string { return c.Namespace + "/" + c.Name }
+
+// Validate checks a claim: namespace and name are a ConfigRollout's
+// (DNS-1123), uid is set, assignedAt is set, previous is a valid
+// assignment, failed is at most MaxClaimReason bytes of UTF-8 and step is
+// not negative.
+func (c *Claim) Validate() error {
+	var errs []error
+	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("namespace %q: %v", c.Namespace, msgs))
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("name %q: %v", c.Name, msgs))
+	}
+	if c.UID == "" {
+		errs = append(errs, errors.New("uid: required"))
+	}
+	if c.AssignedAt.IsZero() {
+		errs = append(errs, errors.New("assignedAt: required"))
+	}
+	if c.Step < 0 {
+		errs = append(errs, fmt.Errorf("step: must not be negative, got %d", c.Step))
+	}
+	if len(c.Failed) > MaxClaimReason {
+		errs = append(errs, fmt.Errorf("failed: at most %d bytes, got %d", MaxClaimReason, len(c.Failed)))
+	}
+	if !utf8.ValidString(c.Failed) {
+		errs = append(errs, errors.New("failed: not UTF-8"))
+	}
+	if err := Validate(c.Previous); err != nil {
+		errs = append(errs, fmt.Errorf("previous: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// DecodeClaim strictly decodes a claim annotation value (no unknown or
+// duplicate fields, case-sensitive names, nothing after the object) and
+// validates it. A blank value or "null" is no claim: nil and no error.
+func DecodeClaim(value string) (*Claim, error) {
+	data := bytes.TrimSpace([]byte(value))
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
+	}
+	var c Claim
+	strict, err := sigsjson.UnmarshalStrict(data, &c)
+	if err != nil {
+		return nil, fmt.Errorf("invalid rollout claim: %w", err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("invalid rollout claim: %w", errors.Join(strict...))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid rollout claim: %w", err)
+	}
+	return &c, nil
+}
+
+// ReadClaim returns the claim a Node carries for a component (nil when
+// none); an error names the annotation and the Node.
+func ReadClaim(node *corev1.Node, component string) (*Claim, error) {
+	key := ClaimAnnotationFor(component)
+	v, ok := node.Annotations[key]
+	if !ok {
+		return nil, nil
+	}
+	c, err := DecodeClaim(v)
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s of Node %s: %w", key, node.Name, err)
+	}
+	return c, nil
+}
+
+// EncodeClaim encodes a valid claim as an annotation value; a Failed
+// reason longer than MaxClaimReason is cut to fit.
+func EncodeClaim(c *Claim) (string, error) {
+	cc := *c
+	if len(cc.Failed) > MaxClaimReason {
+		cut := MaxClaimReason - len("...")
+		for cut > 0 && !utf8.RuneStart(cc.Failed[cut]) {
+			cut--
+		}
+		cc.Failed = cc.Failed[:cut] + "..."
+	}
+	if err := cc.Validate(); err != nil {
+		return "", fmt.Errorf("rollout claim: %w", err)
+	}
+	b, err := json.Marshal(&cc)
+	if err != nil {
+		return "", fmt.Errorf("encoding the rollout claim: %w", err)
+	}
+	return string(b), nil
+}
