@@ -59,26 +59,26 @@ func TestOneReadingOfTheAssignment(t *testing.T) {
 			src, _, err := assignmentOf(node, nodeapi.DefaultComponent)
 			ctlSays := answer(src, err)
 
-			// The planner: an invalid value is skipped, never restored;
-			// any other is recorded as the source to put back.
-			r := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", Generation: 1},
+			r := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid", Generation: 1},
 				Spec: v1alpha1.ConfigRolloutSpec{ConfigMapName: "new", MaxFailures: 1,
 					Steps: []v1alpha1.RolloutStep{{Nodes: ptr.To(intstr.FromString("100%"))}}}}
 			value := v
 			res := plan.Plan(plan.Input{Rollout: r, Now: time.Now(),
 				ConfigMap: &plan.ConfigMap{UID: "new-uid", ResourceVersion: "9", HasKey: true},
 				Nodes:     []plan.Node{{Name: "n1", Selected: true, Assignment: &value}}})
-			if len(res.Status.Nodes) != 1 {
-				t.Fatalf("planner: records %+v", res.Status.Nodes)
-			}
-			rec := res.Status.Nodes[0]
+			// The planner: an invalid value is left alone (no assignment
+			// patch); any other is recorded in the claim as the source to
+			// put back.
 			planSays := "invalid"
-			if rec.State != v1alpha1.NodeSkipped {
-				prev, ok := res.Status.PreviousOf(&rec)
-				if !ok {
-					t.Fatalf("planner: a damaged record %+v", rec)
+			for _, p := range res.Patches {
+				if p.Node != "n1" || p.ClaimOnly || p.Claim == nil {
+					continue
 				}
-				planSays = answer(prev, nil)
+				claim, err := nodeapi.DecodeClaim(*p.Claim)
+				if err != nil {
+					t.Fatalf("planner: claim %q: %v", *p.Claim, err)
+				}
+				planSays = answer(claim.Previous, nil)
 			}
 
 			if nodeSays != ctlSays || nodeSays != planSays {
