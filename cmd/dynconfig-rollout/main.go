@@ -12,7 +12,8 @@
 //
 // On --metrics-address it serves /metrics, /livez (the process runs and,
 // while it holds the Lease, renews it in time), /readyz (it has read its
-// Lease: it knows whether it leads or stands by) and /healthz (= /livez).
+// Lease: it knows whether it leads or stands by; and, leading, its
+// informers have synced) and /healthz (= /livez).
 // With --profiling it serves Go's profiles under /debug/pprof/ on
 // --profiling-address, loopback by default.
 package main
@@ -210,7 +211,7 @@ func run(ctx context.Context, f *flags) error {
 		profAddr = profilingAddress(f.profilingAddress, f.metricsAddress)
 	}
 	if f.metricsAddress != "" {
-		mux := metricsMux(reg, health)
+		mux := metricsMux(reg, health, c.Ready)
 		if profAddr == f.metricsAddress {
 			pprofMux(mux)
 		}
@@ -264,8 +265,10 @@ func serve(ctx context.Context, addr string, h http.Handler) (*http.Server, erro
 }
 
 // metricsMux serves /metrics and the health checks; pprof is added by
-// run when it shares the address.
-func metricsMux(reg *prometheus.Registry, health *leaseHealth) *http.ServeMux {
+// run when it shares the address. /readyz needs the Lease read (health)
+// and, on the replica that runs the controller, its informers synced
+// (controllerReady, controller.Controller.Ready; nil: not checked).
+func metricsMux(reg *prometheus.Registry, health *leaseHealth, controllerReady func() error) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	live := func(w http.ResponseWriter, _ *http.Request) {
@@ -278,7 +281,11 @@ func metricsMux(reg *prometheus.Registry, health *leaseHealth) *http.ServeMux {
 	mux.HandleFunc("/livez", live)
 	mux.HandleFunc("/healthz", live)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := health.ready(); err != nil {
+		err := health.ready()
+		if err == nil && controllerReady != nil {
+			err = controllerReady()
+		}
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -110,7 +111,8 @@ func TestHealth(t *testing.T) {
 	now := time.Now()
 	synced := false
 	h := &leaseHealth{identity: "me", leaseDuration: 15 * time.Second, synced: func() bool { return synced }}
-	mux := metricsMux(prometheus.NewRegistry(), h)
+	var controllerErr error
+	mux := metricsMux(prometheus.NewRegistry(), h, func() error { return controllerErr })
 	get := func(path string) int {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -123,6 +125,11 @@ func TestHealth(t *testing.T) {
 	if c := get("/readyz"); c != http.StatusOK {
 		t.Errorf("/readyz, standing by: %d, want 200", c)
 	}
+	controllerErr = errors.New("controller: running, but its informers have not synced yet")
+	if c := get("/readyz"); c != http.StatusServiceUnavailable {
+		t.Errorf("/readyz, leading with unsynced informers: %d, want 503", c)
+	}
+	controllerErr = nil
 	lease := func(holder string, renewed time.Time) {
 		h.lease.Store(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder),
 			RenewTime: &metav1.MicroTime{Time: renewed}}})

@@ -114,6 +114,19 @@ type Controller struct {
 	// What Stats returns.
 	assigns, reverts, statusWrites, reconcileNanos atomic.Int64
 	planNanos, writeNanos, patchNanos              atomic.Int64
+	// running: this replica runs the controller (it leads, or leader
+	// election is off); synced: and its informers have synced.
+	running, synced atomic.Bool
+}
+
+// Ready says whether this replica is ready to serve its purpose: a
+// standby (leader election on, not leading) always is; one that runs the
+// controller is once its informers have synced. It is what /readyz serves.
+func (c *Controller) Ready() error {
+	if c.running.Load() && !c.synced.Load() {
+		return errors.New("controller: running, but its informers have not synced yet")
+	}
+	return nil
 }
 
 // Stats are counts since the Controller was created, across leadership
@@ -444,6 +457,11 @@ func (r *runner) forgetStatus(name string) {
 func (c *Controller) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	o := c.opts
+	c.running.Store(true)
+	defer func() {
+		c.synced.Store(false)
+		c.running.Store(false)
+	}()
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.NodeLabelSelector }))
 	nodes := factory.Core().V1().Nodes().Informer()
@@ -548,6 +566,7 @@ func (c *Controller) run(ctx context.Context) error {
 	if !r.waitForSync(ctx, nodes.HasSynced, configMaps.HasSynced, rollouts.HasSynced) {
 		return nil
 	}
+	c.synced.Store(true)
 	logger.Info("Rollout controller running", "workers", o.Workers, "namespace", o.Namespace)
 	var wg sync.WaitGroup
 	for range o.Workers {

@@ -306,3 +306,53 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestReady: /readyz's controller check. A controller that runs but whose
+// informers cannot sync (the CRD is missing) is not ready; once they sync it
+// is; once Run ends (a standby, or stopped) it does not hold readiness back.
+func TestReady(t *testing.T) {
+	gvr := v1alpha1.GroupVersionResource()
+	for _, crd := range []bool{false, true} {
+		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ConfigRolloutList"})
+		if !crd {
+			dyn.PrependReactor("list", "configrollouts", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+			})
+		}
+		c, err := New(Options{Client: fake.NewClientset(), Dynamic: dyn, SyncPatience: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Ready(); err != nil {
+			t.Fatalf("before Run: %v, want ready (not running)", err)
+		}
+		logger := ktesting.NewLogger(ktesting.NopTL{}, ktesting.NewConfig(ktesting.BufferLogs(true)))
+		ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		var ready error
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			if ready = c.Ready(); (ready == nil) == crd && c.running.Load() {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if crd && ready != nil {
+			t.Errorf("informers synced: %v, want ready", ready)
+		}
+		if !crd {
+			time.Sleep(500 * time.Millisecond) // still not synced
+			if ready = c.Ready(); ready == nil {
+				t.Error("informers cannot sync (no CRD): ready, want not ready")
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Ready(); err != nil {
+			t.Errorf("after Run: %v, want ready (not running)", err)
+		}
+	}
+}
