@@ -243,14 +243,22 @@ func TestImageRuns(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Ready once it has read its Lease and, leading, its informers have
+	// synced: that may follow the first /metrics by a moment.
 	for _, path := range []string{"/readyz", "/livez"} {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatal(err)
+		code := 0
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			resp, err := http.Get("http://" + addr + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if code = resp.StatusCode; code == http.StatusOK || time.Now().After(deadline) {
+				break
+			}
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: %d", path, resp.StatusCode)
+		if code != http.StatusOK {
+			t.Errorf("%s: %d", path, code)
 		}
 	}
 	// The process runs as the image's non-root user.
