@@ -113,7 +113,7 @@ type sim struct {
 	repaired       map[string]bool // configs whose bad mark forget-bad removed, not run since
 	reloads        []reloadCall    // the Reload calls of the sync that runs
 	damaged        bool            // the last step damaged a state file on purpose
-	pointerDamaged [2]bool // current, last-known-good damaged on purpose
+	pointerDamaged [2]bool         // current, last-known-good damaged on purpose
 	cmSeq          int
 }
 
