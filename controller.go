@@ -107,6 +107,9 @@ type view struct {
 	// startupsErr: the startups could not be read or this start could not
 	// be recorded, so crash restarts cannot all be counted.
 	startupsErr error
+	// applyErr: the component refused to apply current in process (its
+	// Reload failed); the decision marks current bad and rolls back.
+	applyErr error
 	// thisStart is this process's recorded startup time, when it is on
 	// disk: a current first run at startup records it as its first run.
 	thisStart time.Time

@@ -94,6 +94,7 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 			Startups: v.startups, Since: v.current.FirstRun, Now: now, Trial: trial.Duration, Threshold: trial.CrashLoopThreshold,
 		}),
 		CrashCountError: v.startupsErr,
+		ApplyError:      v.applyErr,
 	}
 	if v.lkgErr != nil {
 		in.LastKnownGoodError = fmt.Errorf("last-known-good pointer unreadable: %w", v.lkgErr)

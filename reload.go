@@ -6,9 +6,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/lkg"
-	"github.com/dynconfig/dynconfig/status"
 )
 
 // reload applies the decision's config in process. When Reload fails for
@@ -29,20 +27,12 @@ func (c *Controller[T]) reload(ctx context.Context, v *view, d lkg.Decision, cfg
 	if lkg.AfterReloadFailure(d.Run, v.current.Source).Restart {
 		return c.restart(ctx)
 	}
-	cur := v.current.Source
-	mark := checkpoint.BadMark{Reason: status.ApplyFailedReason(uidOf(cur)), Problem: lkg.ProblemApplyFailed.String()}
-	if err := c.store.MarkBad(cur, mark); err != nil {
-		c.noteStateError(ctx, err, "Marking current bad")
-	}
-	c.opts.Metrics.IncError(lkg.ProblemApplyFailed.String())
-	c.opts.Metrics.IncRollback()
-	if c.opts.Events != nil {
-		if err := c.opts.Events.RecordRolledBack(ctx, mark.Reason); err != nil {
-			logger.Error(err, "Recording the rollback event")
-		}
-	}
+	// The failure is an input of the one rule: the decision marks current
+	// bad and rolls back, and its effects (mark, metrics, Event, report)
+	// are those of any config found bad.
 	v2 := c.readState(ctx)
 	v2.startups, v2.startupsErr = v.startups, v.startupsErr
+	v2.applyErr = err
 	d2, cfg2, err := c.decide(ctx, v2, nil, nil)
 	if err != nil {
 		return err

@@ -164,6 +164,11 @@ type Input struct {
 	MarksError error
 	// CurrentBad is current's bad mark, if it has one.
 	CurrentBad *Entry
+	// ApplyError is non-nil when the running component refused to apply
+	// current in process (its Reload returned this error): current is
+	// marked bad (ProblemApplyFailed) and the rollback target runs, with
+	// the same effects as any other config found bad.
+	ApplyError error
 	// LoadCurrent loads, decodes and validates current. Required when
 	// Current is remote.
 	LoadCurrent Loader
@@ -274,6 +279,9 @@ func Decide(in Input) (Decision, error) {
 		d.DeadEnd = in.LastKnownGoodCrashLooping
 		d.DeadEndAfterCrashLoop = d.DeadEnd && in.CurrentBad.CrashLoop
 		return rollBack(in, d), nil
+	}
+	if in.ApplyError != nil {
+		return rollBack(in, Decision{Problem: ProblemApplyFailed, MarkBad: true, Cause: in.ApplyError}), nil
 	}
 	if err := in.LoadCurrent(); err != nil {
 		d := Decision{Problem: ProblemLoadFailed, Cause: err}

@@ -116,6 +116,13 @@ func TestDecide(t *testing.T) {
 			wantLKGLoads: 1,
 		},
 		{
+			name:             "current the component refused to apply in process is marked bad, lkg runs",
+			in:               Input{ApplyError: errors.New("cannot apply value 2"), Current: cur, LastKnownGood: lkg},
+			want:             Decision{Run: lkg, UsingLastKnownGood: true, Problem: ProblemApplyFailed, MarkBad: true},
+			wantLKGLoads:     1,
+			wantCauseMessage: "cannot apply value 2",
+		},
+		{
 			name: "dead end after a crash-loop mark",
 			in: Input{Current: cur, LastKnownGood: lkg, CurrentBad: &Entry{Reason: "crash loop detected with current (UID: cur)", CrashLoop: true},
 				LastKnownGoodCrashLooping: true},

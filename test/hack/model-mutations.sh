@@ -33,7 +33,7 @@ mutate() {
 }
 
 mutate "forget-bad skips the fresh trial" checkpoint/state.go 's/cur\.FirstRun = time\.Time\{\}/_ = cur/'
-mutate "crash-loop threshold off by one" crashloop/verdict.go 's/CrashRestarts\(in\.Startups, since\) > threshold/CrashRestarts(in.Startups, since) > threshold+1/'
-mutate "promotion without the health mark" controller.go 's/RequireHealthy: c\.opts\.RequireHealthy,/RequireHealthy: false,/'
-mutate "the reload result is ignored" controller.go 's/err := c\.opts\.Reload\(ctx, cfg\)\n\tif err == nil \{/err := c.opts.Reload(ctx, cfg)\n\terr = nil\n\tif err == nil {/'
+mutate "crash-loop threshold off by one" crashloop/verdict.go 's/return n > threshold/return n > threshold+1/'
+mutate "promotion without the health mark" run.go 's/RequireHealthy: c\.opts\.RequireHealthy,/RequireHealthy: false,/'
+mutate "the reload result is ignored" reload.go 's/err := c\.opts\.Reload\(ctx, cfg\)\n\tif err == nil \{/err := c.opts.Reload(ctx, cfg)\n\terr = nil\n\tif err == nil {/'
 exit $survived
