@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
 )
 
 // Bootstrap decides which config the component starts with, in this order:
@@ -47,6 +50,12 @@ func (c *Controller[T]) Bootstrap(ctx context.Context) (*T, error) {
 	// The local config is the baseline last-known-good: it must be valid.
 	localCfg, err := c.opts.Layers.Build(nil)
 	if err != nil {
+		// Say so on the Node too: the process (or, for Options.External,
+		// the run role beside the component) does not go on, and without a
+		// report the Node would keep an old condition.
+		r := status.Report{Status: corev1.ConditionFalse, Reason: status.LocalInvalidReason(err), Message: status.LocalInvalidMessage}
+		r.Config = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal, Error: r.Reason}
+		c.publish(ctx, r)
 		return nil, fmt.Errorf("dynconfig: invalid local config: %w", err)
 	}
 	// Record this startup before anything is decided: a config adopted by

@@ -10,6 +10,7 @@ import (
 	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/status"
 )
 
 // unreachableRemote is a Remote whose reads fail as a busy API server's do
@@ -111,5 +112,26 @@ func TestNewRefusesConflictingOptions(t *testing.T) {
 	}
 	if _, err := New(n.options()); err != nil {
 		t.Fatalf("the options without the conflict: %v", err)
+	}
+}
+
+// TestInvalidLocalConfigIsReported: a component whose own local config does
+// not validate refuses to start (nothing to fall back to), and says so in
+// its condition first, naming the field, so that the Node does not keep an
+// old condition. (Issue 19's run role of the stock kubelet met this: the
+// node's own kubelet files failed validation and the Node said nothing.)
+func TestInvalidLocalConfigIsReported(t *testing.T) {
+	n := newNode(t, `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: -1}`)
+	_, err := n.controller().Bootstrap(n.ctx())
+	if err == nil || !contains(err.Error(), "invalid local config") {
+		t.Fatalf("Bootstrap = %v, want the invalid local config", err)
+	}
+	r, cs := n.reporter.last(), n.reporter.lastConfig()
+	if r.Status != "False" || r.Message != status.LocalInvalidMessage ||
+		!contains(r.Reason, "failed to validate the local config, cause: ") || !contains(r.Reason, "value") {
+		t.Fatalf("report %+v, want False naming the invalid field", r)
+	}
+	if cs == nil || cs.Phase != nodeapi.PhaseLocal || cs.Error != r.Reason {
+		t.Fatalf("ConfigStatus %+v", cs)
 	}
 }

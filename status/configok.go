@@ -115,6 +115,21 @@ func ApplyFailedReason(current types.UID) string {
 	return fmt.Sprintf("failed to apply current (UID: %s)", current)
 }
 
+// LocalInvalidReason: the local config (the component's own files and
+// flags) does not validate, so the component has nothing to fall back to.
+// The cause is cut to 1 KiB: a condition is not a log.
+func LocalInvalidReason(cause error) string {
+	msg := cause.Error()
+	if len(msg) > 1024 {
+		msg = msg[:1021] + "..."
+	}
+	return "failed to validate the local config, cause: " + msg
+}
+
+// LocalInvalidMessage is the message beside LocalInvalidReason: no config
+// of the lifecycle runs until the local files are repaired.
+const LocalInvalidMessage = "not running a config: the local config is invalid"
+
 // StateUnreadableReason: the state dir could not be read, so whether current
 // may run is unclear.
 func StateUnreadableReason(cause error) string {
