@@ -72,13 +72,21 @@ func (l *mergeLayers[T]) Build(base *Document) (*T, error) {
 	}
 	res, err := l.p.Merge(layers)
 	if err != nil {
-		var me *merge.Error
-		if errors.As(err, &me) && len(me.Decode) > 0 {
-			return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: err}
-		}
-		return nil, &lkg.ConfigError{Stage: lkg.StageValidate, Err: err}
+		return nil, MergeFailure(err)
 	}
 	return res.Object, nil
+}
+
+// MergeFailure classifies an error of merge.Pipeline.Merge for lkg.Decide:
+// a merge.Error with decode problems is a StageDecode failure, anything
+// else (policy, validation) a StageValidate failure. Layers built on a
+// merge pipeline return it from Build.
+func MergeFailure(err error) error {
+	var me *merge.Error
+	if errors.As(err, &me) && len(me.Decode) > 0 {
+		return &lkg.ConfigError{Stage: lkg.StageDecode, Err: err}
+	}
+	return &lkg.ConfigError{Stage: lkg.StageValidate, Err: err}
 }
 
 func readDocument(path string) (*Document, error) {

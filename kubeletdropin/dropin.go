@@ -103,11 +103,7 @@ func (l *layers) Build(candidate *dynconfig.Document) (*Config, error) {
 	ls.DropIns = place(docs, l.files, candidate)
 	res, err := l.p.Merge(ls)
 	if err != nil {
-		var me *merge.Error
-		if errors.As(err, &me) && len(me.Decode) > 0 {
-			return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: err}
-		}
-		return nil, &lkg.ConfigError{Stage: lkg.StageValidate, Err: err}
+		return nil, dynconfig.MergeFailure(err)
 	}
 	if candidate != nil {
 		// Lenient for the node's files, strict for what dynconfig applies.
