@@ -770,10 +770,20 @@ func (f *fleet) watchInvariants(ctx context.Context, name string, maxU int) func
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
+			// The controller writes a step to the status before it claims
+			// that step's nodes: read the claims first, then the status,
+			// so that a step moving on between the two reads is no
+			// violation.
+			before, err := f.get(ctx, name)
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			claims := f.claims(ctx, before)
 			ro, err := f.get(ctx, name)
 			if err == nil {
 				looks++
-				if err := checkRollout(ro, f.claims(ctx, ro), maxU); err != nil && first == nil {
+				if err := checkRollout(ro, claims, maxU); err != nil && first == nil {
 					first = err
 				}
 				if !ro.Status.Phase.Active() {
