@@ -62,6 +62,7 @@ type flags struct {
 	workers          int
 	qps              float64
 	burst            int
+	heartbeat        time.Duration
 }
 
 func main() {
@@ -99,6 +100,8 @@ func newCommand() *cobra.Command {
 	// requests at the priority of a workload, not of the system.
 	fs.Float64Var(&f.qps, "kube-api-qps", 250, "API requests per second.")
 	fs.IntVar(&f.burst, "kube-api-burst", 500, "API request burst.")
+	fs.DurationVar(&f.heartbeat, "status-heartbeat-interval", controller.DefaultHeartbeatInterval,
+		"Refresh status.lastReconcileTime of a rollout with work left at least this often (one status write each; dynconfigctl and the DynconfigRolloutNotReconciled alert call a rollout stale after 5m); 0 or less: only with other writes.")
 
 	lfs := s.Flags.FlagSet("leader election")
 	f.le = componentbaseconfig.LeaderElectionConfiguration{
@@ -192,7 +195,10 @@ func run(ctx context.Context, f *flags) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := controller.Options{
 		Client: client, Dynamic: dyn, Namespace: f.namespace, NodeLabelSelector: f.nodeSelector,
-		Registerer: reg, Workers: f.workers,
+		Registerer: reg, Workers: f.workers, HeartbeatInterval: f.heartbeat,
+	}
+	if f.heartbeat <= 0 {
+		opts.HeartbeatInterval = -1
 	}
 	var health *leaseHealth
 	if f.le.LeaderElect {

@@ -31,6 +31,9 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 	if st.Message != "" {
 		fmt.Fprintf(&b, "  %s\n", st.Message)
 	}
+	if stale := Stale(ro, time.Now()); stale != "" {
+		fmt.Fprintf(&b, "  STALE: %s\n", stale)
+	}
 	if ro.DeletionTimestamp != nil {
 		what := "it goes once the nodes it changed are back on their previous source (or, if it ended, no longer carry its claim)"
 		if !slices.Contains(ro.Finalizers, plan.Finalizer) {

@@ -78,6 +78,11 @@ type Options struct {
 	// written together with the next one. Default 1 second. Every other
 	// change is written at once.
 	StatusInterval time.Duration
+	// HeartbeatInterval is how often status.lastReconcileTime of a rollout
+	// with work left is refreshed when nothing else is written (one status
+	// write per interval; heartbeat.go). Default DefaultHeartbeatInterval;
+	// negative: only with other writes.
+	HeartbeatInterval time.Duration
 	// Clock is the time source. Default: the real clock.
 	Clock clock.Clock
 	// EventSink receives the Events; default: the API server's Events of
@@ -802,6 +807,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 			}
 		}
 	}
+	changed, beat := heartbeat(&ro.Status, &res.Status, changed, r.c.opts.Clock.Now(), r.c.opts.heartbeatInterval())
 	if changed {
 		t := time.Now()
 		err := r.writeStatus(ctx, u, res.Status)
@@ -839,7 +845,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 			return 0, err
 		}
 	}
-	return res.RequeueAfter, nil
+	return sooner(res.RequeueAfter, beat), nil
 }
 
 // addFinalizer adds plan.Finalizer to a rollout, on the resourceVersion it

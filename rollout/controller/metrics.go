@@ -23,6 +23,10 @@ type metrics struct {
 	// observed is when this process last planned or observed the rollout
 	// (a heartbeat: stale while no leader reconciles it).
 	observed *prometheus.GaugeVec
+	// heartbeat is status.lastReconcileTime as Unix seconds: it stops
+	// moving when no controller reconciles the rollout or its status
+	// writes fail, whoever exports it.
+	heartbeat *prometheus.GaugeVec
 }
 
 var phases = []v1alpha1.RolloutPhase{
@@ -60,6 +64,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "dynconfig_rollout_last_observed_timestamp_seconds",
 			Help: "When this process last reconciled a ConfigRollout, as Unix seconds.",
 		}, []string{"namespace", "name"}),
+		heartbeat: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dynconfig_rollout_last_reconcile_timestamp_seconds",
+			Help: "A ConfigRollout's status.lastReconcileTime (the controller's heartbeat, refreshed every --status-heartbeat-interval while it has work left), as Unix seconds.",
+		}, []string{"namespace", "name"}),
 		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "dynconfig_rollout_reconcile_duration_seconds",
 			Help:    "Time to plan a ConfigRollout and write the result.",
@@ -69,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.nodes, m.phase, m.patches, m.writes, m.halts, m.reconcile, m.stepStart, m.observed} {
+	for _, c := range []prometheus.Collector{m.nodes, m.phase, m.patches, m.writes, m.halts, m.reconcile, m.stepStart, m.observed, m.heartbeat} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register rollout metrics: %w", err)
 		}
@@ -96,6 +104,9 @@ func (m *metrics) observe(r *v1alpha1.ConfigRollout) {
 		m.stepStart.DeleteLabelValues(ns, name)
 	}
 	m.observed.WithLabelValues(ns, name).Set(float64(time.Now().UnixNano()) / 1e9)
+	if st.LastReconcileTime != nil {
+		m.heartbeat.WithLabelValues(ns, name).Set(float64(st.LastReconcileTime.Unix()))
+	}
 }
 
 // halted counts a halt of rollout ns/name.
@@ -106,7 +117,7 @@ func (m *metrics) halted(ns, name string) {
 func (m *metrics) forget(ns, name string) {
 	m.nodes.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
 	m.phase.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
-	for _, v := range []*prometheus.GaugeVec{m.stepStart, m.observed} {
+	for _, v := range []*prometheus.GaugeVec{m.stepStart, m.observed, m.heartbeat} {
 		v.DeleteLabelValues(ns, name)
 	}
 	m.halts.DeleteLabelValues(ns, name)

@@ -59,19 +59,21 @@ func TestMetricsLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := metav1.NewTime(time.Unix(1700000000, 0))
+	beat := metav1.NewTime(time.Unix(1700000600, 0))
 	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "cfg", Name: "r1"}}
-	ro.Status = v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseHalted, StepStartedAt: &started, Selected: 5, Failed: 3}
+	ro.Status = v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseHalted, StepStartedAt: &started, LastReconcileTime: &beat, Selected: 5, Failed: 3}
 	m.observe(ro)
 	m.halted("cfg", "r1")
 
 	got := series(t, reg)
 	for k, want := range map[string]float64{
-		"dynconfig_rollout_halts_total{name=r1,namespace=cfg}":                    1,
-		"dynconfig_rollout_step_started_timestamp_seconds{name=r1,namespace=cfg}": 1700000000,
-		"dynconfig_rollout_nodes{name=r1,namespace=cfg,state=failed}":             3,
-		"dynconfig_rollout_nodes{name=r1,namespace=cfg,state=selected}":           5,
-		"dynconfig_rollout_phase{name=r1,namespace=cfg,phase=Halted}":             1,
-		"dynconfig_rollout_phase{name=r1,namespace=cfg,phase=Progressing}":        0,
+		"dynconfig_rollout_halts_total{name=r1,namespace=cfg}":                      1,
+		"dynconfig_rollout_step_started_timestamp_seconds{name=r1,namespace=cfg}":   1700000000,
+		"dynconfig_rollout_last_reconcile_timestamp_seconds{name=r1,namespace=cfg}": 1700000600,
+		"dynconfig_rollout_nodes{name=r1,namespace=cfg,state=failed}":               3,
+		"dynconfig_rollout_nodes{name=r1,namespace=cfg,state=selected}":             5,
+		"dynconfig_rollout_phase{name=r1,namespace=cfg,phase=Halted}":               1,
+		"dynconfig_rollout_phase{name=r1,namespace=cfg,phase=Progressing}":          0,
 	} {
 		if v, ok := got[k]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)

@@ -341,6 +341,12 @@ type ConfigRolloutStatus struct {
 	// it).
 	// +optional
 	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
+	// LastReconcileTime is when the rollout controller last planned this
+	// rollout (a heartbeat, refreshed at least every heartbeat interval,
+	// default 1m, while the rollout has work left): an old one means no
+	// controller runs it.
+	// +optional
+	LastReconcileTime *metav1.Time `json:"lastReconcileTime,omitempty"`
 	// ConfigMap is the ConfigMap's identity when the rollout started.
 	// +optional
 	ConfigMap *ConfigMapRef `json:"configMap,omitempty"`

@@ -139,6 +139,10 @@ func (in *ConfigRolloutStatus) DeepCopyInto(out *ConfigRolloutStatus) {
 		in, out := &in.StepStartedAt, &out.StepStartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.LastReconcileTime != nil {
+		in, out := &in.LastReconcileTime, &out.LastReconcileTime
+		*out = (*in).DeepCopy()
+	}
 	if in.ConfigMap != nil {
 		in, out := &in.ConfigMap, &out.ConfigMap
 		*out = new(ConfigMapRef)
