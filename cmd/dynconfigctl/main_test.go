@@ -236,7 +236,7 @@ func TestRolloutWired(t *testing.T) {
 		// Flag values the command checks itself are usage errors too (they
 		// exited 1).
 		{args: []string{"rollout", "start", "r1", "--configmap", "c", "--steps", "0"}, wantCode: exitUsage,
-			wantStderr: "dynconfigctl: --steps: step 0: \"0\": want a positive node count or a percentage\nRun 'dynconfigctl rollout start --help' for usage.\n"},
+			wantStderr: "dynconfigctl: --steps: step 1: \"0\": want a positive node count or a percentage\nRun 'dynconfigctl rollout start --help' for usage.\n"},
 		{args: []string{"rollout", "status", "r1", "-w", "--interval", "0"}, wantCode: exitUsage,
 			wantStderr: "dynconfigctl: --interval: must be positive, got 0s\nRun 'dynconfigctl rollout status --help' for usage.\n"},
 	} {

@@ -248,13 +248,13 @@ func ParseSteps(s string) ([]v1alpha1.RolloutStep, error) {
 		case strings.HasPrefix(part, "pause="):
 			d, err := time.ParseDuration(strings.TrimPrefix(part, "pause="))
 			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("step %d %q: want pause=DURATION with a positive duration", i, part)
+				return nil, fmt.Errorf("step %d %q: want pause=DURATION with a positive duration", i+1, part)
 			}
 			out = append(out, v1alpha1.RolloutStep{Pause: &v1alpha1.RolloutPause{Duration: &metav1.Duration{Duration: d}}})
 		default:
 			v, err := parseIntOrPercent(part)
 			if err != nil {
-				return nil, fmt.Errorf("step %d: %w", i, err)
+				return nil, fmt.Errorf("step %d: %w", i+1, err)
 			}
 			out = append(out, v1alpha1.RolloutStep{Nodes: &v})
 		}

@@ -81,7 +81,7 @@ func sample() *v1alpha1.ConfigRollout {
 			Steps: []v1alpha1.RolloutStep{{Nodes: &one}, {Pause: &v1alpha1.RolloutPause{}}, {Nodes: &ten}, {Nodes: &all}},
 		},
 		Status: v1alpha1.ConfigRolloutStatus{
-			ObservedGeneration: 1, Phase: v1alpha1.PhaseProgressing, Message: "step 2: 3 of 20 nodes", CurrentStep: 2,
+			ObservedGeneration: 1, Phase: v1alpha1.PhaseProgressing, Message: "step 3 of 4: target 2 of 20 nodes, 3 assigned, 1 promoted, 1 failed", CurrentStep: 2,
 			ConfigMap: &v1alpha1.ConfigMapRef{UID: "u1", ResourceVersion: "7"},
 			Selected:  20, Assigned: 3, InTrial: 1, Promoted: 1, Failed: 1,
 			Failures: []v1alpha1.NodeFailure{{Node: "n1", Reason: "kubelet reports RolledBack: failed to validate current (UID: u1)"}},
@@ -89,7 +89,7 @@ func sample() *v1alpha1.ConfigRollout {
 				{Step: 0, CompletedAt: ptr.To(metav1.NewTime(t0.Add(time.Minute))), Promoted: 1},
 				{Step: 1, CompletedAt: ptr.To(metav1.NewTime(t0.Add(2 * time.Minute))), Promoted: 1},
 			},
-			Conditions: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Progressing", Message: "step 2: 3 of 20 nodes"}},
+			Conditions: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Progressing", Message: "step 3 of 4: target 2 of 20 nodes, 3 assigned, 1 promoted, 1 failed"}},
 			History: []v1alpha1.HistoryEntry{
 				{Time: metav1.NewTime(t0), Reason: "Started", Message: "started"},
 				{Time: metav1.NewTime(t0.Add(time.Minute)), Reason: "NodeFailed", Message: "node n1 failed"},
@@ -100,18 +100,18 @@ func sample() *v1alpha1.ConfigRollout {
 
 func TestRenderStatus(t *testing.T) {
 	want := `ConfigRollout ns/ro: Progressing
-  step 2: 3 of 20 nodes
+  step 3 of 4: target 2 of 20 nodes, 3 assigned, 1 promoted, 1 failed
 ConfigMap ns/new (UID u1, resourceVersion 7) to kubelet
 Nodes: 20 selected, 3 assigned, 1 in trial, 1 promoted, 1 failed (max 1)
 Steps:
-  0  1 node               [####################]  1/1   done 2026-01-02T03:05:05Z (1 promoted, 0 failed)
-  1  pause until resumed                                done
-> 2  10% (2 nodes)        [####################]  2/2
-  3  100% (20 nodes)      [##------------------]  2/20
+  1  1 node               [####################]  1/1   done 2026-01-02T03:05:05Z (1 promoted, 0 failed)
+  2  pause until resumed                                done
+> 3  10% (2 nodes)        [####################]  2/2
+  4  100% (20 nodes)      [##------------------]  2/20
 Failures:
   n1: kubelet reports RolledBack: failed to validate current (UID: u1)
 Conditions:
-  Progressing=True (Progressing): step 2: 3 of 20 nodes
+  Progressing=True (Progressing): step 3 of 4: target 2 of 20 nodes, 3 assigned, 1 promoted, 1 failed
 `
 	if diff := cmp.Diff(want, RenderStatus(sample())); diff != "" {
 		t.Errorf("RenderStatus (-want +got):\n%s", diff)

@@ -79,7 +79,7 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 			case int32(i) == st.CurrentStep && st.Phase == v1alpha1.PhasePaused:
 				state = "waiting"
 			}
-			fmt.Fprintf(tw, "%s %d\t%s\t\t\t%s\n", mark, i, what, state)
+			fmt.Fprintf(tw, "%s %d\t%s\t\t\t%s\n", mark, i+1, what, state)
 		case step.Nodes != nil:
 			target := stepTarget(step.Nodes, int(st.Selected))
 			done := min(settled, target)
@@ -90,7 +90,7 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 					state = fmt.Sprintf("done %s (%d promoted, %d failed)", d.CompletedAt.UTC().Format(time.RFC3339), d.Promoted, d.Failed)
 				}
 			}
-			fmt.Fprintf(tw, "%s %d\t%s\t%s\t%d/%d\t%s\n", mark, i, describeStep(step.Nodes, target), bar(done, target), done, target, state)
+			fmt.Fprintf(tw, "%s %d\t%s\t%s\t%d/%d\t%s\n", mark, i+1, describeStep(step.Nodes, target), bar(done, target), done, target, state)
 		}
 	}
 	_ = tw.Flush()

@@ -918,7 +918,7 @@ func safePlan(planFunc func(plan.Input) plan.Result, in plan.Input) (res plan.Re
 // onlyCountsMoved reports whether next differs from prev only in the
 // counts that move as nodes report trial or promotion.
 func onlyCountsMoved(prev, next *v1alpha1.ConfigRolloutStatus) bool {
-	rest := *next
+	rest := withMessageOf(prev, next)
 	rest.Selected, rest.Assigned, rest.InTrial, rest.Promoted = prev.Selected, prev.Assigned, prev.InTrial, prev.Promoted
 	return apiequality.Semantic.DeepEqual(prev, &rest)
 }

@@ -252,7 +252,7 @@ func (p *planner) repair() {
 	st, n := p.st, int32(len(p.r.Spec.Steps))
 	switch {
 	case st.CurrentStep < 0:
-		p.event(true, "StatusRepaired", "status.currentStep %d is negative: planning from step 0 (done steps pass again at once)", st.CurrentStep)
+		p.event(true, "StatusRepaired", "status.currentStep %d is negative: planning from the first step (done steps pass again at once)", st.CurrentStep)
 		st.CurrentStep = 0
 	case st.CurrentStep > n:
 		p.event(true, "StatusRepaired", "status.currentStep %d is past the last step (%d steps): taken as %d, all steps done", st.CurrentStep, n, n)
@@ -576,7 +576,7 @@ func (p *planner) decide() {
 		return
 	case spec.Abort:
 		p.setPhase(v1alpha1.PhaseAborted, "aborted: no node is assigned any more; what was done stays")
-		p.event(false, "Aborted", "aborted at step %d; what was done stays", st.CurrentStep)
+		p.event(false, "Aborted", "aborted at %s; what was done stays", p.stepName(st.CurrentStep))
 		return
 	}
 	if st.ConfigMap == nil && !p.start() {
@@ -610,8 +610,8 @@ func (p *planner) deleted() {
 	// No new assignment, not even one asked earlier in this plan.
 	p.dropAssignments()
 	n := p.revertAll("deletion")
-	p.setPhase(v1alpha1.PhaseReverted, fmt.Sprintf("deleted while active at step %d: %d nodes put back on their previous source", st.CurrentStep, n))
-	p.event(true, "Deleted", "deleted while active at step %d: reverting %d nodes to their previous source before the ConfigRollout goes", st.CurrentStep, n)
+	p.setPhase(v1alpha1.PhaseReverted, fmt.Sprintf("deleted while active at %s: %d nodes put back on their previous source", p.stepName(st.CurrentStep), n))
+	p.event(true, "Deleted", "deleted while active at %s: reverting %d nodes to their previous source before the ConfigRollout goes", p.stepName(st.CurrentStep), n)
 }
 
 // dropAssignments takes back the claims and assignments asked earlier in
@@ -685,7 +685,7 @@ func (p *planner) halt(reason, why string) {
 	})
 	// Halt: no new assignment, not even one asked earlier in this plan.
 	p.dropAssignments()
-	p.event(true, "Halted", "halted at step %d: %s", p.st.CurrentStep, why)
+	p.event(true, "Halted", "halted at %s: %s", p.stepName(p.st.CurrentStep), why)
 	if r := p.r.Spec.RevertOnHalt; r == nil || *r {
 		n := p.revertAll("revertOnHalt")
 		p.event(true, "Reverting", "reverting %d nodes to their previous source", n)
@@ -855,9 +855,9 @@ func (p *planner) steps() {
 	st, spec := p.st, &p.r.Spec
 	if spec.Paused {
 		if st.Phase != v1alpha1.PhasePaused {
-			p.event(false, "Paused", "paused at step %d (spec.paused)", st.CurrentStep)
+			p.event(false, "Paused", "paused at %s (spec.paused)", p.stepName(st.CurrentStep))
 		}
-		p.setPhase(v1alpha1.PhasePaused, fmt.Sprintf("paused at step %d: spec.paused is true", st.CurrentStep))
+		p.setPhase(v1alpha1.PhasePaused, fmt.Sprintf("paused at %s: spec.paused is true", p.stepName(st.CurrentStep)))
 		return
 	}
 	selected := p.selectedCount()
@@ -868,7 +868,7 @@ func (p *planner) steps() {
 			if !p.pauseOver(i, step.Pause) {
 				return
 			}
-			p.nextStep(fmt.Sprintf("pause step %d is over", i))
+			p.nextStep(fmt.Sprintf("pause (%s) is over", p.stepName(i)))
 			continue
 		}
 		if step.Nodes == nil {
@@ -881,14 +881,17 @@ func (p *planner) steps() {
 			return
 		}
 		if p.settled() >= target {
-			p.nextStep(fmt.Sprintf("step %d is done: %d of %d selected nodes run the config", i, target, selected))
+			p.nextStep(fmt.Sprintf("%s is done: %d of %d selected nodes run the config", p.stepName(i), target, selected))
 			continue
 		}
 		if st.Phase == v1alpha1.PhasePaused {
-			p.event(false, "Resumed", "resumed at step %d", i)
+			p.event(false, "Resumed", "resumed at %s", p.stepName(i))
 		}
-		p.setPhase(v1alpha1.PhaseProgressing, fmt.Sprintf("step %d: %d of %d nodes", i, target, selected))
+		p.setPhase(v1alpha1.PhaseProgressing, "")
 		p.assign(target, selected)
+		if st.Phase == v1alpha1.PhaseProgressing {
+			st.Message = p.progress(i, target, selected)
+		}
 		return
 	}
 	if st.Phase != v1alpha1.PhaseCompleted {
@@ -911,7 +914,7 @@ func (p *planner) pauseOver(i int32, pause *v1alpha1.RolloutPause) bool {
 			return true
 		}
 		p.requeue(end.Sub(p.in.Now))
-		msg := fmt.Sprintf("pause step %d until %s", i, end.UTC().Format(time.RFC3339))
+		msg := fmt.Sprintf("pause (%s) until %s", p.stepName(i), end.UTC().Format(time.RFC3339))
 		if st.Phase != v1alpha1.PhasePaused {
 			p.event(false, "Paused", "%s", msg)
 		}
@@ -921,7 +924,7 @@ func (p *planner) pauseOver(i int32, pause *v1alpha1.RolloutPause) bool {
 	if r := p.r.Spec.ResumedStep; r != nil && *r >= i {
 		return true
 	}
-	msg := fmt.Sprintf("pause step %d: waiting until resumed (dynconfigctl rollout resume)", i)
+	msg := fmt.Sprintf("pause (%s): waiting until resumed (dynconfigctl rollout resume)", p.stepName(i))
 	if st.Phase != v1alpha1.PhasePaused {
 		p.event(false, "Paused", "%s", msg)
 	}
@@ -1047,7 +1050,7 @@ func (p *planner) assign(target, selected int) {
 		p.requeue(p.deadline)
 	}
 	if len(names) > 0 {
-		p.event(false, "Assigned", "step %d: assigned %d nodes: %s", p.st.CurrentStep, len(names), abbreviate(names, 10))
+		p.event(false, "Assigned", "%s: assigned %d nodes: %s", p.stepName(p.st.CurrentStep), len(names), abbreviate(names, 10))
 	}
 	if len(p.blocked) > 0 {
 		slices.Sort(p.blocked)

@@ -16,14 +16,17 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=cro,categories=dynconfig
-// +kubebuilder:printcolumn:name="ConfigMap",type=string,JSONPath=`.spec.configMapName`
-// +kubebuilder:printcolumn:name="Component",type=string,JSONPath=`.spec.component`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Step",type=integer,JSONPath=`.status.currentStep`
-// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selected`
+// +kubebuilder:printcolumn:name="ConfigMap",type=string,JSONPath=`.spec.configMapName`,priority=1
+// +kubebuilder:printcolumn:name="Component",type=string,JSONPath=`.spec.component`,priority=1
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selected`,priority=1
+// +kubebuilder:printcolumn:name="Assigned",type=integer,JSONPath=`.status.assigned`
+// +kubebuilder:printcolumn:name="In Trial",type=integer,JSONPath=`.status.inTrial`
 // +kubebuilder:printcolumn:name="Promoted",type=integer,JSONPath=`.status.promoted`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Reconciled",type=date,JSONPath=`.status.lastReconcileTime`,priority=1,description="When the rollout controller last reconciled it (its heartbeat): old while a rollout is active means no controller runs it."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,description="Why the rollout stands where it does; steps are counted from 1 (step 2 of 3)."
 type ConfigRollout struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
