@@ -43,10 +43,12 @@ type deps struct {
 	newClient func(*genericclioptions.ConfigFlags) (apiClient, error)
 	// stdin is what validate reads for the FILE "-".
 	stdin io.Reader
+	// arg0 is the name the binary was run as (plugin.go); "" is dynconfigctl.
+	arg0 string
 }
 
 func defaultDeps() deps {
-	return deps{clock: clock.RealClock{}, logger: klog.Background(), newClient: newClientFromFlags, stdin: os.Stdin}
+	return deps{clock: clock.RealClock{}, logger: klog.Background(), newClient: newClientFromFlags, stdin: os.Stdin, arg0: os.Args[0]}
 }
 
 // usageError is a malformed command line: exit code 2.
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, d deps) i
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "dynconfigctl: %v\n", err)
+	fmt.Fprintf(stderr, "%s: %v\n", invokedAs(d.arg0), err)
 	var u *usageError
 	var ru *rolloutcli.UsageError
 	// An error before the command ran is cobra's check of its flags or
@@ -124,7 +126,8 @@ Exit status of every command: 0 on success, 1 on an error, 2 on a usage error
 			return usagef("no command given")
 		},
 	}
-	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.SetVersionTemplate("dynconfigctl {{.Version}}\n")
+	setDisplayName(root, invokedAs(d.arg0))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })

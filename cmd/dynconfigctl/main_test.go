@@ -237,8 +237,8 @@ func TestRolloutWired(t *testing.T) {
 		// exited 1).
 		{args: []string{"rollout", "start", "r1", "--configmap", "c", "--steps", "0"}, wantCode: exitUsage,
 			wantStderr: "dynconfigctl: --steps: step 1: \"0\": want a positive node count or a percentage\nRun 'dynconfigctl rollout start --help' for usage.\n"},
-		{args: []string{"rollout", "status", "r1", "-w", "--interval", "0"}, wantCode: exitUsage,
-			wantStderr: "dynconfigctl: --interval: must be positive, got 0s\nRun 'dynconfigctl rollout status --help' for usage.\n"},
+		{args: []string{"rollout", "list", "-o", "custom-columns"}, wantCode: exitUsage,
+			wantStderr: "dynconfigctl: -o custom-columns: want custom-columns=NAME:.jsonpath[,NAME:.jsonpath...]\nRun 'dynconfigctl rollout list --help' for usage.\n"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

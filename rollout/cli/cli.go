@@ -83,6 +83,9 @@ than --max-failures nodes fail and puts the nodes it changed back.`,
 	flags.AddFlags(cmd.PersistentFlags())
 	c := &commands{o: o, flags: flags}
 	cmd.AddCommand(c.start(), c.status(), c.history(),
+		c.list("list", "List the rollouts of the namespace (-A: of every namespace), as kubectl get does", false),
+		c.list("get NAME...", "Show rollouts in a table or as -o json|yaml|wide|name|jsonpath=|custom-columns=", true),
+		c.deleteCmd(),
 		c.steer("pause", "Stop assigning new nodes (nodes in trial are still followed)", `{"spec":{"paused":true}}`),
 		c.resume(),
 		c.steer("abort", "Stop the rollout for good; what is done stays", `{"spec":{"abort":true}}`),
@@ -346,57 +349,6 @@ func (c *commands) history() *cobra.Command {
 			return err
 		},
 	}
-}
-
-func (c *commands) status() *cobra.Command {
-	var watch bool
-	var interval time.Duration
-	cmd := &cobra.Command{
-		Use:   "status NAME [-w]",
-		Short: "A rollout's progress per step, its failures and conditions; -w follows it",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if interval <= 0 {
-				return &UsageError{Err: fmt.Errorf("--interval: must be positive, got %v", interval)}
-			}
-			ri, ns, err := c.rollouts()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			clear := watch && isTerminal(c.o.Out)
-			last := ""
-			for {
-				ro, err := get(ctx, ri, ns, args[0])
-				if err != nil {
-					return err
-				}
-				view := RenderStatus(ro)
-				if view != last {
-					if clear {
-						_, _ = io.WriteString(c.o.Out, "\033[H\033[2J")
-					} else if last != "" {
-						_, _ = io.WriteString(c.o.Out, "\n")
-					}
-					if _, err := io.WriteString(c.o.Out, view); err != nil {
-						return err
-					}
-					last = view
-				}
-				if !watch || (!ro.Status.Phase.Active() && ro.Status.Phase != "" && !reverting(ro)) {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-c.o.Clock.After(interval):
-				}
-			}
-		},
-	}
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "follow the rollout until it ends")
-	cmd.Flags().DurationVar(&interval, "interval", time.Second, "how often -w looks")
-	return cmd
 }
 
 func reverting(ro *v1alpha1.ConfigRollout) bool {

@@ -214,8 +214,9 @@ func TestSteer(t *testing.T) {
 	}
 }
 
-// TestStatusWatch: -w redraws on a change and returns when the rollout
-// ends.
+// TestStatusWatch: -w follows a watch: it redraws on a change and returns
+// when the rollout ends, with no clock ticking (it polled every --interval
+// before).
 func TestStatusWatch(t *testing.T) {
 	fake := newFake(t, sample())
 	clk := clocktesting.NewFakeClock(t0)
@@ -229,22 +230,26 @@ func TestStatusWatch(t *testing.T) {
 		done <- result{out, err}
 	}()
 	waitWaiters(t, clk)
-	clk.Step(time.Second) // no change: nothing redrawn
-	waitWaiters(t, clk)
 	ro := sample()
 	ro.Status.Phase = v1alpha1.PhaseCompleted
 	ro.Status.CurrentStep = 4
 	ro.Status.Promoted = 19
 	m, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
-	if _, err := fake.Resource(v1alpha1.GroupVersionResource()).Namespace("ns").Update(context.Background(), &unstructured.Unstructured{Object: m}, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	clk.Step(time.Second)
 	var r result
-	select {
-	case r = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("status -w did not return once the rollout completed")
+	// The fake's watch sees only what follows it: write until it does.
+	deadline := time.After(30 * time.Second)
+wait:
+	for {
+		if _, err := fake.Resource(v1alpha1.GroupVersionResource()).Namespace("ns").Update(context.Background(), &unstructured.Unstructured{Object: m}, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r = <-done:
+			break wait
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("status -w did not return once the rollout completed")
+		}
 	}
 	if r.err != nil {
 		t.Fatal(r.err)
