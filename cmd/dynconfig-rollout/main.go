@@ -13,13 +13,17 @@
 // On --metrics-address it serves /metrics, /livez (the process runs and,
 // while it holds the Lease, renews it in time), /readyz (it has read its
 // Lease: it knows whether it leads or stands by; and, leading, its
-// informers have synced) and /healthz (= /livez).
+// informers have synced) and /healthz (= /livez). With
+// --metrics-auth=delegated it serves HTTPS, and /metrics (and pprof, when
+// it shares the address) only to a bearer token the API server
+// authenticates, of a user it authorizes to get the path (app.DelegatedAuth).
 // With --profiling it serves Go's profiles under /debug/pprof/ on
 // --profiling-address, loopback by default.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -63,6 +67,7 @@ type flags struct {
 	qps              float64
 	burst            int
 	heartbeat        time.Duration
+	metricsAuth      app.MetricsAuthOptions
 }
 
 func main() {
@@ -127,7 +132,8 @@ func newCommand() *cobra.Command {
 	}
 
 	sfs := s.Flags.FlagSet("serving")
-	sfs.StringVar(&f.metricsAddress, "metrics-address", ":8080", "Serve /metrics, /livez, /readyz and /healthz here (no authentication); empty disables.")
+	sfs.StringVar(&f.metricsAddress, "metrics-address", ":8080", "Serve /metrics, /livez, /readyz and /healthz here (who may read /metrics: --metrics-auth); empty disables.")
+	f.metricsAuth.AddFlags(sfs)
 	sfs.BoolVar(&f.profiling, "profiling", false, "Serve Go's profiles under /debug/pprof/ on --profiling-address.")
 	sfs.StringVar(&f.profilingAddress, "profiling-address", "", "Where --profiling serves (default: --metrics-address when that is a loopback address, else 127.0.0.1:6060).")
 	s.Finish()
@@ -167,7 +173,7 @@ func (f *flags) validate() error {
 	if f.workers < 1 {
 		return fmt.Errorf("--workers %d: must be at least 1", f.workers)
 	}
-	return nil
+	return f.metricsAuth.Validate()
 }
 
 func run(ctx context.Context, f *flags) error {
@@ -221,14 +227,18 @@ func run(ctx context.Context, f *flags) error {
 		if profAddr == f.metricsAddress {
 			pprofMux(mux)
 		}
-		srv, err := serve(ctx, f.metricsAddress, mux)
+		h, tlsConfig, err := guard(&f.metricsAuth, client, mux, f.metricsAddress)
+		if err != nil {
+			return err
+		}
+		srv, err := serve(ctx, f.metricsAddress, h, tlsConfig)
 		if err != nil {
 			return fmt.Errorf("--metrics-address %s: %w", f.metricsAddress, err)
 		}
 		defer srv.Close()
 	}
 	if profAddr != "" && profAddr != f.metricsAddress {
-		srv, err := serve(ctx, profAddr, pprofMux(http.NewServeMux()))
+		srv, err := serve(ctx, profAddr, pprofMux(http.NewServeMux()), nil)
 		if err != nil {
 			return fmt.Errorf("--profiling-address %s: %w", profAddr, err)
 		}
@@ -256,10 +266,13 @@ func profilingAddress(flag, metrics string) string {
 
 // serve listens on addr and serves h until ctx ends or the server is
 // closed.
-func serve(ctx context.Context, addr string, h http.Handler) (*http.Server, error) {
+func serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Config) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -268,6 +281,25 @@ func serve(ctx context.Context, addr string, h http.Handler) (*http.Server, erro
 		}
 	}()
 	return srv, nil
+}
+
+// guard puts h behind --metrics-auth: with delegated, the API server
+// authenticates and authorizes each request but the health checks', over
+// TLS.
+func guard(o *app.MetricsAuthOptions, client kubernetes.Interface, h http.Handler, addr string) (http.Handler, *tls.Config, error) {
+	if !o.Enabled() {
+		return h, nil, nil
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	tlsConfig, err := o.TLSConfig(host)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := &app.DelegatedAuth{Client: client, Open: []string{"/livez", "/readyz", "/healthz"}}
+	return auth.Wrap(h), tlsConfig, nil
 }
 
 // metricsMux serves /metrics and the health checks; pprof is added by
