@@ -11,7 +11,13 @@
 //	dynconfigctl assign --node N --configmap [NS/]NAME [--key K] [--component C]
 //	dynconfigctl assign --node N --clear [--component C]
 //	dynconfigctl status [NODE...] [--selector L] [--component C] [-o wide|json|yaml] [--no-headers]
-//	dynconfigctl rollout start|status|pause|resume|abort|undo|history ... (package rollout/cli)
+//	dynconfigctl rollout start|status|list|get|delete|pause|resume|abort|undo|history ... (package rollout/cli)
+//
+// Installed as kubectl-dynconfig on the PATH it is the kubectl plugin
+// `kubectl dynconfig`: the same commands and flags, and help, usage and
+// errors say `kubectl dynconfig`. The rollout commands print as kubectl
+// does (-o json|yaml|wide|name|jsonpath=|custom-columns=, -w follows a
+// watch).
 //
 // The commands that talk to the API server (assign, status, render --node,
 // rollout)

@@ -3,6 +3,8 @@ package deploy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"slices"
 
 	"net"
 	"net/http"
@@ -216,7 +218,8 @@ func TestREADMEInstall(t *testing.T) {
 			}
 			switch f[3] {
 			case "deploy/overlays/one-namespace":
-				procs = append(procs, startController(ctx, t, cl, dir))
+				p, _ := startController(ctx, t, cl, dir)
+				procs = append(procs, p)
 			case "deploy/daemonset":
 				procs = append(procs, startDaemonSetPod(ctx, t, cl, dir, node))
 			}
@@ -279,7 +282,7 @@ func freeAddr(t *testing.T) string {
 // startController runs dynconfig-rollout as the Deployment's Pod would:
 // its arguments, its ServiceAccount, POD_NAME and POD_NAMESPACE; metrics on
 // a free loopback port. It waits for /readyz.
-func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir string) *proctest.Proc {
+func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir string) (*proctest.Proc, string) {
 	t.Helper()
 	d, err := cl.Client.AppsV1().Deployments("kube-system").Get(ctx, "dynconfig-rollout", metav1.GetOptions{})
 	if err != nil {
@@ -302,8 +305,9 @@ func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir
 	}
 	p := proctest.Start(t, goBuild(t, "./cmd/dynconfig-rollout", dir), args,
 		[]string{"POD_NAME=dynconfig-rollout-0", "POD_NAMESPACE=" + d.Namespace})
+	url, hc := metricsClient(args, addr)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := hc.Get(url + "/readyz")
 		if err != nil {
 			return false, nil
 		}
@@ -312,7 +316,7 @@ func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir
 	}); err != nil {
 		t.Fatalf("the controller, run with the Deployment's arguments %v, never became ready:\n%s", args, proctest.Tail(p.Stderr(), 40))
 	}
-	return p
+	return p, addr
 }
 
 // startDaemonSetPod runs kube-proxy-like as the DaemonSet's Pod on node
@@ -361,4 +365,14 @@ func podSpecOn(ds *appsv1.DaemonSet, node string) corev1.PodSpec {
 	spec.NodeName = node
 	// No kubelet runs: the volumes only need to be valid.
 	return spec
+}
+
+// metricsClient is the base URL of a controller run with args on addr, and
+// a client for it: HTTPS with its self-signed certificate when
+// --metrics-auth=delegated, else HTTP.
+func metricsClient(args []string, addr string) (string, *http.Client) {
+	if slices.Contains(args, "--metrics-auth=delegated") {
+		return "https://" + addr, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
+	return "http://" + addr, http.DefaultClient
 }
