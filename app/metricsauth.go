@@ -127,21 +127,18 @@ type DelegatedAuth struct {
 	// Now is the clock of the caches; default time.Now.
 	Now func() time.Time
 
-	mu    sync.Mutex
-	users map[[32]byte]cachedUser
-	authz map[string]cachedDecision
+	users ttlCache[[32]byte, cachedUser]
+	authz ttlCache[string, cachedDecision]
 }
 
 type cachedUser struct {
-	user    authenticationv1.UserInfo
-	ok      bool
-	expires time.Time
+	user authenticationv1.UserInfo
+	ok   bool
 }
 
 type cachedDecision struct {
 	allowed bool
 	reason  string
-	expires time.Time
 }
 
 // Wrap returns h behind the checks.
@@ -223,10 +220,7 @@ func (a *DelegatedAuth) now() time.Time {
 func (a *DelegatedAuth) authenticate(ctx context.Context, token string) (authenticationv1.UserInfo, bool, error) {
 	key := sha256.Sum256([]byte(token))
 	now := a.now()
-	a.mu.Lock()
-	c, hit := a.users[key]
-	a.mu.Unlock()
-	if hit && now.Before(c.expires) {
+	if c, hit := a.users.get(key, now); hit {
 		return c.user, c.ok, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimout)
@@ -242,9 +236,7 @@ func (a *DelegatedAuth) authenticate(ctx context.Context, token string) (authent
 	if !ok {
 		ttl = denyTTL
 	}
-	a.mu.Lock()
-	a.users = put(a.users, key, cachedUser{user: tr.Status.User, ok: ok, expires: now.Add(ttl)}, now, func(c cachedUser) time.Time { return c.expires })
-	a.mu.Unlock()
+	a.users.put(key, cachedUser{user: tr.Status.User, ok: ok}, now, now.Add(ttl))
 	return tr.Status.User, ok, nil
 }
 
@@ -253,10 +245,7 @@ func (a *DelegatedAuth) authorize(ctx context.Context, u authenticationv1.UserIn
 	slices.Sort(groups)
 	key := strings.Join([]string{u.Username, u.UID, strings.Join(groups, ","), verb, path}, "\x00")
 	now := a.now()
-	a.mu.Lock()
-	c, hit := a.authz[key]
-	a.mu.Unlock()
-	if hit && now.Before(c.expires) {
+	if c, hit := a.authz.get(key, now); hit {
 		return c.allowed, c.reason, nil
 	}
 	extra := map[string]authorizationv1.ExtraValue{}
@@ -274,32 +263,53 @@ func (a *DelegatedAuth) authorize(ctx context.Context, u authenticationv1.UserIn
 	if err != nil {
 		return false, "", fmt.Errorf("SubjectAccessReview: %w", err)
 	}
-	d := cachedDecision{allowed: sar.Status.Allowed && !sar.Status.Denied, reason: sar.Status.Reason, expires: now.Add(allowTTL)}
+	d := cachedDecision{allowed: sar.Status.Allowed && !sar.Status.Denied, reason: sar.Status.Reason}
+	ttl := allowTTL
 	if !d.allowed {
-		d.expires = now.Add(denyTTL)
+		ttl = denyTTL
 	}
-	a.mu.Lock()
-	a.authz = put(a.authz, key, d, now, func(c cachedDecision) time.Time { return c.expires })
-	a.mu.Unlock()
+	a.authz.put(key, d, now, now.Add(ttl))
 	return d.allowed, d.reason, nil
 }
 
-// put adds k to a bounded cache: once full, the expired entries go, and
-// if none had, all of them.
-func put[K comparable, V any](m map[K]V, k K, v V, now time.Time, expires func(V) time.Time) map[K]V {
-	if m == nil {
-		m = map[K]V{}
+// ttlCache is a bounded map whose entries expire: once full, the expired
+// entries go, and if none had, all of them.
+type ttlCache[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]ttlEntry[V]
+}
+
+type ttlEntry[V any] struct {
+	v       V
+	expires time.Time
+}
+
+func (c *ttlCache[K, V]) get(k K, now time.Time) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || !now.Before(e.expires) {
+		var zero V
+		return zero, false
 	}
-	if len(m) >= maxCached {
-		for key, old := range m {
-			if !now.Before(expires(old)) {
-				delete(m, key)
+	return e.v, true
+}
+
+func (c *ttlCache[K, V]) put(k K, v V, now, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[K]ttlEntry[V]{}
+	}
+	if len(c.m) >= maxCached {
+		for key, e := range c.m {
+			if !now.Before(e.expires) {
+				delete(c.m, key)
 			}
 		}
-		if len(m) >= maxCached {
-			clear(m)
+		if len(c.m) >= maxCached {
+			clear(c.m)
 		}
 	}
-	m[k] = v
-	return m
+	c.m[k] = ttlEntry[V]{v: v, expires: expires}
 }

@@ -121,3 +121,21 @@ func TestMetricsAuthOptions(t *testing.T) {
 		t.Fatalf("self-signed: %v", err)
 	}
 }
+
+// The caches stay bounded whatever tokens arrive.
+func TestTTLCacheBounded(t *testing.T) {
+	var c ttlCache[int, bool]
+	now := time.Now()
+	for i := range 3 * maxCached {
+		c.put(i, true, now, now.Add(time.Minute))
+		if len(c.m) > maxCached {
+			t.Fatalf("%d entries after %d puts, bound %d", len(c.m), i+1, maxCached)
+		}
+	}
+	if _, ok := c.get(3*maxCached-1, now); !ok {
+		t.Error("the newest entry is gone")
+	}
+	if _, ok := c.get(3*maxCached-1, now.Add(time.Minute)); ok {
+		t.Error("an expired entry is served")
+	}
+}
