@@ -3,5 +3,7 @@
 // rules pass `promtool check rules`, every alert fires and stays quiet as
 // alerts_test.yaml says (`promtool test rules`), the Grafana dashboard's
 // queries parse, and every dynconfig_* metric they name is one the code
-// registers.
+// registers. TestPrometheusAlertFires runs the real Prometheus on the real
+// rollout controller (authenticated scrape, heartbeat, a halt that fires
+// DynconfigRolloutHalted).
 package monitoring

@@ -83,7 +83,7 @@ func TestPrometheusAlertFires(t *testing.T) {
 	write(t, kubeconfig, string(cl.KubeConfig))
 	ctlAddr, promAddr := freeAddr(t), freeAddr(t)
 	ctl := proctest.Start(t, bin, []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false",
-		"--metrics-address=" + ctlAddr, "--metrics-auth=delegated"}, nil)
+		"--metrics-address=" + ctlAddr, "--metrics-auth=delegated", "--status-heartbeat-interval=1s"}, nil)
 
 	// Prometheus as the ServiceMonitor configures it: job dynconfig-rollout
 	// (the Service's name), https, its ServiceAccount's token.
@@ -163,6 +163,51 @@ scrape_configs:
 	}); err != nil {
 		t.Fatalf("the rollout never started: phase %q\n%s", phase(), proctest.Tail(ctl.Stderr(), 20))
 	}
+	// The heartbeat: while the rollout waits for its node (nothing else
+	// changes), status.lastReconcileTime moves on every second, one status
+	// write each, and Prometheus sees it as
+	// dynconfig_rollout_last_reconcile_timestamp_seconds.
+	beat := func() (time.Time, float64) {
+		u, err := ri.Get(ctx, "r1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, _ := unstructured.NestedString(u.Object, "status", "lastReconcileTime")
+		at, _ := time.Parse(time.RFC3339, s)
+		d, err := api("/api/v1/query", url.Values{"query": {`sum(dynconfig_rollout_status_writes_total{result="ok"})`}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v []struct {
+			Value [2]any `json:"value"`
+		}
+		var r struct {
+			Result json.RawMessage `json:"result"`
+		}
+		_ = json.Unmarshal(d, &r)
+		_ = json.Unmarshal(r.Result, &v)
+		var writes float64
+		if len(v) == 1 {
+			_, _ = fmt.Sscan(fmt.Sprint(v[0].Value[1]), &writes)
+		}
+		return at, writes
+	}
+	time.Sleep(3 * time.Second) // the start's writes scraped
+	at0, w0 := beat()
+	time.Sleep(8 * time.Second)
+	at1, w1 := beat()
+	if moved := at1.Sub(at0); moved < 5*time.Second {
+		t.Errorf("status.lastReconcileTime moved %v in 8s at --status-heartbeat-interval=1s", moved)
+	}
+	// Scraped every second: the 8 s hold about 8 heartbeat writes.
+	t.Logf("heartbeat: lastReconcileTime moved %v, status writes %v in 8s at 1s (Prometheus' count)", at1.Sub(at0), w1-w0)
+	if n := w1 - w0; n < 4 || n > 12 {
+		t.Errorf("%v status writes in 8s at a 1s heartbeat, want about 8", n)
+	}
+	if d, err := api("/api/v1/query", url.Values{"query": {`time() - dynconfig_rollout_last_reconcile_timestamp_seconds{namespace="cfg",name="r1"} < 5`}}); err != nil || !strings.Contains(string(d), `"name":"r1"`) {
+		t.Errorf("Prometheus does not see a fresh heartbeat: %s %v", d, err)
+	}
+
 	// Not halted yet: the alert is quiet.
 	if d, err := api("/api/v1/alerts", nil); err != nil || strings.Contains(string(d), "DynconfigRolloutHalted") {
 		t.Fatalf("DynconfigRolloutHalted before the halt: %s %v", d, err)
