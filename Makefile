@@ -51,11 +51,15 @@ fuzz-smoke:
 ## named localhost/NAME:$(IMAGE_TAG). Load one with
 ## `ctr -n k8s.io images import bin/images/dynconfig-rollout.oci.tar`.
 ## The same sources give the same digests (-trimpath, no build id, fixed
-## timestamps).
+## timestamps). dynconfig-kubelet's image is for a DaemonSet beside the stock
+## kubelet: it needs the host's D-Bus socket, the kubelet's files and root
+## (runAsUser: 0 in its Pod) to restart kubelet.service; deploy/kubelet runs it
+## as a host service instead.
 IMAGES_DIR ?= bin/images
 IMAGE_TAG ?= dev
 IMAGE_BINS = dynconfig-rollout=./cmd/dynconfig-rollout kube-proxy-like=./examples/kube-proxy-like \
-	node-greeter=./examples/node-greeter kubelet-like=./examples/kubelet-like
+	node-greeter=./examples/node-greeter kubelet-like=./examples/kubelet-like \
+	dynconfig-kubelet=./cmd/dynconfig-kubelet
 images:
 	@mkdir -p $(IMAGES_DIR)/build
 	cd test && $(GO) build -o $(abspath $(IMAGES_DIR))/build/mkimage ./cmd/mkimage
