@@ -56,7 +56,11 @@
 //     component-base's configz: {"<ConfigzKey>": <the config in use>,
 //     "configOK": <the last condition report>}; /metrics is a registry of
 //     its own with the Go and process collectors and the Controller's
-//     metrics, labelled component=<Component>.
+//     metrics, labelled component=<Component>. With
+//     --metrics-auth=delegated they are served over HTTPS, /metrics and
+//     /configz only to a bearer token the API server authenticates, of a
+//     user it authorizes to get the path (DelegatedAuth); /healthz stays
+//     open.
 //   - Restart or reload: without Component.Reload, a new config ends the
 //     command with exit code 0 (the process manager starts it again on
 //     it); with Reload, it is applied in process and /configz serves it.

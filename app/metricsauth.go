@@ -96,6 +96,24 @@ func (o *MetricsAuthOptions) TLSConfig(host string) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
+// Guard puts h behind the options: unchanged with none; with delegated,
+// each request but those of the open paths is authenticated and authorized
+// by the API server through client, over TLS (the returned config, for the
+// listener). host names the self-signed certificate.
+func (o *MetricsAuthOptions) Guard(h http.Handler, client kubernetes.Interface, host string, open ...string) (http.Handler, *tls.Config, error) {
+	if !o.Enabled() {
+		return h, nil, nil
+	}
+	if client == nil {
+		return nil, nil, errors.New("--metrics-auth=delegated: needs the API server (--kubeconfig) to review the scrapes' tokens")
+	}
+	tlsConfig, err := o.TLSConfig(host)
+	if err != nil {
+		return nil, nil, err
+	}
+	return (&DelegatedAuth{Client: client, Open: open}).Wrap(h), tlsConfig, nil
+}
+
 // The cache lifetimes of DelegatedAuth, those of controller-runtime's
 // metrics filters: an authenticated token for a minute, an allowed request
 // for 5 minutes, a denied one for 30 seconds. A token or a binding revoked

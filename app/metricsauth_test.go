@@ -1,16 +1,22 @@
 package app
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -137,5 +143,58 @@ func TestTTLCacheBounded(t *testing.T) {
 	}
 	if _, ok := c.get(3*maxCached-1, now.Add(time.Minute)); ok {
 		t.Error("an expired entry is served")
+	}
+}
+
+// A component with --metrics-auth=delegated serves HTTPS, /metrics only to
+// a token the API server authorizes for it, /healthz to anyone.
+func TestComponentMetricsAuth(t *testing.T) {
+	client, _, _ := fakeReviews(t)
+	if _, err := client.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := testComponent(nil, func(ctx context.Context, _ *greeterConfig, _ Env) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	c.NewClient = func(string) (kubernetes.Interface, error) { return client, nil }
+	s := start(t, NewCommand(c), "--dynamic-config-dir="+filepath.Join(t.TempDir(), "state"), "--port=0", "--node-name=n1",
+		"--kubeconfig=unused", "--metrics-auth=delegated")
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, tc := range []struct {
+		path, token string
+		code        int
+	}{
+		{"/metrics", "", 401},
+		{"/metrics", "good", 403},
+		{"/metrics", "reader", 200},
+		{"/configz", "reader", 403},
+		{"/healthz", "", 200},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+s.addr+tc.path, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s with token %q: %d, want %d", tc.path, tc.token, resp.StatusCode, tc.code)
+		}
+	}
+	if resp, err := http.Get("http://" + s.addr + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Error("/metrics served over plain HTTP")
+		}
+	}
+
+	s.stop()
+	// Without an API server there is nobody to ask: refused at start.
+	code, _, stderr := execute(t, testComponent(nil, nil), "--dynamic-config-dir="+filepath.Join(t.TempDir(), "state"), "--port=0", "--metrics-auth=delegated")
+	if code == 0 || !strings.Contains(stderr, "--metrics-auth=delegated: needs the API server") {
+		t.Errorf("delegated without --kubeconfig: exit %d, stderr %s", code, stderr)
 	}
 }

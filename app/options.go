@@ -34,9 +34,10 @@ type options struct {
 	sourcePoll    time.Duration
 	disableRemote bool
 
-	address    string
-	port       int
-	statusFile string
+	address     string
+	port        int
+	statusFile  string
+	metricsAuth MetricsAuthOptions
 
 	// configGates holds --feature-gates when it is a config field; the
 	// merge flag binding reads the flag, not this map.
@@ -72,9 +73,10 @@ func (o *options) addRemoteFlags(fs *pflag.FlagSet, component string) {
 // addServingFlags registers the flags of the HTTP endpoints and the status
 // file.
 func (o *options) addServingFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.address, "address", o.address, "The IP address to serve /healthz, /configz and /metrics on (no authentication: keep it on loopback).")
+	fs.StringVar(&o.address, "address", o.address, "The IP address to serve /healthz, /configz and /metrics on (without --metrics-auth=delegated, no authentication: keep it on loopback).")
 	fs.IntVar(&o.port, "port", o.port, "The port to serve on; 0 picks a free one. The bound address is printed to stdout as \"serving on HOST:PORT\".")
 	fs.StringVar(&o.statusFile, "status-file", "", "A file replaced atomically with every condition report, as JSON {status, reason, message, pid}.")
+	o.metricsAuth.AddFlags(fs)
 }
 
 // validate checks the flag values that cobra does not: each error names
@@ -91,6 +93,9 @@ func (o *options) validate() error {
 	}
 	if o.port < 0 || o.port > 65535 {
 		errs = append(errs, fmt.Errorf("--port %d: must be between 0 and 65535", o.port))
+	}
+	if err := o.metricsAuth.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -141,12 +141,16 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 	}
 
 	var compErr atomic.Pointer[error]
-	srv, err := listen(o.address, o.port, NewHandler(func() error {
+	h, tlsConfig, err := o.metricsAuth.Guard(NewHandler(func() error {
 		if p := compErr.Load(); p != nil {
 			return *p
 		}
 		return nil
-	}, reg))
+	}, reg), clusterClient(opts.Cluster), o.address, "/healthz")
+	if err != nil {
+		return err
+	}
+	srv, err := listen(o.address, o.port, h, tlsConfig)
 	if err != nil {
 		return err
 	}
@@ -226,4 +230,12 @@ func defaultClient(path string) (kubernetes.Interface, error) {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(restConfig)
+}
+
+// clusterClient is the API client of c, nil without one.
+func clusterClient(c *dynconfig.Cluster) kubernetes.Interface {
+	if c == nil {
+		return nil
+	}
+	return c.Client
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,11 +216,14 @@ type server struct {
 }
 
 // listen listens on address:port and serves h in the background until
-// shutdown. Its error names --address/--port.
-func listen(address string, port int, h http.Handler) (*server, error) {
+// shutdown, over TLS when tlsConfig is set. Its error names --address/--port.
+func listen(address string, port int, h http.Handler, tlsConfig *tls.Config) (*server, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("--address/--port: %w", err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	s := &server{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, served: make(chan error, 1)}
 	go func() { s.served <- s.srv.Serve(ln) }()

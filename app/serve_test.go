@@ -26,7 +26,7 @@ func TestServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := listen("127.0.0.1", 0, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("hi"))
-	}))
+	}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestServer(t *testing.T) {
 	if string(body) != "hi" {
 		t.Errorf("GET / = %q, want hi", body)
 	}
-	if _, err := listen("127.0.0.1", addr.Port, http.NotFoundHandler()); err == nil || !strings.HasPrefix(err.Error(), "--address/--port: ") {
+	if _, err := listen("127.0.0.1", addr.Port, http.NotFoundHandler(), nil); err == nil || !strings.HasPrefix(err.Error(), "--address/--port: ") {
 		t.Errorf("listen on a port in use: error %v, want one naming --address/--port", err)
 	}
 	cancel()
