@@ -287,19 +287,11 @@ func serve(ctx context.Context, addr string, h http.Handler, tlsConfig *tls.Conf
 // authenticates and authorizes each request but the health checks', over
 // TLS.
 func guard(o *app.MetricsAuthOptions, client kubernetes.Interface, h http.Handler, addr string) (http.Handler, *tls.Config, error) {
-	if !o.Enabled() {
-		return h, nil, nil
-	}
 	host, _, _ := net.SplitHostPort(addr)
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	tlsConfig, err := o.TLSConfig(host)
-	if err != nil {
-		return nil, nil, err
-	}
-	auth := &app.DelegatedAuth{Client: client, Open: []string{"/livez", "/readyz", "/healthz"}}
-	return auth.Wrap(h), tlsConfig, nil
+	return o.Guard(h, client, host, "/livez", "/readyz", "/healthz")
 }
 
 // metricsMux serves /metrics and the health checks; pprof is added by
