@@ -130,6 +130,7 @@ func BenchmarkRolloutController(b *testing.B) {
 		cm, err := h.client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i), Namespace: namespace},
 			Data:       map[string]string{kubelet.PayloadKey: kubeletPayload(100 + i)},
+			Immutable:  ptr.To(true),
 		}, metav1.CreateOptions{})
 		if err != nil {
 			b.Fatal(err)
