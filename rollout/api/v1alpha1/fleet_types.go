@@ -8,13 +8,13 @@ package v1alpha1
 // A window whose End is not after its Start ends on the next day (22:00 to
 // 04:00 runs overnight, and belongs to the day it starts on); Start equal
 // to End is a whole day. Times are wall-clock times of TimeZone, so a
-// window keeps its local hours across a daylight saving change: on the
-// day the clock springs forward over a window's start, the window opens
-// at the start taken with the offset before the change (02:30 in
-// Europe/Berlin on the spring-forward day is 03:30 CEST), and a window
-// that lies wholly in the skipped hour does not open that day; on the day
-// the clock falls back, a start or end in the hour the clock repeats is
-// taken the second time the clock shows it.
+// window keeps its local hours across a daylight saving change. On the
+// day the clock springs forward, a start or end in the hour it skips is
+// taken with the offset before the change, i.e. shifted later by the
+// change (02:30 in Europe/Berlin is 03:30 CEST that day; a window of
+// 02:00-02:45 runs 03:00-03:45 CEST); on the day the clock falls back, a
+// start or end in the hour the clock repeats is taken the second time
+// the clock shows it.
 type MaintenanceWindow struct {
 	// Days are the days of the week the window starts on (Mon, Tue, Wed,
 	// Thu, Fri, Sat, Sun). Empty or absent: every day.
