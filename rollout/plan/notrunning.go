@@ -77,7 +77,8 @@ func (p *planner) refuse(reason, msg string) {
 }
 
 // fleetStatus fills status.notRunning and the ComponentNotRunning and
-// Refused conditions (called once the status is counted).
+// Refused conditions while the rollout is active (called once the status
+// is counted).
 func (p *planner) fleetStatus(wasActive bool) {
 	st := &p.res.Status
 	if st.Phase != v1alpha1.PhasePaused {
@@ -87,10 +88,9 @@ func (p *planner) fleetStatus(wasActive bool) {
 		return
 	}
 	prev := p.r.Status.NotRunning
+	// Once the rollout ended, the count stays as it was then (as the
+	// others do).
 	st.NotRunning = int32(len(p.absent))
-	if !st.Phase.Active() {
-		st.NotRunning = 0
-	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionComponentNotRunning, Status: metav1.ConditionFalse, Reason: "AllRunning",
 		ObservedGeneration: p.r.Generation, LastTransitionTime: p.now}
 	if st.NotRunning > 0 {
