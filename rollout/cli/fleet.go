@@ -164,11 +164,11 @@ func KnownBad(nodes []*corev1.Node, rollouts []v1alpha1.ConfigRollout) []KnownBa
 	}
 	for i := range rollouts {
 		ro := &rollouts[i]
-		if ro.Status.Phase != v1alpha1.PhaseHalted || ro.Status.ConfigMap == nil {
+		if ro.Status.ConfigMap == nil {
 			continue
 		}
 		cond := meta.FindStatusCondition(ro.Status.Conditions, v1alpha1.ConditionHalted)
-		if cond == nil || !plan.HaltMarksBad(cond.Reason) {
+		if cond == nil || cond.Status != metav1.ConditionTrue || !plan.HaltMarksBad(cond.Reason) {
 			continue
 		}
 		c := get(key{ro.Status.ConfigMap.UID, ro.Status.ConfigMap.ResourceVersion}, ro.Namespace, ro.Spec.ConfigMapName)

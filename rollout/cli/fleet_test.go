@@ -129,17 +129,21 @@ func TestKnownBad(t *testing.T) {
 			Status: v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseHalted, ConfigMap: &v1alpha1.ConfigMapRef{UID: types.UID(uid), ResourceVersion: rv},
 				Conditions: []metav1.Condition{{Type: v1alpha1.ConditionHalted, Status: metav1.ConditionTrue, Reason: reason}}}}
 	}
-	rollouts := []v1alpha1.ConfigRollout{halted("first", "TooManyFailures", "u2", "7"), halted("edited", "ConfigMapChanged", "u2", "7")}
+	undone := halted("undone", "TooManyFailures", "u2", "7")
+	undone.Status.Phase = v1alpha1.PhaseReverted
+	completed := halted("completed", "NotHalted", "u2", "7")
+	completed.Status.Phase, completed.Status.Conditions[0].Status = v1alpha1.PhaseCompleted, metav1.ConditionFalse
+	rollouts := []v1alpha1.ConfigRollout{halted("first", "TooManyFailures", "u2", "7"), halted("edited", "ConfigMapChanged", "u2", "7"), undone, completed}
 	got := KnownBad(nodes, rollouts)
 	want := []KnownBadConfig{
-		{Namespace: "cfgs", Name: "kubelet-v2", UID: "u2", ResourceVersion: "7", Rollouts: []string{"cfgs/first: TooManyFailures"}, Nodes: []string{"n1 (kubelet RolledBack)"}},
+		{Namespace: "cfgs", Name: "kubelet-v2", UID: "u2", ResourceVersion: "7", Rollouts: []string{"cfgs/first: TooManyFailures", "cfgs/undone: TooManyFailures"}, Nodes: []string{"n1 (kubelet RolledBack)"}},
 		{Namespace: "cfgs", Name: "proxy-v3", UID: "u3", ResourceVersion: "9", Nodes: []string{"n3 (kube-proxy DeadEnd)"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 	text := RenderKnownBad(got)
-	for _, s := range []string{"Known-bad configs", "ConfigMap cfgs/kubelet-v2 uid u2 resourceVersion 7: halted cfgs/first: TooManyFailures; 1 nodes report it bad: n1 (kubelet RolledBack)", "n3 (kube-proxy DeadEnd)"} {
+	for _, s := range []string{"Known-bad configs", "ConfigMap cfgs/kubelet-v2 uid u2 resourceVersion 7: halted cfgs/first: TooManyFailures, cfgs/undone: TooManyFailures; 1 nodes report it bad: n1 (kubelet RolledBack)", "n3 (kube-proxy DeadEnd)"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("%q does not say %q", text, s)
 		}

@@ -2,19 +2,18 @@ package controller
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
 // fleetOther adds to o what the known-bad check needs of another rollout:
-// the ConfigMap it pinned, and why it halted.
+// the ConfigMap it pinned, and why it halted (its Halted condition, which
+// stays True once it halted, also after an undo).
 func fleetOther(ro *v1alpha1.ConfigRollout, o *plan.Other) {
 	o.ConfigMap = ro.Status.ConfigMap
-	if ro.Status.Phase != v1alpha1.PhaseHalted {
-		return
-	}
-	if c := meta.FindStatusCondition(ro.Status.Conditions, v1alpha1.ConditionHalted); c != nil {
+	if c := meta.FindStatusCondition(ro.Status.Conditions, v1alpha1.ConditionHalted); c != nil && c.Status == metav1.ConditionTrue {
 		o.HaltReason, o.HaltMessage = c.Reason, c.Message
 	}
 }

@@ -185,8 +185,24 @@ func TestKnownBadRefused(t *testing.T) {
 	w.plan()
 	w.wantPhase(v1alpha1.PhaseProgressing)
 
+	// Undone after the halt (phase Reverted, Halted still True): still
+	// known bad.
+	undone := haltedOn("undone", "TooManyFailures", string(cmUID), "10")
+	undone.Phase = v1alpha1.PhaseReverted
+	w = newWorld(t, 2, percentStep("100%"))
+	w.others = []Other{undone}
+	w.plan()
+	w.wantPhase(v1alpha1.PhasePending)
+	wantContains(t, "message", w.r.Status.Message, "ConfigRollout ns/undone halted on it")
+
 	// A halt that says nothing about the config does not mark it; another
-	// ConfigMap's halt neither.
+	// ConfigMap's halt neither; a rollout that never halted neither.
+	completed := haltedOn("completed", "", string(cmUID), "10")
+	completed.Phase = v1alpha1.PhaseCompleted
+	w = newWorld(t, 2, percentStep("100%"))
+	w.others = []Other{completed}
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseProgressing)
 	for _, o := range []Other{haltedOn("edited", "ConfigMapChanged", string(cmUID), "10"), haltedOn("other", "TooManyFailures", "other-uid", "10")} {
 		w = newWorld(t, 2, percentStep("100%"))
 		w.others = []Other{o}

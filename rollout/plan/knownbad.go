@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
-	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 )
 
 // DefaultKnownBadNodes is how many nodes must report a config bad before
@@ -85,7 +84,7 @@ func (p *planner) knownBad() bool {
 	var why []string
 	var halted []string
 	for _, o := range p.in.Others {
-		if o.Phase == v1alpha1.PhaseHalted && o.ConfigMap != nil && HaltMarksBad(o.HaltReason) && SameConfig(o.ConfigMap.UID, o.ConfigMap.ResourceVersion, cm) {
+		if o.HaltReason != "" && o.ConfigMap != nil && HaltMarksBad(o.HaltReason) && SameConfig(o.ConfigMap.UID, o.ConfigMap.ResourceVersion, cm) {
 			h := fmt.Sprintf("ConfigRollout %s/%s halted on it (%s", o.Namespace, o.Name, o.HaltReason)
 			if o.HaltMessage != "" {
 				h += ": " + cutReason(o.HaltMessage, 200)

@@ -113,8 +113,9 @@ type Other struct {
 	Nodes map[string]bool
 	// ConfigMap is the ConfigMap it pinned when it started (nil: not
 	// started); HaltReason and HaltMessage its Halted condition's reason
-	// and message once halted: a halt marks the ConfigMap known bad
-	// (HaltMarksBad).
+	// and message while that is True (once it halted, also after an
+	// undo; "" when it never halted): a halt marks the ConfigMap known
+	// bad (HaltMarksBad).
 	ConfigMap               *v1alpha1.ConfigMapRef
 	HaltReason, HaltMessage string
 }
