@@ -224,6 +224,10 @@ func TestKnownBadRefused(t *testing.T) {
 	w.planIn(func(in *Input) { in.BadReports = []BadReport{report("elsewhere-1"), report("elsewhere-2")} })
 	w.wantPhase(v1alpha1.PhasePending)
 	wantContains(t, "message", w.r.Status.Message, "2 nodes report it bad", "elsewhere-1 (RolledBack: failed to apply: maxPods)")
+	// One report is enough by default.
+	w = newWorld(t, 2, percentStep("100%"))
+	w.planIn(func(in *Input) { in.BadReports = []BadReport{report("elsewhere-1")} })
+	w.wantPhase(v1alpha1.PhasePending)
 	// Below the threshold: not refused.
 	w = newWorld(t, 2, percentStep("100%"))
 	w.planIn(func(in *Input) { in.BadReports = []BadReport{report("elsewhere-1")}; in.KnownBadNodes = 2 })
@@ -299,9 +303,9 @@ func TestWindowsOnAFakeClock(t *testing.T) {
 	// Past midnight, still in Monday's window: step 1 goes on.
 	w.promoteAll()
 	w.now = time.Date(2026, 1, 6, 1, 59, 0, 0, ny)
-	w.plan()
-	if len(w.assigning()) != 3 {
-		t.Fatalf("assigning %v at 01:59", w.assigning())
+	res = w.plan()
+	if len(w.assigning()) != 3 || res.RequeueAfter != time.Minute {
+		t.Fatalf("assigning %v at 01:59, requeue %v (want the window's close, in a minute)", w.assigning(), res.RequeueAfter)
 	}
 	// Closed at 02:00 with nodes in trial: they are followed (promoted),
 	// no new node would be assigned, and it waits for next Monday.
@@ -358,6 +362,11 @@ func TestWindowsDST(t *testing.T) {
 	if st := at(skipped, utc("2026-03-29T01:40:00Z")); !st.Open || !st.Until.Equal(utc("2026-03-29T01:45:00Z")) {
 		t.Errorf("skipped hour, 03:40 CEST: %+v", st)
 	}
+	// A window that ends where the skipped hour ends is empty that day.
+	gone := []v1alpha1.MaintenanceWindow{{Days: []v1alpha1.Weekday{"Sun"}, Start: "02:00", End: "03:00", TimeZone: "Europe/Berlin"}}
+	if st := at(gone, utc("2026-03-29T00:59:00Z")); st.Open || !st.Next.Equal(time.Date(2026, 4, 5, 2, 0, 0, 0, berlin)) {
+		t.Errorf("02:00-03:00 on the spring-forward day: %+v", st)
+	}
 	// The next Sunday, the same hours in CEST.
 	if st := at(skipped, utc("2026-03-29T02:00:00Z")); st.Open || !st.Next.Equal(time.Date(2026, 4, 5, 2, 0, 0, 0, berlin)) {
 		t.Errorf("next Sunday: %+v", st)
@@ -375,6 +384,12 @@ func TestWindowsDST(t *testing.T) {
 	sat := []v1alpha1.MaintenanceWindow{{Days: []v1alpha1.Weekday{"Sat"}, Start: "09:00", End: "10:00", TimeZone: "Pacific/Auckland"}}
 	if st := at(sat, utc("2026-01-02T20:30:00Z")); !st.Open { // Friday 20:30 UTC = Saturday 09:30 NZDT
 		t.Errorf("Auckland Saturday: %+v", st)
+	}
+	// Local days behind UTC: a Sunday 23:00 to Monday 22:59 window in
+	// Honolulu (UTC-10), seen on Monday 20:00 there (Tuesday 06:00 UTC).
+	long := []v1alpha1.MaintenanceWindow{{Days: []v1alpha1.Weekday{"Sun"}, Start: "23:00", End: "22:59", TimeZone: "Pacific/Honolulu"}}
+	if st := at(long, utc("2026-01-06T06:00:00Z")); !st.Open || !st.Until.Equal(utc("2026-01-06T08:59:00Z")) {
+		t.Errorf("Honolulu: %+v", st)
 	}
 	// Start equal to end: the whole day.
 	if st := at([]v1alpha1.MaintenanceWindow{{Days: []v1alpha1.Weekday{"Fri"}, Start: "00:00", End: "00:00"}}, utc("2026-01-02T23:59:00Z")); !st.Open {

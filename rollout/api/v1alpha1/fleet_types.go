@@ -12,7 +12,8 @@ package v1alpha1
 // day the clock springs forward, a start or end in the hour it skips is
 // taken with the offset before the change, i.e. shifted later by the
 // change (02:30 in Europe/Berlin is 03:30 CEST that day; a window of
-// 02:00-02:45 runs 03:00-03:45 CEST); on the day the clock falls back, a
+// 02:00-02:45 runs 03:00-03:45 CEST, one of 02:00-03:00 does not open);
+// on the day the clock falls back, a
 // start or end in the hour the clock repeats is taken the second time
 // the clock shows it.
 type MaintenanceWindow struct {
