@@ -153,32 +153,29 @@ func TestFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A policy is enforced shortly after it is stored: until the data
-		// edit is refused.
+		// A policy is enforced shortly after it is stored: edit until the
+		// data edit is refused (each try a new value over the stored one).
 		var editErr error
+		try := 0
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-			edited := cm.DeepCopy()
-			edited.Data[kubelet.PayloadKey] = kubeletPayload(41)
-			_, editErr = cms.Update(ctx, edited, metav1.UpdateOptions{})
-			if editErr == nil {
-				// Let through before the policy took effect: put it back.
-				if got, err := cms.Get(ctx, cm.Name, metav1.GetOptions{}); err == nil {
-					cm = got
-					cm.Data[kubelet.PayloadKey] = kubeletPayload(40)
-				}
+			stored, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
+			if err != nil {
 				return false, nil
 			}
-			return apierrors.IsForbidden(editErr) || apierrors.IsInvalid(editErr), nil
+			try++
+			stored.Data[kubelet.PayloadKey] = kubeletPayload(40 + try)
+			_, editErr = cms.Update(ctx, stored, metav1.UpdateOptions{})
+			return apierrors.IsForbidden(editErr), nil
 		})
 		if err != nil || !apierrors.IsForbidden(editErr) || !strings.Contains(editErr.Error(), "is not edited in place") {
 			t.Fatalf("editing the data in the config namespace: %v (%v)", editErr, err)
 		}
-		cm, err = cms.Get(ctx, cm.Name, metav1.GetOptions{})
+		before, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cm.Data[kubelet.PayloadKey] != kubeletPayload(40) {
-			t.Fatalf("data %q", cm.Data)
+		if before.Data[kubelet.PayloadKey] == kubeletPayload(40+try) {
+			t.Fatalf("the refused edit was stored: %q", before.Data)
 		}
 		patch := func(body string) error {
 			_, err := cms.Patch(ctx, cm.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
