@@ -92,7 +92,7 @@ type Options struct {
 	// (again each SyncPatience). Default 20 seconds.
 	SyncPatience time.Duration
 	// KnownBadNodes is how many nodes must report a ConfigMap bad before
-	// a new rollout of it is refused (plan.Input.KnownBadNodes). Default
+	// a new rollout of it is refused (plan.Input.KnownBadNodes). 0:
 	// plan.DefaultKnownBadNodes.
 	KnownBadNodes int
 }
@@ -216,6 +216,9 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.Plan == nil {
 		opts.Plan = plan.Plan
+	}
+	if opts.KnownBadNodes < 0 {
+		return nil, fmt.Errorf("Options.KnownBadNodes: must not be negative, got %d", opts.KnownBadNodes)
 	}
 	if opts.SyncPatience < 0 {
 		return nil, fmt.Errorf("Options.SyncPatience: must not be negative, got %v", opts.SyncPatience)
