@@ -474,6 +474,10 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 		Spec: v1alpha1.ConfigRolloutSpec{
 			ConfigMapName: configMap, Steps: steps, MaxUnavailable: ptr.To(intstr.FromString("10%")), MaxFailures: maxFailures,
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}},
+			// The rollouts alternate between two ConfigMaps, and the nodes
+			// that fail on purpose keep reporting the one they rolled back
+			// bad: without this the fleet would refuse it the next time.
+			AllowKnownBad: true,
 		},
 	}
 	obj, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(ro)
