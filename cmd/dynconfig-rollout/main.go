@@ -51,6 +51,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/app"
 	"github.com/dynconfig/dynconfig/rollout/controller"
+	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
 // flags are the command line's values.
@@ -64,6 +65,7 @@ type flags struct {
 	profiling        bool
 	profilingAddress string
 	workers          int
+	knownBadNodes    int
 	qps              float64
 	burst            int
 	heartbeat        time.Duration
@@ -96,6 +98,8 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&f.namespace, "namespace", "", "Watch ConfigRollouts and ConfigMaps in this namespace only (default: all).")
 	fs.StringVar(&f.nodeSelector, "node-selector", "", "Watch only the Nodes this label selector matches (default: all).")
 	fs.IntVar(&f.workers, "workers", 1, "Rollouts planned at once.")
+	fs.IntVar(&f.knownBadNodes, "known-bad-nodes", plan.DefaultKnownBadNodes,
+		"How many nodes must report a ConfigMap bad (RolledBack, DeadEnd) before a new rollout of it is refused, unless its spec.allowKnownBad.")
 	// A rollout makes one Node patch per node (two when it reverts), in
 	// bursts: a batch of maxUnavailable nodes at once, then a trial. The
 	// burst covers a 10% batch of a 5000-node fleet; the rate bounds the
@@ -201,7 +205,7 @@ func run(ctx context.Context, f *flags) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := controller.Options{
 		Client: client, Dynamic: dyn, Namespace: f.namespace, NodeLabelSelector: f.nodeSelector,
-		Registerer: reg, Workers: f.workers, HeartbeatInterval: f.heartbeat,
+		Registerer: reg, Workers: f.workers, HeartbeatInterval: f.heartbeat, KnownBadNodes: f.knownBadNodes,
 	}
 	if f.heartbeat <= 0 {
 		opts.HeartbeatInterval = -1

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dynconfig/dynconfig/internal/kubeflags"
@@ -16,6 +17,8 @@ import (
 type apiClient struct {
 	client    kubernetes.Interface
 	namespace string
+	// dynamic reads ConfigRollouts; nil in tests that have none.
+	dynamic dynamic.Interface
 }
 
 // addClientFlags adds the kubectl client flags (--kubeconfig, --context,
@@ -42,5 +45,9 @@ func newClientFromFlags(f *genericclioptions.ConfigFlags) (apiClient, error) {
 	if err != nil {
 		return apiClient{}, fmt.Errorf("create API client: %w", err)
 	}
-	return apiClient{client: client, namespace: ns}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return apiClient{}, fmt.Errorf("create API client: %w", err)
+	}
+	return apiClient{client: client, namespace: ns, dynamic: dyn}, nil
 }

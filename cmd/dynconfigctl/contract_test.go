@@ -64,8 +64,8 @@ func TestOneReadingOfTheAssignment(t *testing.T) {
 					Steps: []v1alpha1.RolloutStep{{Nodes: ptr.To(intstr.FromString("100%"))}}}}
 			value := v
 			res := plan.Plan(plan.Input{Rollout: r, Now: time.Now(),
-				ConfigMap: &plan.ConfigMap{UID: "new-uid", ResourceVersion: "9", HasKey: true},
-				Nodes:     []plan.Node{{Name: "n1", Selected: true, Assignment: &value}}})
+				ConfigMap: &plan.ConfigMap{UID: "new-uid", ResourceVersion: "9", HasKey: true, Immutable: true},
+				Nodes:     []plan.Node{{Name: "n1", Selected: true, Assignment: &value, Status: &nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal}}}})
 			// The planner: an invalid value is left alone (no assignment
 			// patch); any other is recorded in the claim as the source to
 			// put back.

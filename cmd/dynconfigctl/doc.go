@@ -10,7 +10,7 @@
 //	dynconfigctl render [--node N | --state-dir DIR] [--config F] [--config-dir D] [--instance F] [--set PATH=VALUE]... [--component C] [-o yaml|json]
 //	dynconfigctl assign --node N --configmap [NS/]NAME [--key K] [--component C]
 //	dynconfigctl assign --node N --clear [--component C]
-//	dynconfigctl status [NODE...] [--selector L] [--component C] [-o wide|json|yaml] [--no-headers]
+//	dynconfigctl status [NODE...] [--selector L] [--component C] [-o wide|json|yaml] [--no-headers] [--known-bad]
 //	dynconfigctl rollout start|status|list|get|delete|pause|resume|abort|undo|history ... (package rollout/cli)
 //
 // Installed as kubectl-dynconfig on the PATH it is the kubectl plugin

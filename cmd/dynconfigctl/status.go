@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -35,6 +36,10 @@ type statusOptions struct {
 	timeout   time.Duration
 	// pageSize is how many Nodes one List returns (500, as kubectl).
 	pageSize int64
+	// knownBad adds the known-bad section (knownbad.go); rollouts reads
+	// the ConfigRollouts for it (nil: none is read).
+	knownBad bool
+	rollouts dynamic.Interface
 }
 
 // The -o values of status.
@@ -99,6 +104,7 @@ printed; the error names the node and annotation), 2 on a usage error.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
+			o.rollouts = c.dynamic
 			return runStatus(ctx, stdout, stderr, c.client, o)
 		},
 	}
@@ -107,6 +113,7 @@ printed; the error names the node and annotation), 2 on a usage error.`,
 	f.StringVar(&o.component, "component", "", "show this component only (default: every component)")
 	f.StringVarP(&o.output, "output", "o", outputTable, "output format: wide, json or yaml (default: a table)")
 	f.BoolVar(&o.noHeaders, "no-headers", false, "print the table (and -o wide) without its header line")
+	f.BoolVar(&o.knownBad, "known-bad", false, "below the table, list the configs the fleet knows bad: halted ConfigRollouts' and those nodes report bad")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the API server")
 	clientFlags = addClientFlags(cmd)
 	return cmd
@@ -193,6 +200,9 @@ func runStatus(ctx context.Context, stdout, stderr io.Writer, client kubernetes.
 		}
 	}
 	if err := printStatus(stdout, rows, o.output, o.noHeaders); err != nil {
+		return err
+	}
+	if err := printKnownBad(ctx, stdout, o, nodes); err != nil {
 		return err
 	}
 	if len(rows) == 0 && (o.output == outputTable || o.output == outputWide) {

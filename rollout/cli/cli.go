@@ -140,6 +140,7 @@ type startOptions struct {
 	maxFailures                                int32
 	deadline                                   time.Duration
 	noRevert, paused                           bool
+	fleet                                      fleetOptions
 }
 
 func (c *commands) start() *cobra.Command {
@@ -158,6 +159,9 @@ func (c *commands) start() *cobra.Command {
 				return err
 			}
 			ro.Namespace = ns
+			if err := c.startChecks(cmd.Context(), ns, ro.Spec.ConfigMapName, &so.fleet); err != nil {
+				return err
+			}
 			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
 			if err != nil {
 				return err
@@ -181,6 +185,7 @@ func (c *commands) start() *cobra.Command {
 	f.DurationVar(&so.deadline, "progress-deadline", 10*time.Minute, "how long a node may take to report the config promoted")
 	f.BoolVar(&so.noRevert, "no-revert-on-halt", false, "leave the nodes as they are when the rollout halts")
 	f.BoolVar(&so.paused, "paused", false, "create it paused")
+	so.fleet.addFlags(f)
 	return cmd
 }
 
@@ -233,6 +238,9 @@ func (so startOptions) rollout(name string) (*v1alpha1.ConfigRollout, error) {
 	}
 	if so.noRevert {
 		ro.Spec.RevertOnHalt = ptrTo(false)
+	}
+	if err := so.fleet.apply(&ro.Spec); err != nil {
+		return nil, err
 	}
 	return ro, nil
 }

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
@@ -95,6 +96,10 @@ type Options struct {
 	// controller asks the API server why they have not, and says so
 	// (again each SyncPatience). Default 20 seconds.
 	SyncPatience time.Duration
+	// KnownBadNodes is how many nodes must report a ConfigMap bad before
+	// a new rollout of it is refused (plan.Input.KnownBadNodes). 0:
+	// plan.DefaultKnownBadNodes.
+	KnownBadNodes int
 }
 
 // LeaderElection names the Lease and its timings.
@@ -216,6 +221,9 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.Plan == nil {
 		opts.Plan = plan.Plan
+	}
+	if opts.KnownBadNodes < 0 {
+		return nil, fmt.Errorf("Options.KnownBadNodes: must not be negative, got %d", opts.KnownBadNodes)
 	}
 	if opts.SyncPatience < 0 {
 		return nil, fmt.Errorf("Options.SyncPatience: must not be negative, got %v", opts.SyncPatience)
@@ -641,7 +649,7 @@ func stripConfigMapData(obj any) (any, error) {
 	}
 	out := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: cm.Name, Namespace: cm.Namespace, UID: cm.UID, ResourceVersion: cm.ResourceVersion,
-	}}
+	}, Immutable: cm.Immutable}
 	if len(cm.Data) > 0 {
 		out.Data = make(map[string]string, len(cm.Data))
 		for k := range cm.Data {
@@ -771,10 +779,11 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		cm := cmObj.(*corev1.ConfigMap)
 		key, _ := plan.PayloadKey(&ro.Spec)
 		_, has := cm.Data[key]
-		in.ConfigMap = &plan.ConfigMap{UID: cm.UID, ResourceVersion: cm.ResourceVersion, HasKey: has}
+		in.ConfigMap = &plan.ConfigMap{UID: cm.UID, ResourceVersion: cm.ResourceVersion, HasKey: has, Immutable: ptr.Deref(cm.Immutable, false)}
 	}
 	if ro.Status.Phase.Active() {
 		in.Others = r.others(ro)
+		r.fleetInput(ro, &in)
 	}
 
 	res, err := safePlan(r.c.opts.Plan, in)
@@ -995,6 +1004,7 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 			Namespace: ro.Namespace, Name: ro.Name, UID: ro.UID, Component: ro.Spec.Component, Created: ro.CreationTimestamp.Time,
 			Phase: ro.Status.Phase, Started: ro.Status.ConfigMap != nil, Reverting: reverting, Nodes: map[string]bool{},
 		}
+		fleetOther(ro, &o)
 		out = append(out, o)
 		if !ro.Status.Phase.Active() && !reverting {
 			continue

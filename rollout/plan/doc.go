@@ -36,7 +36,45 @@
 //     claim (the controller holds Finalizer until then);
 //   - every patch is idempotent and asked again until the node is
 //     observed to carry it, so a lost write or a new leader only repeats
-//     the same value.
+//     the same value;
+//   - a rollout starts on an immutable ConfigMap only (ConfigMap.Immutable;
+//     Pending, Refused ConfigMapMutable, with the command that makes it
+//     so): nobody can edit the config under an active rollout, rather than
+//     an edit being detected once a node may already run it (the edit
+//     detection above stays, for a metadata edit or a replaced object);
+//   - a ConfigMap the fleet knows bad is refused (Pending, Refused
+//     KnownBad) unless spec.allowKnownBad: one a ConfigRollout among Others
+//     halted on (HaltMarksBad: any halt but ConfigMapChanged and
+//     InvalidSpec), or that Input.KnownBadNodes nodes report bad in
+//     Input.BadReports (BadReportOf: RolledBack or DeadEnd about it), the
+//     same config being the same UID and resourceVersion, or the same UID
+//     of an immutable ConfigMap (SameConfig). The refusal names the halted
+//     rollouts and the nodes. What is known comes in the Input; deleting
+//     the halted rollout forgets its halt (the nodes' reports stay while
+//     they say so). Once started, a rollout is not stopped by what the
+//     fleet learns later: its own failures halt it;
+//   - a selected node whose Node carries no status of the component at
+//     all (no nodeapi.StatusAnnotationFor annotation; an unreadable one
+//     counts as present) does not run it: it is skipped, not assigned (an
+//     assignment would wait for a status that never comes and hold a slot
+//     of maxUnavailable until the progress deadline failed it), not
+//     counted as failed, and not counted in the steps' targets (a 100%
+//     step is done once every node that runs the component runs the
+//     config). status.notRunning counts them at once and the
+//     ComponentNotRunning condition names a few; a node whose component
+//     starts later joins the rollout then. When no selected node runs the
+//     component (a misspelt spec.component, a wrong selector), the rollout
+//     does not start: Pending, Refused ComponentNotRunning, saying which
+//     annotation is missing. A selector that matches no node at all is
+//     not refused: there is nothing to do, and it completes;
+//   - outside spec.windows no node is assigned: the rollout is Paused,
+//     its message and status.nextWindow name the next window, and
+//     RequeueAfter is when it opens; inside one it asks to be planned
+//     again when it closes. Nodes in trial are still followed, a failure
+//     still halts, reverts still happen, a pause step's time still runs:
+//     only new assignments wait (windows.go: wall-clock times of the
+//     window's zone, days of that zone, and what a daylight saving change
+//     does).
 //
 // What it does not do: it trusts its inputs to be fresh. The caller must
 // give it nodes that include its own last writes (a mutation cache), make

@@ -147,7 +147,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			}
 		case 8:
 			if rng.IntN(8) == 0 {
-				w.cm = &ConfigMap{UID: cmUID, ResourceVersion: "99", HasKey: true}
+				w.cm = &ConfigMap{UID: cmUID, ResourceVersion: "99", HasKey: true, Immutable: true}
 				log = append(log, "edit ConfigMap")
 			}
 		case 9:

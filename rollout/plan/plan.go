@@ -43,6 +43,13 @@ type Input struct {
 	// taken over; one by a rollout out of scope belongs to another
 	// controller and is never assigned over.
 	Scope string
+	// BadReports are the nodes, across the fleet, whose component reports
+	// a config bad (BadReportOf); with Others' halted rollouts, what the
+	// fleet knows bad (knownbad.go). Only read before the rollout starts.
+	BadReports []BadReport
+	// KnownBadNodes is how many BadReports of the ConfigMap refuse it;
+	// 0: DefaultKnownBadNodes.
+	KnownBadNodes int
 	// Memo, when set, remembers decoded annotation values across calls
 	// (the caller keeps it); nil decodes every value.
 	Memo *Memo
@@ -57,6 +64,9 @@ type ConfigMap struct {
 	ResourceVersion string
 	// HasKey is whether its data holds the payload key.
 	HasKey bool
+	// Immutable is its `immutable` field: a rollout starts on an
+	// immutable ConfigMap only.
+	Immutable bool
 }
 
 // Node is one observed Node.
@@ -101,6 +111,13 @@ type Other struct {
 	Reverting bool
 	// Nodes are the nodes it selects or holds a record of.
 	Nodes map[string]bool
+	// ConfigMap is the ConfigMap it pinned when it started (nil: not
+	// started); HaltReason and HaltMessage its Halted condition's reason
+	// and message while that is True (once it halted, also after an
+	// undo; "" when it never halted): a halt marks the ConfigMap known
+	// bad (HaltMarksBad).
+	ConfigMap               *v1alpha1.ConfigMapRef
+	HaltReason, HaltMessage string
 }
 
 // Patch is one change of a Node: its assignment annotation and its claim
@@ -207,6 +224,8 @@ type planner struct {
 	deadline time.Duration
 	conflict string // why the rollout is refused, "" when it is not
 	blocked  []string
+	absent   []string // selected nodes that do not run the component (notrunning.go)
+	refused  string   // the Refused condition's reason, "" when not refused
 	res      Result
 }
 
@@ -235,12 +254,14 @@ func Plan(in Input) Result {
 	p.repair()
 	p.readClaims()
 	p.migrate()
+	p.findNotRunning()
 
 	p.observe(wasActive)
 	p.decide()
 	p.reverts()
 	p.count(wasActive)
 	p.conditions()
+	p.fleetStatus(wasActive)
 	p.res.Finalized = p.finalized()
 	return p.res
 }
@@ -711,6 +732,9 @@ func (p *planner) start() bool {
 		p.pending("ConfigMapNotFound", fmt.Sprintf("waiting for ConfigMap %s, which does not exist", name))
 		return false
 	}
+	if p.noneRuns() {
+		return false
+	}
 	key, ok := PayloadKey(&p.r.Spec)
 	switch {
 	case !ok:
@@ -719,6 +743,9 @@ func (p *planner) start() bool {
 		return false
 	case !cm.HasKey:
 		p.pending("PayloadKeyMissing", fmt.Sprintf("waiting for ConfigMap %s to hold key %q", name, key))
+		return false
+	}
+	if p.mutable() || p.knownBad() {
 		return false
 	}
 	if msg := p.overlap(); msg != "" {
@@ -860,7 +887,7 @@ func (p *planner) steps() {
 		p.setPhase(v1alpha1.PhasePaused, fmt.Sprintf("paused at %s: spec.paused is true", p.stepName(st.CurrentStep)))
 		return
 	}
-	selected := p.selectedCount()
+	selected := p.eligible()
 	for int(st.CurrentStep) < len(spec.Steps) {
 		i := st.CurrentStep
 		step := spec.Steps[i]
@@ -883,6 +910,9 @@ func (p *planner) steps() {
 		if p.settled() >= target {
 			p.nextStep(fmt.Sprintf("%s is done: %d of %d selected nodes run the config", p.stepName(i), target, selected))
 			continue
+		}
+		if p.outsideWindows(i) {
+			return
 		}
 		if st.Phase == v1alpha1.PhasePaused {
 			p.event(false, "Resumed", "resumed at %s", p.stepName(i))
@@ -989,7 +1019,7 @@ func (p *planner) assign(target, selected int) {
 	}
 	var candidates []string
 	for _, n := range p.in.Nodes {
-		if _, ok := p.held[n.Name]; n.Selected && !ok {
+		if _, ok := p.held[n.Name]; n.Selected && !ok && !p.notRunning(n.Name) {
 			candidates = append(candidates, n.Name)
 		}
 	}

@@ -415,8 +415,8 @@ func TestConfigMapChanged(t *testing.T) {
 		cm   *ConfigMap
 		want []string
 	}{
-		{"edited", &ConfigMap{UID: cmUID, ResourceVersion: "11", HasKey: true}, []string{"edited", "resourceVersion 10, now 11", "new ConfigMap"}},
-		{"replaced", &ConfigMap{UID: "other", ResourceVersion: "12", HasKey: true}, []string{"replaced", "UID cm-uid-1, now other"}},
+		{"edited", &ConfigMap{UID: cmUID, ResourceVersion: "11", HasKey: true, Immutable: true}, []string{"edited", "resourceVersion 10, now 11", "new ConfigMap"}},
+		{"replaced", &ConfigMap{UID: "other", ResourceVersion: "12", HasKey: true, Immutable: true}, []string{"replaced", "UID cm-uid-1, now other"}},
 		{"deleted", nil, []string{"deleted"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -448,7 +448,7 @@ func TestNotStarted(t *testing.T) {
 		want string
 	}{
 		{"no ConfigMap", nil, "does not exist"},
-		{"no key", &ConfigMap{UID: cmUID, ResourceVersion: "1"}, `hold key "kubelet"`},
+		{"no key", &ConfigMap{UID: cmUID, ResourceVersion: "1", Immutable: true}, `hold key "kubelet"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, 3, percentStep("100%"))
@@ -521,8 +521,9 @@ func TestNodesComeAndGo(t *testing.T) {
 	if got := w.states()[v1alpha1.NodeGone]; !cmp.Equal(got, []string{"node-001"}) || w.r.Status.Failed != 0 {
 		t.Fatalf("gone %v, failed %d", got, w.r.Status.Failed)
 	}
-	// A new node joins: the 100% step takes it.
-	w.nodes = append(w.nodes, &Node{Name: "node-new", Selected: true})
+	// A new node joins (its component runs: it publishes a status): the
+	// 100% step takes it.
+	w.nodes = append(w.nodes, &Node{Name: "node-new", Selected: true, Status: &nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal}})
 	rounds := w.runToEnd(10)
 	w.wantPhase(v1alpha1.PhaseCompleted)
 	if w.patches["node-new"] != 1 || w.r.Status.Promoted != 4 || w.r.Status.Selected != 4 {

@@ -65,7 +65,7 @@ func newWorld(t testing.TB, n int, steps ...v1alpha1.RolloutStep) *world {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid", Generation: 1, CreationTimestamp: metav1.NewTime(t0)},
 			Spec:       v1alpha1.ConfigRolloutSpec{ConfigMapName: "new", Steps: steps},
 		},
-		cm:      &ConfigMap{UID: cmUID, ResourceVersion: "10", HasKey: true},
+		cm:      &ConfigMap{UID: cmUID, ResourceVersion: "10", HasKey: true, Immutable: true},
 		now:     t0,
 		patches: map[string]int{},
 		claims:  map[string]*nodeapi.Claim{},

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/checkpoint"
@@ -129,6 +130,8 @@ type configMapSpec struct {
 	maxPods int
 	data    map[string]string
 	trial   string // dynconfig.io/trial-duration, if set
+	// immutable makes it immutable, as a ConfigRollout requires.
+	immutable bool
 }
 
 func (h *harness) createConfigMap(ctx context.Context, t *testing.T, s configMapSpec) *corev1.ConfigMap {
@@ -139,6 +142,9 @@ func (h *harness) createConfigMap(ctx context.Context, t *testing.T, s configMap
 	}
 	if s.trial != "" {
 		cm.Annotations = map[string]string{components.TrialDurationAnnotation: s.trial}
+	}
+	if s.immutable {
+		cm.Immutable = ptr.To(true)
 	}
 	got, err := h.client.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if err != nil {

@@ -130,6 +130,7 @@ func BenchmarkRolloutController(b *testing.B) {
 		cm, err := h.client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i), Namespace: namespace},
 			Data:       map[string]string{kubelet.PayloadKey: kubeletPayload(100 + i)},
+			Immutable:  ptr.To(true),
 		}, metav1.CreateOptions{})
 		if err != nil {
 			b.Fatal(err)
@@ -473,6 +474,10 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 		Spec: v1alpha1.ConfigRolloutSpec{
 			ConfigMapName: configMap, Steps: steps, MaxUnavailable: ptr.To(intstr.FromString("10%")), MaxFailures: maxFailures,
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}},
+			// The rollouts alternate between two ConfigMaps, and the nodes
+			// that fail on purpose keep reporting the one they rolled back
+			// bad: without this the fleet would refuse it the next time.
+			AllowKnownBad: true,
 		},
 	}
 	obj, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(ro)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
 )
@@ -50,13 +51,15 @@ func testRolloutStatusSize(t *testing.T, h *harness) {
 	}})
 	in := plan.Input{
 		Rollout:   ro,
-		ConfigMap: &plan.ConfigMap{UID: "3c9d1e2f-4a5b-6c7d-8e9f-0a1b2c3d4e5f", ResourceVersion: "123456999", HasKey: true},
+		ConfigMap: &plan.ConfigMap{UID: "3c9d1e2f-4a5b-6c7d-8e9f-0a1b2c3d4e5f", ResourceVersion: "123456999", HasKey: true, Immutable: true},
 		Now:       time.Now(),
 	}
 	for i := range n {
 		in.Nodes = append(in.Nodes, plan.Node{
 			Name:     fmt.Sprintf("ip-10-%d-%d-%d.eu-central-1.compute.internal", i/65536%256, i/256%256, i%256),
 			Selected: true, Assignment: &prev, ResourceVersion: "1",
+			// The component runs (it publishes a status).
+			Status: &nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal},
 		})
 	}
 	apply := func(res plan.Result) {

@@ -261,7 +261,7 @@ func TestRollout(t *testing.T) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), {Pause: &v1alpha1.RolloutPause{}}, nodesStep(intstr.FromString("100%"))}
 		})
 		f.waitPhase(ctx, first, v1alpha1.PhasePaused)
-		other := h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "other"), maxPods: 77, trial: rolloutTrial})
+		other := h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "other"), maxPods: 77, trial: rolloutTrial, immutable: true})
 		second := f.rolloutOf("second", other.Name, func(s *v1alpha1.ConfigRolloutSpec) {
 			s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
 		})
@@ -273,12 +273,19 @@ func TestRollout(t *testing.T) {
 		}
 		f.stays(ctx, second, 2*time.Second, func(r *v1alpha1.ConfigRollout) bool { return r.Status.Assigned == 0 })
 
-		// Editing the first rollout's ConfigMap halts it and reverts the canary.
+		// The first rollout's ConfigMap is immutable: its config cannot be
+		// edited under it. Editing its metadata is still seen (a new
+		// resourceVersion): it halts the rollout and reverts the canary.
 		cm, err := h.client.CoreV1().ConfigMaps(namespace).Get(ctx, f.newCM.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cm.Data[kubelet.PayloadKey] = kubeletPayload(55)
+		edited := cm.DeepCopy()
+		edited.Data[kubelet.PayloadKey] = kubeletPayload(55)
+		if _, err := h.client.CoreV1().ConfigMaps(namespace).Update(ctx, edited, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+			t.Fatalf("editing the data of an immutable ConfigMap: %v, want Invalid", err)
+		}
+		cm.Labels = map[string]string{"edited": "true"}
 		if _, err := h.client.CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -472,8 +479,8 @@ type fleet struct {
 func startFleet(ctx context.Context, t *testing.T, h *harness, prefix string, n int, failsNew func(node string) bool) *fleet {
 	t.Helper()
 	f := &fleet{t: t, h: h, dyn: dynamic.NewForConfigOrDie(h.cl.Config), label: "rollout-test-" + prefix, prefix: prefix}
-	f.oldCM = h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "old"), maxPods: 100, trial: rolloutTrial})
-	f.newCM = h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "new"), maxPods: 101, trial: rolloutTrial})
+	f.oldCM = h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "old"), maxPods: 100, trial: rolloutTrial, immutable: true})
+	f.newCM = h.createConfigMap(ctx, t, configMapSpec{name: objectName(t, "new"), maxPods: 101, trial: rolloutTrial, immutable: true})
 	for i := range n {
 		f.names = append(f.names, fmt.Sprintf("ro-%s-%03d", prefix, i))
 	}
@@ -983,7 +990,7 @@ func testRolloutClaimConflict(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: other, Annotations: f.newCM.Annotations},
-		Data: map[string]string{kubelet.PayloadKey: kubeletPayload(103)}}
+		Data: map[string]string{kubelet.PayloadKey: kubeletPayload(103)}, Immutable: ptr.To(true)}
 	if _, err := h.client.CoreV1().ConfigMaps(other).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

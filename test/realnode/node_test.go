@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -673,7 +674,8 @@ func (n *realNode) healthz() (bool, string) {
 	return resp.StatusCode == http.StatusOK && string(b) == "ok", fmt.Sprintf("%s %s", resp.Status, b)
 }
 
-// configMap creates a kubelet ConfigMap in the config namespace.
+// configMap creates a kubelet ConfigMap in the config namespace,
+// immutable.
 func (n *realNode) configMap(name, payload, trial string, threshold int) *corev1.ConfigMap {
 	n.t.Helper()
 	cm, err := n.cl.Client.CoreV1().ConfigMaps("dynconfig-configs").Create(context.Background(), &corev1.ConfigMap{
@@ -682,6 +684,8 @@ func (n *realNode) configMap(name, payload, trial string, threshold int) *corev1
 			"dynconfig.io/crash-loop-threshold": strconv.Itoa(threshold),
 		}},
 		Data: map[string]string{"kubelet": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" + payload},
+		// Immutable, as a ConfigRollout requires (rollout_test.go).
+		Immutable: ptr.To(true),
 	}, metav1.CreateOptions{})
 	if err != nil {
 		n.t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/controller"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -90,6 +91,16 @@ func (n *realNode) startFleet(ctx context.Context, hollows int) *fleet {
 			patch := []byte(`{"metadata":{"labels":{"` + rolloutLabel + `":"yes"}}}`)
 			_, err := n.cl.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 			return err == nil, fmt.Sprint(err)
+		})
+		// A rollout skips a node whose kubelet has published no status
+		// yet (it does not run dynconfig, as far as the rollout can tell).
+		n.eventually("the kubelet of "+name+" publishing its config status", func() (bool, string) {
+			node, err := n.cl.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			_, ok := node.Annotations[nodeapi.StatusAnnotation]
+			return ok, fmt.Sprint(node.Annotations)
 		})
 	}
 	return f

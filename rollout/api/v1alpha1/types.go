@@ -138,6 +138,17 @@ type ConfigRolloutSpec struct {
 	// set back to false.
 	// +optional
 	Undo bool `json:"undo,omitempty"`
+	// Windows are when automatic steps may assign nodes; outside all of
+	// them the rollout waits, Paused, naming the next window (nodes in
+	// trial are still followed). Empty: any time.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+	// AllowKnownBad starts the rollout even though its ConfigMap is known
+	// bad: a rollout halted on it, or nodes report it bad (Refused).
+	// +optional
+	AllowKnownBad bool `json:"allowKnownBad,omitempty"`
 }
 
 // RolloutStep is one stage of a rollout: exactly one of Nodes and Pause.
@@ -392,6 +403,15 @@ type ConfigRolloutStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	LostFailures int32 `json:"lostFailures,omitempty"`
+	// NotRunning is how many selected nodes carry no status of the
+	// component at all (ComponentNotRunning): not assigned, not failed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	NotRunning int32 `json:"notRunning,omitempty"`
+	// NextWindow is when the next maintenance window opens, while the
+	// rollout waits outside spec.windows.
+	// +optional
+	NextWindow *metav1.Time `json:"nextWindow,omitempty"`
 	// Failures are some of the failed nodes, with their reasons: at most
 	// MaxFailureRecords, by node name. Failed is the count; each failed
 	// Node carries its reason in its claim annotation
