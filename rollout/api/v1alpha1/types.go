@@ -135,6 +135,9 @@ type ConfigRolloutSpec struct {
 	// set back to false.
 	// +optional
 	Undo bool `json:"undo,omitempty"`
+	// Analysis sets health gates on each node: see RolloutAnalysis.
+	// +optional
+	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
 }
 
 // RolloutStep is one stage of a rollout: exactly one of Nodes and Pause.
