@@ -181,18 +181,27 @@ func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRol
 	gr.ro = ro
 	now := a.clock.Now()
 	keep := make(map[string]bool, len(watch))
+	names := checkNames(an)
 	var fresh []string
 	for _, w := range watch {
 		keep[w.Node] = true
 		gn := gr.nodes[w.Node]
 		if gn == nil {
 			gn = &gateNode{assignedAt: w.AssignedAt, checks: map[string]*checkState{}}
-			for _, name := range checkNames(an) {
-				gn.checks[name] = &checkState{}
-			}
 			gr.nodes[w.Node] = gn
 			if w.Fresh && an.Pods != nil {
 				fresh = append(fresh, w.Node)
+			}
+		}
+		// spec.analysis may be edited: the checks follow it.
+		for _, name := range names {
+			if gn.checks[name] == nil {
+				gn.checks[name] = &checkState{}
+			}
+		}
+		for name := range gn.checks {
+			if !slices.Contains(names, name) {
+				delete(gn.checks, name)
 			}
 		}
 		if w.Promoted && gn.promotedAt.IsZero() {
@@ -335,7 +344,9 @@ func (a *analyzer) runCheck(ctx context.Context, j job) {
 	kind, name, _ := strings.Cut(j.check, "/")
 	switch kind {
 	case "pods":
-		failed, err = a.checkPods(ctx, an.Pods, j)
+		if an.Pods != nil { // nil: edited away while this run was due
+			failed, err = a.checkPods(ctx, an.Pods, j)
+		}
 	case "prometheus":
 		for i := range an.Prometheus {
 			if p := &an.Prometheus[i]; p.Name == name {

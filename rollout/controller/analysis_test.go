@@ -15,10 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
 var at0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -275,5 +277,79 @@ func TestWebhookNoGo(t *testing.T) {
 		job{node: "n1", ro: ro, gn: &gateNode{}})
 	if err != nil || got != "webhook smoke: no-go (HTTP 412): canary error budget spent on POST" {
 		t.Errorf("got %q, %v", got, err)
+	}
+}
+
+// TestAnalyzerFlow drives the analyzer as reconcile does: a plan assigns a
+// node (the pod baseline is taken before the patch), a pod is rejected
+// after, the pods check runs, and the next plan's input carries the
+// failure; a promotion is noted once; a plan that watches nothing forgets
+// the rollout.
+func TestAnalyzerFlow(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(at0)
+	ready := func(name string) *corev1.Pod {
+		p := pod(name, corev1.PodRunning, corev1.ConditionTrue, at0.Add(-time.Hour))
+		p.Spec.NodeName = "n1"
+		return &p
+	}
+	client := fake.NewClientset(ready("a"), ready("b"), ready("c"))
+	var planned []string
+	a := newAnalyzer(client, clk, func(key string) { planned = append(planned, key) })
+	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid"}}
+	ro.Spec.Analysis = &v1alpha1.RolloutAnalysis{Pods: &v1alpha1.PodAnalysis{MaxNewFailures: ptr.To(int32(0))}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		cond(corev1.NodeReady, corev1.ConditionTrue, at0.Add(-time.Hour))}}}
+	get := func(string) *corev1.Node { return node }
+	input := func() *plan.Analysis {
+		nodes := []plan.Node{{Name: "n1"}}
+		a.inputs("ns/ro", ro, nodes, get)
+		return nodes[0].Analysis
+	}
+
+	a.watch(ctx, "ns/ro", ro, []plan.Watch{{Node: "n1", AssignedAt: at0, Fresh: true}})
+	if got := input(); got == nil || got.Failed != "" || !got.CheckedAt.IsZero() {
+		t.Fatalf("before the first pods check: %+v, want no failure and no verdict", got)
+	}
+	// The new config rejects pod c.
+	c := ready("c")
+	c.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfpods"}
+	if _, err := client.CoreV1().Pods("ns").UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	jobs := a.due()
+	if len(jobs) != 1 || jobs[0].check != "pods" {
+		t.Fatalf("due %+v, want the pods check", jobs)
+	}
+	a.runCheck(ctx, jobs[0])
+	if len(a.due()) != 0 {
+		t.Errorf("the pods check is due again at once")
+	}
+	got := input()
+	if got == nil || got.Failed != "pods: 1 pods newly failed since the node was assigned (maxNewFailures 0): ns/c (OutOfpods)" {
+		t.Fatalf("after the pods check: %+v", got)
+	}
+	if len(planned) != 1 || planned[0] != "ns/ro" {
+		t.Errorf("a new failure planned %v, want ns/ro once", planned)
+	}
+
+	// Promotion is noted once, at the first plan that says so.
+	a.watch(ctx, "ns/ro", ro, []plan.Watch{{Node: "n1", AssignedAt: at0, Promoted: true}})
+	promoted := clk.Now()
+	clk.Step(time.Minute)
+	a.watch(ctx, "ns/ro", ro, []plan.Watch{{Node: "n1", AssignedAt: at0, Promoted: true}})
+	if got := input(); !got.PromotedAt.Equal(promoted) {
+		t.Errorf("promoted at %v, want %v", got.PromotedAt, promoted)
+	}
+	// A Node condition turns bad: it fails at once, from the informer.
+	node.Status.Conditions = append(node.Status.Conditions, cond(corev1.NodeDiskPressure, corev1.ConditionTrue, clk.Now()))
+	if got := input(); !strings.HasPrefix(got.Failed, "node: DiskPressure turned True") {
+		t.Errorf("with new disk pressure: %+v", got)
+	}
+
+	a.watch(ctx, "ns/ro", ro, nil)
+	if got := input(); got != nil {
+		t.Errorf("after a plan that watches nothing: %+v", got)
 	}
 }
