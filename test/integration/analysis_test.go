@@ -14,7 +14,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -242,6 +244,7 @@ func TestAnalysisPrometheusGate(t *testing.T) {
 	ctx := testContext(t, 8*time.Minute)
 	installRolloutCRD(ctx, t, h)
 	f := startFleet(ctx, t, h, "prom", 3, nil)
+	t.Run("schema", func(t *testing.T) { testAnalysisSchema(ctx, t, f) })
 	values := map[string]float64{f.names[0]: 0, f.names[1]: 7, f.names[2]: 0}
 	metrics := promserver.ServeMetrics(t, func() string {
 		var b strings.Builder
@@ -283,5 +286,42 @@ func TestAnalysisPrometheusGate(t *testing.T) {
 	f.waitReleased(ctx, ro)
 	if assigns, _ := rc.patches(); assigns < 2 {
 		t.Errorf("%d assignments, want the canary and at least the next node", assigns)
+	}
+}
+
+// testAnalysisSchema: the API server refuses a spec.analysis the
+// controller could not run, and says which field.
+func testAnalysisSchema(ctx context.Context, t *testing.T, f *fleet) {
+	check := func(name string) v1alpha1.ExternalCheck { return v1alpha1.ExternalCheck{Name: name} }
+	for _, tc := range []struct {
+		name string
+		an   v1alpha1.RolloutAnalysis
+		want string
+	}{
+		{"pods without a bound", v1alpha1.RolloutAnalysis{Pods: &v1alpha1.PodAnalysis{}}, "set maxUnready, maxNewFailures or both"},
+		{"negative maxNewFailures", v1alpha1.RolloutAnalysis{Pods: &v1alpha1.PodAnalysis{MaxNewFailures: ptr.To(int32(-1))}}, "spec.analysis.pods.maxNewFailures"},
+		{"query without bounds", v1alpha1.RolloutAnalysis{Prometheus: []v1alpha1.PrometheusCheck{{ExternalCheck: check("q"), Address: "http://p:9090", Query: "up"}}}, "set min, max or both"},
+		{"a bound that is no number", v1alpha1.RolloutAnalysis{Prometheus: []v1alpha1.PrometheusCheck{{ExternalCheck: check("q"), Address: "http://p:9090", Query: "up", Max: ptr.To("1e")}}}, "spec.analysis.prometheus[0].max"},
+		{"a webhook that is not HTTP", v1alpha1.RolloutAnalysis{Webhooks: []v1alpha1.WebhookCheck{{ExternalCheck: check("w"), URL: "file:///etc/passwd"}}}, "spec.analysis.webhooks[0].url"},
+		{"two checks of one name", v1alpha1.RolloutAnalysis{Webhooks: []v1alpha1.WebhookCheck{{ExternalCheck: check("w"), URL: "http://a"}, {ExternalCheck: check("w"), URL: "http://b"}}}, "Duplicate value"},
+		{"an error limit of 0", v1alpha1.RolloutAnalysis{Webhooks: []v1alpha1.WebhookCheck{{ExternalCheck: v1alpha1.ExternalCheck{Name: "w", ConsecutiveErrorLimit: ptr.To(int32(0))}, URL: "http://a"}}}, "consecutiveErrorLimit"},
+	} {
+		ro := &v1alpha1.ConfigRollout{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
+			ObjectMeta: metav1.ObjectMeta{Name: "schema", Namespace: namespace},
+			Spec: v1alpha1.ConfigRolloutSpec{ConfigMapName: f.newCM.Name, Steps: []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1))},
+				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"nothing": "here"}}, Analysis: &tc.an},
+		}
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+		if err == nil {
+			_ = f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace).Delete(ctx, "schema", metav1.DeleteOptions{})
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: created: %v, want a refusal naming %q", tc.name, err, tc.want)
+		}
 	}
 }
