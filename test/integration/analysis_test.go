@@ -134,7 +134,8 @@ func rejected(pods []corev1.Pod, reason string) []string {
 // maxPods 2 while 4 pods are bound to the node. The real kubelet code (the
 // hollow kubelet) re-admits the bound pods when it starts and rejects the
 // ones over maxPods (phase Failed, reason OutOfpods). The canary is the
-// hollow kubelet's Node; three simulated nodes follow.
+// hollow kubelet's Node; three simulated nodes follow. The rollout
+// controller runs with the grants of deploy/overlays/cluster-wide/rbac.yaml.
 //
 //  1. With spec.analysis (pods: maxNewFailures 0): the rollout halts at the
 //     canary step with the gate's reason, no node beyond the canary is ever
@@ -163,7 +164,17 @@ func TestAnalysisHaltsOnBrokenPods(t *testing.T) {
 	bindPods(ctx, t, h, node, "first", bound)
 	tight := h.createTrialConfigMap(ctx, t, objectName(t, "maxpods-2"), kubeletPayload(2), "5s", 2)
 	steps := []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
-	rc := startRolloutController(ctx, t, h, "a", nil)
+	// The controller runs as its ServiceAccount with the grants of
+	// deploy/overlays/cluster-wide/rbac.yaml: the pods check lists pods.
+	if _, err := h.cl.ApplyManifests(ctx, rolloutRBAC); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := h.cl.ServiceAccountConfig(ctx, "kube-system", "dynconfig-rollout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAllowed(ctx, t, cfg)
+	rc := startRolloutControllerAs(ctx, t, cfg, replica{leaseNamespace: "kube-system", lease: "dynconfig-rollout", identity: "gates"})
 
 	// 1. With analysis: halts at the canary, reverted.
 	gated := f.rolloutOf("gated", tight.Name, func(s *v1alpha1.ConfigRolloutSpec) {
