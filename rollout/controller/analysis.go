@@ -656,10 +656,6 @@ type promSample struct {
 // query must be within [min, max]. An error (unreachable, an error answer,
 // an empty result) is inconclusive.
 func (a *analyzer) checkPrometheus(ctx context.Context, p *v1alpha1.PrometheusCheck, node string) (string, error) {
-	minV, maxV, err := bounds(p)
-	if err != nil {
-		return "", err
-	}
 	query := strings.ReplaceAll(p.Query, "$node", node)
 	u := strings.TrimRight(p.Address, "/") + "/api/v1/query?" + url.Values{"query": {query}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -675,12 +671,23 @@ func (a *analyzer) checkPrometheus(ctx context.Context, p *v1alpha1.PrometheusCh
 	if err != nil {
 		return "", fmt.Errorf("prometheus %s: reading the answer: %w", p.Name, err)
 	}
+	return promVerdict(p, query, resp.StatusCode, body)
+}
+
+// promVerdict judges a Prometheus answer (HTTP status code, body) to query:
+// every sample within the check's bounds passes; an answer that is not a
+// successful instant vector or scalar with data is an error.
+func promVerdict(p *v1alpha1.PrometheusCheck, query string, code int, body []byte) (string, error) {
+	minV, maxV, err := bounds(p)
+	if err != nil {
+		return "", err
+	}
 	var pr promResponse
 	if err := json.Unmarshal(body, &pr); err != nil {
-		return "", fmt.Errorf("prometheus %s: HTTP %d, an answer that does not decode: %w (%s)", p.Name, resp.StatusCode, err, cut(string(body)))
+		return "", fmt.Errorf("prometheus %s: HTTP %d, an answer that does not decode: %w (%s)", p.Name, code, err, cut(string(body)))
 	}
 	if pr.Status != "success" {
-		return "", fmt.Errorf("prometheus %s: HTTP %d, status %q: %s: %s", p.Name, resp.StatusCode, pr.Status, pr.ErrorType, pr.Error)
+		return "", fmt.Errorf("prometheus %s: HTTP %d, status %q: %s: %s", p.Name, code, cut(pr.Status), cut(pr.ErrorType), cut(pr.Error))
 	}
 	samples, err := promSamples(pr.Data.ResultType, pr.Data.Result)
 	if err != nil {

@@ -353,3 +353,30 @@ func TestAnalyzerFlow(t *testing.T) {
 		t.Errorf("after a plan that watches nothing: %+v", got)
 	}
 }
+
+// FuzzPromVerdict: any answer of a Prometheus (or of anything at its
+// address) gives a verdict or an error, never a panic; a failure reason
+// stays bounded by what the check quotes.
+func FuzzPromVerdict(f *testing.F) {
+	for _, seed := range []string{
+		vector("0.5"), vector("NaN"), vector("+Inf"), vector("x"),
+		`{"status":"success","data":{"resultType":"scalar","result":[1,"0.05"]}}`,
+		`{"status":"success","data":{"resultType":"scalar","result":[1,5]}}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[]}}`,
+		`{"status":"success","data":{"resultType":"vector","result":[{"value":[]}]}}`,
+		`{"status":"error","errorType":"bad_data","error":"parse error"}`,
+		`null`, `[]`, "", "\xff\xfe",
+	} {
+		f.Add(200, []byte(seed))
+	}
+	p := &v1alpha1.PrometheusCheck{ExternalCheck: v1alpha1.ExternalCheck{Name: "q"}, Query: "up", Min: ptr.To("-1"), Max: ptr.To("1")}
+	f.Fuzz(func(t *testing.T, code int, body []byte) {
+		failed, err := promVerdict(p, "up", code, body)
+		if failed != "" && err != nil {
+			t.Fatalf("both a failure %q and an error %v", failed, err)
+		}
+		if failed != "" && !strings.HasPrefix(failed, "prometheus q: up") {
+			t.Fatalf("failure %q does not name the check", failed)
+		}
+	})
+}
