@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,9 +214,10 @@ func TestCheckPrometheus(t *testing.T) {
 // between starts the count over; and the runs before the limit hold no
 // verdict (the soak cannot end on them).
 func TestExternalErrorsAreInconclusive(t *testing.T) {
-	up := true
+	var up atomic.Bool
+	up.Store(true)
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !up {
+		if !up.Load() {
 			panic(http.ErrAbortHandler) // the connection drops: no answer
 		}
 		var req v1alpha1.WebhookRequest
@@ -243,7 +245,7 @@ func TestExternalErrorsAreInconclusive(t *testing.T) {
 	if cs.failed != "" || cs.at.IsZero() || cs.errors != 0 {
 		t.Fatalf("after a go: %+v", cs)
 	}
-	up = false
+	up.Store(false)
 	for i := 1; i <= 2; i++ {
 		clk.Step(time.Minute)
 		run()
@@ -251,12 +253,12 @@ func TestExternalErrorsAreInconclusive(t *testing.T) {
 			t.Fatalf("after %d errors: %+v, want no verdict and no failure", i, cs)
 		}
 	}
-	up = true
+	up.Store(true)
 	run()
 	if cs.errors != 0 {
 		t.Fatalf("a success does not reset the count: %+v", cs)
 	}
-	up = false
+	up.Store(false)
 	for range 3 {
 		run()
 	}
