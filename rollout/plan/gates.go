@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
@@ -93,6 +94,23 @@ func (p *planner) gate(v *view, promoted bool) bool {
 	}
 	v.state = v1alpha1.NodeTrial
 	return true
+}
+
+// soakMessage says, in the status message of a progressing rollout, how
+// many promoted nodes are still in their soak (they hold the step).
+func (p *planner) soakMessage() {
+	if p.r.Spec.Analysis == nil || p.st.Phase != v1alpha1.PhaseProgressing {
+		return
+	}
+	n := 0
+	for _, w := range p.watches() {
+		if w.Promoted {
+			n++
+		}
+	}
+	if n > 0 && !strings.Contains(p.st.Message, " in their soak (") {
+		p.st.Message += fmt.Sprintf("; %d promoted nodes in their soak (%v)", n, soak(p.r.Spec.Analysis))
+	}
 }
 
 // watches lists the nodes whose gates the caller is to run: the held

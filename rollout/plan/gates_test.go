@@ -89,6 +89,9 @@ func TestSoakHoldsTheStep(t *testing.T) {
 	if got := w.last.Watch; len(got) != 1 || !got[0].Promoted || got[0].Fresh {
 		t.Fatalf("watch %+v, want node-000 promoted", got)
 	}
+	if want := "step 0: 1 of 4 nodes; 1 promoted nodes in their soak (5m0s)"; w.r.Status.Message != want {
+		t.Errorf("message %q, want %q", w.r.Status.Message, want)
+	}
 	if w.last.RequeueAfter != 5*time.Minute {
 		t.Errorf("requeue after %v, want the soak's end", w.last.RequeueAfter)
 	}

@@ -244,6 +244,7 @@ func Plan(in Input) Result {
 
 	p.observe(wasActive)
 	p.decide()
+	p.soakMessage()
 	p.reverts()
 	p.count(wasActive)
 	p.conditions()
