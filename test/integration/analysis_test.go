@@ -38,6 +38,17 @@ func startHollowKubelet(ctx context.Context, t *testing.T, h *harness, name stri
 	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The kubelet posts its status every 2s (not every 5m when nothing
+	// changed): waitNode wants a Ready heartbeat newer than the process.
+	confDir := filepath.Join(dir, "kubelet.conf.d")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "10-status.conf"), []byte(
+		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+
+			"nodeStatusUpdateFrequency: 2s\nnodeStatusReportFrequency: 2s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := &hollowRun{h: h, nodeName: name, stateDir: filepath.Join(dir, "state"), seen: map[int]time.Time{}}
 	t.Cleanup(func() { r.saveLogs(t) })
 	r.loop = proctest.StartLoop(t, bin, []string{
@@ -45,6 +56,7 @@ func startHollowKubelet(ctx context.Context, t *testing.T, h *harness, name stri
 		"--node-name=" + r.nodeName,
 		"--dynamic-config-dir=" + r.stateDir,
 		"--root-dir=" + filepath.Join(dir, "root"),
+		"--config-dir=" + confDir,
 		fmt.Sprintf("--port=%d", freePort(t)),
 	}, nil)
 	r.waitNode(ctx, t, "the hollow kubelet's Node Ready on the local config", localDefaultReport(), 110)
