@@ -348,6 +348,8 @@ type runner struct {
 	// routes say which rollouts a Node event concerns, by rollout key.
 	routeMu sync.RWMutex
 	routes  map[string]route
+	// gates runs the health gates of spec.analysis (analysis.go).
+	gates *analyzer
 }
 
 // route is what a Node event is matched against for one rollout.
@@ -502,6 +504,7 @@ func (c *Controller) run(ctx context.Context) error {
 		statuses:   map[string]map[string]parsedStatus{},
 		routes:     map[string]route{},
 	}
+	r.gates = newAnalyzer(o.Client, o.Clock, r.queue.Add)
 	r.nodeCache = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, nodes.GetStore(),
 		cache.MutationCacheOptions{TTL: 10 * time.Minute, MaxCacheSize: 100000})
 	r.roCache = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, rollouts.GetStore(),
@@ -522,6 +525,7 @@ func (c *Controller) run(ctx context.Context) error {
 				r.roCache.OnDelete(u)
 				r.dropRoute(u.GetNamespace(), u.GetName())
 				r.lastWrite.Delete(u.GetNamespace() + "/" + u.GetName())
+				r.gates.forget(u.GetNamespace() + "/" + u.GetName())
 				c.metrics.forget(u.GetNamespace(), u.GetName())
 			}
 			r.enqueueAll() // a deleted rollout may have blocked another
@@ -542,6 +546,7 @@ func (c *Controller) run(ctx context.Context) error {
 			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
 				r.enqueueForNode(on, nn)
 			}
+			r.gates.nodeChanged(on, nn)
 		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -585,6 +590,7 @@ func (c *Controller) run(ctx context.Context) error {
 	for range o.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, r.work, time.Second) })
 	}
+	wg.Go(func() { r.gates.run(ctx) })
 	<-ctx.Done()
 	r.queue.ShutDown()
 	wg.Wait()
@@ -775,6 +781,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	component := ro.Spec.Component
 	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now(), Scope: r.c.opts.Namespace, Memo: &r.memo}
 	in.Nodes = r.observeNodes(ro, sel, component)
+	r.gates.inputs(key, ro, in.Nodes, r.node)
 	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
 		cm := cmObj.(*corev1.ConfigMap)
 		key, _ := plan.PayloadKey(&ro.Spec)
@@ -828,6 +835,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	}
 	ro.Status = res.Status
 	r.c.metrics.observe(ro)
+	r.gates.watch(ctx, key, ro, res.Watch) // before the patches: the pod baseline
 	t := time.Now()
 	errs := r.patchNodes(ctx, ro, res.Patches)
 	r.c.patchNanos.Add(int64(time.Since(t)))

@@ -28,7 +28,14 @@
 //     name it;
 //   - the only requests per node are the assignment patch and, when
 //     needed, one to record its failure and one to revert it; nodes,
-//     rollouts and ConfigMaps are read from informers.
+//     rollouts and ConfigMaps are read from informers;
+//   - the health gates of spec.analysis (analysis.go) run only on the
+//     nodes a plan watches (in trial or soak): their Node conditions from
+//     the informer at each plan, their pods listed by spec.nodeName
+//     (rate-limited; the baseline before the assignment patch), Prometheus
+//     and webhook checks over HTTP with timeouts, an error inconclusive
+//     until consecutiveErrorLimit. Their state is in memory: a new leader
+//     starts the soaks over.
 //
 // What it does not do: it does not validate more than the API server's
 // schema does (the planner refuses what it cannot run), it does not

@@ -34,6 +34,12 @@
 //     deleted after it ended takes its claims off and leaves the
 //     assignments; Result.Finalized is false while any Node carries its
 //     claim (the controller holds Finalizer until then);
+//   - with spec.analysis, a held node whose health gate failed
+//     (Node.Analysis, which the caller observes) fails like any other; a
+//     promoted node stays in Trial (against maxUnavailable, holding the
+//     step) until its soak is over and a passing verdict taken after it is
+//     in; Result.Watch names the nodes whose gates the caller is to run
+//     (gates.go);
 //   - every patch is idempotent and asked again until the node is
 //     observed to carry it, so a lost write or a new leader only repeats
 //     the same value;

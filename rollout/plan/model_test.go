@@ -37,6 +37,11 @@ var (
 //     controller's claim is never patched; every patch is made on the
 //     resourceVersion the node was read at;
 //   - Plan with a Memo kept across the sequence decides as without;
+//   - with spec.analysis (half the sequences): a node whose health gate
+//     failed is failed while the rollout is active; a node counts as
+//     promoted only once a passing verdict taken after its soak is in;
+//     the watch list holds exactly the nodes in trial (soaking ones too)
+//     of an active rollout;
 //   - a rollout deleted while active, once Finalized, has put every node
 //     back on its start assignment; one deleted after it ended changed none
 //     back; either way no node carries its claim any more.
@@ -85,6 +90,9 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	if rng.IntN(3) == 0 {
 		w.r.Spec.RevertOnHalt = ptr.To(false)
 	}
+	if rng.IntN(2) == 0 {
+		withAnalysis(w, time.Duration(rng.IntN(4))*time.Minute)
+	}
 	start := map[string]*string{}
 	for _, n := range w.nodes {
 		start[n.Name] = n.Assignment
@@ -111,7 +119,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	}
 
 	for range 200 {
-		action := rng.IntN(17)
+		action := rng.IntN(18)
 		dropWrites := false
 		switch action {
 		case 0, 1, 2: // components promote
@@ -197,6 +205,24 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 					log = append(log, "another controller claims "+n.Name)
 				}
 			}
+		case 16: // the health gates report on the claimed nodes
+			for _, n := range w.nodes {
+				if w.claim(n) == nil || rng.IntN(2) == 0 {
+					continue
+				}
+				a := &Analysis{CheckedAt: w.now.Add(-time.Duration(rng.IntN(3)) * time.Minute)}
+				if n.Analysis != nil {
+					a.PromotedAt = n.Analysis.PromotedAt
+				}
+				if a.PromotedAt.IsZero() && n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted {
+					a.PromotedAt = w.now
+				}
+				if rng.IntN(5) == 0 {
+					a.Failed = "pods: a pod failed"
+				}
+				n.Analysis = a
+				log = append(log, fmt.Sprintf("gates on %s: %+v", n.Name, *a))
+			}
 		case 13:
 			if w.r.DeletionTimestamp == nil && rng.IntN(6) == 0 {
 				w.r.DeletionTimestamp = &metav1.Time{Time: w.now}
@@ -236,6 +262,9 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		}
 		if len(st.Failures) > v1alpha1.MaxFailureRecords || int32(len(st.Failures)) > st.Failed {
 			return fail("%d failures listed, %d failed", len(st.Failures), st.Failed)
+		}
+		if msg := checkGates(w, in, res, active); msg != "" {
+			return fail("%s", msg)
 		}
 		seen := map[string]bool{}
 		for _, p := range res.Patches {
@@ -333,4 +362,61 @@ func sameAssignment(a, b *string) bool {
 		return a != nil && b != nil && *a == *b
 	}
 	return sameSource(sa, sb)
+}
+
+// checkGates checks the health gate invariants of one plan: in is what it
+// planned on, res what it decided; active is whether the rollout is still
+// active after it.
+func checkGates(w *world, in Input, res Result, active bool) string {
+	an := in.Rollout.Spec.Analysis
+	if an == nil || !active || in.Rollout.DeletionTimestamp != nil {
+		if len(res.Watch) != 0 {
+			return fmt.Sprintf("watch %v without analysis or an active rollout", res.Watch)
+		}
+		return ""
+	}
+	soaked, inTrial := 0, map[string]bool{}
+	for _, n := range in.Nodes {
+		now := w.node(n.Name)
+		c := w.claim(now)
+		for _, p := range res.Patches {
+			if p.Node == n.Name && !p.Revert {
+				c, _ = nodeapi.DecodeClaim(*p.Claim) // the claim this plan writes
+			}
+		}
+		if c == nil {
+			continue
+		}
+		a := n.Analysis
+		if a != nil && a.Failed != "" && c.Failed == "" && w.carriesNew(now) {
+			return fmt.Sprintf("node %s failed a gate (%s) and is not failed", n.Name, a.Failed)
+		}
+		if c.Failed != "" {
+			continue
+		}
+		promoted := n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted && w.carriesNew(&n)
+		if a != nil && promoted && !a.CheckedAt.IsZero() {
+			at := in.Now
+			if !a.PromotedAt.IsZero() {
+				at = a.PromotedAt
+			}
+			if !a.CheckedAt.Before(at.Add(soak(an))) {
+				soaked++
+				continue
+			}
+		}
+		inTrial[n.Name] = true
+	}
+	if int(res.Status.Promoted) > soaked {
+		return fmt.Sprintf("%d nodes promoted, only %d passed their soak", res.Status.Promoted, soaked)
+	}
+	for _, wt := range res.Watch {
+		if !inTrial[wt.Node] && !wt.Fresh {
+			return fmt.Sprintf("watch %s, which is not in trial", wt.Node)
+		}
+	}
+	if len(res.Watch) != int(res.Status.InTrial) {
+		return fmt.Sprintf("watch %d nodes, %d in trial", len(res.Watch), res.Status.InTrial)
+	}
+	return ""
 }

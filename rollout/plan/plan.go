@@ -90,6 +90,9 @@ type Node struct {
 	Status *nodeapi.ConfigStatus
 	// StatusError is why the published status could not be read.
 	StatusError string
+	// Analysis is the verdict of the health gates (spec.analysis) on the
+	// node, nil when none was taken (gates.go).
+	Analysis *Analysis
 }
 
 // Other is another rollout, as far as the overlap check needs it.
@@ -169,6 +172,9 @@ type Result struct {
 	// controller is left to migrate. (A rollout that ended keeps its
 	// claims, for undo, until it is deleted.)
 	Finalized bool
+	// Watch are the nodes whose health gates (spec.analysis) the caller
+	// is to run and report in Node.Analysis (gates.go).
+	Watch []Watch
 }
 
 // PayloadKey returns the payload key a rollout assigns: spec.payloadKey,
@@ -258,11 +264,13 @@ func Plan(in Input) Result {
 
 	p.observe(wasActive)
 	p.decide()
+	p.soakMessage()
 	p.reverts()
 	p.count(wasActive)
 	p.conditions()
 	p.fleetStatus(wasActive)
 	p.res.Finalized = p.finalized()
+	p.res.Watch = p.watches()
 	return p.res
 }
 
@@ -537,6 +545,7 @@ func (p *planner) judge(v *view) {
 		switch {
 		case s.Phase == nodeapi.PhasePromoted && p.isOurs(s.Active):
 			v.state = v1alpha1.NodePromoted
+			p.gate(v, true) // a failed gate or the soak may hold it back
 			return
 		case (s.Phase == nodeapi.PhaseRolledBack || s.Phase == nodeapi.PhaseDeadEnd) && p.isOurs(s.Assigned):
 			reason := fmt.Sprintf("%s reports %s", component(&p.r.Spec), s.Phase)
@@ -548,6 +557,9 @@ func (p *planner) judge(v *view) {
 		}
 	}
 	v.state = v1alpha1.NodeTrial
+	if p.gate(v, false) {
+		return
+	}
 	p.checkDeadline(v)
 }
 

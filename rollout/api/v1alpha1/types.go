@@ -149,6 +149,9 @@ type ConfigRolloutSpec struct {
 	// bad: a rollout halted on it, or nodes report it bad (Refused).
 	// +optional
 	AllowKnownBad bool `json:"allowKnownBad,omitempty"`
+	// Analysis sets health gates on each node: see RolloutAnalysis.
+	// +optional
+	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
 }
 
 // RolloutStep is one stage of a rollout: exactly one of Nodes and Pause.

@@ -1,0 +1,136 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+)
+
+// gateRecheck is how soon a node whose soak is over is planned again
+// while it waits for a verdict of its gates taken after the soak (the
+// controller also plans it as soon as a check completes).
+const gateRecheck = 5 * time.Second
+
+// Analysis is what the caller observed of one node's health gates
+// (spec.analysis). Plan does not run the gates: it reads their verdict.
+type Analysis struct {
+	// Failed says which gate failed and why; "" while none did.
+	Failed string
+	// CheckedAt is when every gate last had a verdict: each one ran, and
+	// passed, at or after it. Zero: not every gate ran yet.
+	CheckedAt time.Time
+	// PromotedAt is when the caller first saw the node's component report
+	// the config promoted (Watch.Promoted); zero: not yet seen, and Plan
+	// takes its own Now.
+	PromotedAt time.Time
+}
+
+// Watch is a node whose health gates the caller is to run: in trial, or
+// promoted and in its soak.
+type Watch struct {
+	// Node is the Node's name.
+	Node string
+	// AssignedAt is when the rollout assigned it: what the gates call new
+	// happened after it.
+	AssignedAt time.Time
+	// Promoted is whether its component reports the config promoted (it
+	// soaks).
+	Promoted bool
+	// Fresh is whether this plan assigns it (the patch is not made yet):
+	// the caller takes what the gates compare with (the pods that failed
+	// already) before it makes the patch.
+	Fresh bool
+}
+
+// soak returns spec.analysis.soak (0 when unset).
+func soak(a *v1alpha1.RolloutAnalysis) time.Duration {
+	if a == nil || a.Soak == nil || a.Soak.Duration < 0 {
+		return 0
+	}
+	return a.Soak.Duration
+}
+
+// gate applies the health gates to a held node of an active rollout,
+// after its component's status was read: a node with a failed gate fails;
+// a promoted node stays in Trial (and counts against maxUnavailable) until
+// its soak is over and its gates passed after that. It reports whether it
+// settled the node (failed it, or decided its promotion); false leaves a
+// node in trial to its deadline.
+func (p *planner) gate(v *view, promoted bool) bool {
+	an := p.r.Spec.Analysis
+	if an == nil {
+		return false
+	}
+	a := v.n.Analysis
+	if a != nil && a.Failed != "" {
+		p.failNode(v, "health gate "+a.Failed)
+		return true
+	}
+	if !promoted {
+		return false
+	}
+	promotedAt := p.in.Now
+	if a != nil && !a.PromotedAt.IsZero() {
+		promotedAt = a.PromotedAt
+	}
+	end := promotedAt.Add(soak(an))
+	switch {
+	case p.in.Now.Before(end):
+		p.requeue(end.Sub(p.in.Now))
+	case a == nil || a.CheckedAt.Before(end):
+		// The soak is over, but no verdict covers its end yet: wait for
+		// one, up to the progress deadline.
+		if limit := end.Add(p.deadline); !p.in.Now.Before(limit) {
+			p.failNode(v, fmt.Sprintf("health gates: no verdict within %v after the soak ended (the checks did not complete)", p.deadline))
+			return true
+		}
+		p.requeue(gateRecheck)
+	default:
+		v.state = v1alpha1.NodePromoted
+		return true
+	}
+	v.state = v1alpha1.NodeTrial
+	return true
+}
+
+// soakMessage says, in the status message of a progressing rollout, how
+// many promoted nodes are still in their soak (they hold the step).
+func (p *planner) soakMessage() {
+	if p.r.Spec.Analysis == nil || p.st.Phase != v1alpha1.PhaseProgressing {
+		return
+	}
+	n := 0
+	for _, w := range p.watches() {
+		if w.Promoted {
+			n++
+		}
+	}
+	if n > 0 && !strings.Contains(p.st.Message, " in their soak after promotion (") {
+		p.st.Message += fmt.Sprintf("; %d nodes in their soak after promotion (%v)", n, soak(p.r.Spec.Analysis))
+	}
+}
+
+// watches lists the nodes whose gates the caller is to run: the held
+// nodes in trial (soaking ones included) while the rollout is active and
+// has spec.analysis.
+func (p *planner) watches() []Watch {
+	if p.r.Spec.Analysis == nil || !p.st.Phase.Active() || p.r.DeletionTimestamp != nil {
+		return nil
+	}
+	var out []Watch
+	for _, name := range p.heldNames() {
+		v := p.held[name]
+		if v.state != v1alpha1.NodeTrial {
+			continue
+		}
+		s := v.n.Status
+		out = append(out, Watch{
+			Node: name, AssignedAt: v.claim.AssignedAt.Time, Fresh: v.fresh,
+			Promoted: !v.fresh && s != nil && s.Phase == nodeapi.PhasePromoted && p.isOurs(s.Active),
+		})
+	}
+	return out
+}

@@ -1,0 +1,193 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+)
+
+func withAnalysis(w *world, soakFor time.Duration) {
+	w.r.Spec.Analysis = &v1alpha1.RolloutAnalysis{}
+	if soakFor > 0 {
+		w.r.Spec.Analysis.Soak = &metav1.Duration{Duration: soakFor}
+	}
+}
+
+// verdict sets what the gates say of a node: passed at checked, or failed.
+func (w *world) verdict(name, failed string, checked, promoted time.Time) {
+	w.node(name).Analysis = &Analysis{Failed: failed, CheckedAt: checked, PromotedAt: promoted}
+}
+
+func watched(res Result) []string {
+	var out []string
+	for _, wt := range res.Watch {
+		out = append(out, wt.Node)
+	}
+	return out
+}
+
+// TestGateFailsCanaryInTrial: a canary whose gate fails while its
+// component still reports trial (or even promoted) fails with the gate's
+// reason in status.failures and a NodeFailed Event, the rollout halts and
+// reverts it, and no other node is assigned.
+func TestGateFailsCanaryInTrial(t *testing.T) {
+	for _, promoted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in trial", true: "promoted"}[promoted], func(t *testing.T) {
+			w := newWorld(t, 6, countStep(1), percentStep("100%"))
+			withAnalysis(w, time.Minute)
+			w.plan()
+			if got := w.assigning(); !cmp.Equal(got, []string{"node-000"}) {
+				t.Fatalf("assigned %v", got)
+			}
+			if got := w.last.Watch; len(got) != 1 || got[0].Node != "node-000" || !got[0].Fresh || got[0].Promoted {
+				t.Fatalf("watch %+v, want node-000, fresh", got)
+			}
+			if promoted {
+				w.promote("node-000")
+			}
+			w.now = w.now.Add(10 * time.Second)
+			w.verdict("node-000", "pods: 3 pods newly failed (OutOfpods)", time.Time{}, time.Time{})
+			w.plan()
+			w.wantPhase(v1alpha1.PhaseHalted)
+			if got := w.reverting(); !cmp.Equal(got, []string{"node-000"}) || len(w.assigning()) != 0 {
+				t.Fatalf("patches %+v, want a revert of node-000 only", w.last.Patches)
+			}
+			f := w.r.Status.Failures
+			if len(f) != 1 || f[0].Node != "node-000" || f[0].Reason != "health gate pods: 3 pods newly failed (OutOfpods)" {
+				t.Errorf("failures %+v", f)
+			}
+			if !w.hasEvent("NodeFailed") || !w.hasEvent("Halted") {
+				t.Errorf("events %+v", w.last.Events)
+			}
+			if len(w.last.Watch) != 0 {
+				t.Errorf("a halted rollout still watches %v", watched(w.last))
+			}
+		})
+	}
+}
+
+// TestSoakHoldsTheStep: a promoted canary soaks: the step is not done,
+// and it counts against maxUnavailable, until the soak is over and a
+// verdict taken after it passed; a failure inside the soak fails it.
+func TestSoakHoldsTheStep(t *testing.T) {
+	w := newWorld(t, 4, countStep(1), percentStep("100%"))
+	withAnalysis(w, 5*time.Minute)
+	w.plan()
+	w.promote("node-000")
+	w.now = w.now.Add(time.Second)
+	w.plan()
+	promotedAt := w.now
+	if len(w.assigning()) != 0 || w.r.Status.CurrentStep != 0 || w.r.Status.InTrial != 1 || w.r.Status.Promoted != 0 {
+		t.Fatalf("soaking canary: assigning %v, step %d, inTrial %d, promoted %d", w.assigning(), w.r.Status.CurrentStep, w.r.Status.InTrial, w.r.Status.Promoted)
+	}
+	if got := w.last.Watch; len(got) != 1 || !got[0].Promoted || got[0].Fresh {
+		t.Fatalf("watch %+v, want node-000 promoted", got)
+	}
+	if want := "step 1 of 2: target 1 of 4 nodes, 1 assigned, 0 promoted; 1 nodes in their soak after promotion (5m0s)"; w.r.Status.Message != want {
+		t.Errorf("message %q, want %q", w.r.Status.Message, want)
+	}
+	if w.last.RequeueAfter != 5*time.Minute {
+		t.Errorf("requeue after %v, want the soak's end", w.last.RequeueAfter)
+	}
+	// Passing verdicts inside the soak do not end it.
+	w.now = promotedAt.Add(4 * time.Minute)
+	w.verdict("node-000", "", w.now, promotedAt)
+	w.plan()
+	if len(w.assigning()) != 0 || w.r.Status.CurrentStep != 0 {
+		t.Fatalf("inside the soak: assigning %v, step %d", w.assigning(), w.r.Status.CurrentStep)
+	}
+	// The soak is over, but the last verdict is older than its end.
+	w.now = promotedAt.Add(5*time.Minute + time.Second)
+	w.plan()
+	if len(w.assigning()) != 0 || w.r.Status.CurrentStep != 0 {
+		t.Fatalf("no verdict after the soak: assigning %v, step %d", w.assigning(), w.r.Status.CurrentStep)
+	}
+	// A verdict after the soak's end: done, the next step assigns.
+	w.verdict("node-000", "", w.now, promotedAt)
+	w.plan()
+	if got := w.assigning(); !cmp.Equal(got, []string{"node-001"}) || w.r.Status.Promoted != 1 {
+		t.Fatalf("after the soak: assigning %v, promoted %d", got, w.r.Status.Promoted)
+	}
+	if got := watched(w.last); !cmp.Equal(got, []string{"node-001"}) {
+		t.Errorf("watch %v, want node-001 only", got)
+	}
+
+	// node-001 promotes, then fails a gate inside its soak.
+	w.promote("node-001")
+	w.now = w.now.Add(time.Second)
+	w.plan()
+	w.now = w.now.Add(time.Minute)
+	w.verdict("node-001", "node: MemoryPressure turned True", w.now, w.now.Add(-time.Minute))
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseHalted)
+	if got := w.reverting(); !slices.Contains(got, "node-001") {
+		t.Errorf("reverting %v, want node-001 among them", got)
+	}
+	if !strings.Contains(w.r.Status.Message, "health gate node: MemoryPressure turned True") {
+		t.Errorf("message %q", w.r.Status.Message)
+	}
+}
+
+// TestSoakNoVerdictTimesOut: a soak whose gates never reach a verdict
+// fails the node at the progress deadline after the soak.
+func TestSoakNoVerdictTimesOut(t *testing.T) {
+	w := newWorld(t, 2, countStep(1), percentStep("100%"))
+	withAnalysis(w, time.Minute)
+	w.r.Spec.ProgressDeadlineSeconds = new(int32(60))
+	w.plan()
+	w.promote("node-000")
+	w.plan()
+	w.verdict("node-000", "", time.Time{}, w.now) // promoted now; no check ever completes
+	w.now = w.now.Add(time.Minute + 30*time.Second)
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseProgressing)
+	w.now = w.now.Add(time.Minute)
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseHalted)
+	if f := w.r.Status.Failures; len(f) != 1 || !strings.Contains(f[0].Reason, "no verdict") {
+		t.Errorf("failures %+v", f)
+	}
+}
+
+// TestNoAnalysisIgnoresVerdicts: without spec.analysis a verdict is not
+// read and nothing is watched: the same failed gate walks on.
+func TestNoAnalysisIgnoresVerdicts(t *testing.T) {
+	w := newWorld(t, 3, countStep(1), percentStep("100%"))
+	w.plan()
+	w.promote("node-000")
+	w.verdict("node-000", "pods: broken", w.now, w.now)
+	w.plan()
+	if got := w.assigning(); len(got) != 1 || len(w.last.Watch) != 0 {
+		t.Fatalf("assigning %v, watch %v", got, w.last.Watch)
+	}
+}
+
+// TestSoakZeroNeedsOneVerdict: with no soak, a promoted node is done once
+// a passing verdict taken at or after its promotion is in.
+func TestSoakZeroNeedsOneVerdict(t *testing.T) {
+	w := newWorld(t, 3, countStep(1), percentStep("100%"))
+	withAnalysis(w, 0)
+	w.plan()
+	w.promote("node-000")
+	w.now = w.now.Add(time.Second)
+	w.plan()
+	if len(w.assigning()) != 0 {
+		t.Fatalf("done without a verdict: assigning %v", w.assigning())
+	}
+	w.verdict("node-000", "", w.now.Add(-time.Millisecond), w.now)
+	w.plan()
+	if len(w.assigning()) != 0 {
+		t.Fatalf("done on a verdict older than the promotion: assigning %v", w.assigning())
+	}
+	w.verdict("node-000", "", w.now, w.now)
+	w.plan()
+	if got := w.assigning(); len(got) != 1 {
+		t.Fatalf("assigning %v after a verdict", got)
+	}
+}
