@@ -205,3 +205,22 @@ func (c *Controller[T]) confirmTimer(verdict lkg.ConfirmVerdict) (<-chan time.Ti
 	t := c.opts.Clock.NewTimer(verdict.After)
 	return t.C(), func() { t.Stop() }
 }
+
+// MarkHealthyFunc returns a MarkHealthy bound to the config the Controller
+// runs now (or, called from Reload, the config being reloaded): calling it
+// once the component moved to another config does nothing, so that a
+// health check of an older config that passes late confirms nothing. Safe
+// to call from any goroutine.
+func (c *Controller[T]) MarkHealthyFunc() func() {
+	c.mu.Lock()
+	ch := c.healthC
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.healthC == ch && !c.healthy {
+			c.healthy = true
+			close(c.healthC)
+		}
+	}
+}
