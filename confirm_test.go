@@ -37,15 +37,7 @@ func withConfirm(o *Options[testConfig]) { o.ConfirmWithin = confirmWithin }
 // stop.
 func (n *node) startConfirm() (*testConfig, status.Report) {
 	n.t.Helper()
-	c := n.controller(withConfirm)
-	cfg, err := c.Bootstrap(n.ctx())
-	if err != nil {
-		n.t.Fatalf("Bootstrap: %v", err)
-	}
-	if err := c.Close(); err != nil {
-		n.t.Fatal(err)
-	}
-	return cfg, n.reporter.last()
+	return n.start(withConfirm)
 }
 
 // currentMark returns current's bad mark, if any.
