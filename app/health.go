@@ -64,9 +64,15 @@ func Poll[T any](interval time.Duration, check func(ctx context.Context, cfg *T,
 // url returns the URL for cfg (a component's own healthz, say
 // "http://"+env.Address+"/healthz" for the endpoints the command serves).
 // Redirects are not followed. Tries every interval (DefaultProbeInterval
-// when zero or less), each bounded by it.
+// when zero or less), each bounded by it. Like the kubelet's prober it uses
+// no proxy and no keep-alive: a probe leaves no connection open (an idle
+// one that never carried a request would hold up the graceful shutdown of
+// the server it probes).
 func HTTPGet[T any](interval time.Duration, url func(cfg *T, env Env) string) HealthGate[T] {
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{
+		Transport:     &http.Transport{DisableKeepAlives: true, DisableCompression: true, Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	return Poll(interval, func(ctx context.Context, cfg *T, env Env) error {
 		u := url(cfg, env)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -164,4 +165,34 @@ func TestHTTPGetAndAllOf(t *testing.T) {
 	if err := gate(ctx2, &greeterConfig{}, Env{}); err != nil {
 		t.Fatalf("healthy endpoint: %v", err)
 	}
+}
+
+// TestHTTPGetLeavesNoConnection: a probe closes its connection (no
+// keep-alive), so the server it probed shuts down gracefully at once. With
+// a pooled connection, one dialed for a probe that SIGTERM cancelled stayed
+// open without a request, and http.Server.Shutdown waited 5 s for it: the
+// command then exited 1 ("context deadline exceeded"), as
+// examples/kubelet-like's TestDamageMatrix saw under load.
+func TestHTTPGetLeavesNoConnection(t *testing.T) {
+	var open atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	gate := HTTPGet(10*time.Millisecond, func(*greeterConfig, Env) string { return srv.URL })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		if err := gate(ctx, &greeterConfig{}, Env{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 5*time.Second, func() bool { return open.Load() == 0 })
 }
