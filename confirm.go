@@ -67,9 +67,11 @@ func (c *Controller[T]) notConfirmed(ctx context.Context, v *view, cur, lastKnow
 		c.st.confirm = cs
 		c.mu.Unlock()
 	}()
-	if c.opts.ConfirmWithin <= 0 || cur == nil || v.currentErr != nil || v.current.FirstRun.IsZero() || lkg.Same(cur, lastKnownGood) {
+	if c.opts.ConfirmWithin <= 0 || cur == nil || v.currentErr != nil || lkg.Same(cur, lastKnownGood) {
 		return nil
 	}
+	// Read even before current's first run is recorded (it is, once it
+	// runs): Run judges that run with this record too.
 	rec, err := c.store.Confirmation()
 	if err != nil {
 		c.noteStateError(ctx, err, "Reading the confirmation record")

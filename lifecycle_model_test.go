@@ -56,7 +56,8 @@ var (
 //     does not move), with ConfirmWithin more allowed per step back since
 //     its first run; and a config is marked "not confirmed" only when it
 //     was not confirmed and its deadline passed: never early, never after
-//     a confirmation, whatever restarts came between.
+//     a confirmation, whatever restarts came between; a confirmation is on
+//     disk (meta/confirmed, for current's run) once Run woke on it.
 //
 // Events besides assignments, restarts and crashes: time passing (past the
 // trial, past ConfirmWithin), MarkHealthy (a confirmation), the node's
@@ -136,6 +137,7 @@ type sim struct {
 	confirmed     map[string]bool          // config -> MarkHealthy while it ran as current
 	stepBacks     []time.Duration          // when the node's clock was stepped back (trueNow)
 	notConfirmed  map[string]bool          // NotConfirmed marks already checked
+	uncertain     map[string]bool          // configs whose first run was lost with a damaged pointer
 }
 
 // reloadCall is one call of the component's Reload.
@@ -149,7 +151,7 @@ const modelTrial = time.Minute
 func runLifecycleSequence(t *testing.T, seed uint64, steps int) {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		runs: map[string]int{}, thresholds: map[string]int{}, crashy: map[string]bool{}, invalid: map[string]bool{},
-		repaired: map[string]bool{}, firstRunAt: map[string]time.Duration{}, confirmed: map[string]bool{}, notConfirmed: map[string]bool{}}
+		repaired: map[string]bool{}, firstRunAt: map[string]time.Duration{}, confirmed: map[string]bool{}, notConfirmed: map[string]bool{}, uncertain: map[string]bool{}}
 	s.n = newNode(t, "")
 	s.reload = s.rng.IntN(2) == 0
 	s.requireHealthy = s.rng.IntN(2) == 0
@@ -312,6 +314,7 @@ func (s *sim) step() {
 				delete(s.firstRunAt, id)
 				delete(s.confirmed, id)
 				delete(s.notConfirmed, id)
+				delete(s.uncertain, id)
 			}
 		}
 		st.Close()
@@ -320,6 +323,10 @@ func (s *sim) step() {
 		files := []string{"meta/current", "meta/last-known-good", "tracking/v1.0.0/bad-configs.json", "tracking/v1.0.0/startups.json", "meta/confirmed"}
 		f := files[s.rng.IntN(len(files))]
 		s.logf("corrupt %s and restart", f)
+		curID := ""
+		if s.c != nil {
+			curID = lkg.Key(s.c.snapshot().current.Source)
+		}
 		s.stop()
 		if err := os.WriteFile(filepath.Join(s.n.stateDir, f), []byte("{\"torn"), 0o600); err != nil {
 			s.fatalf("%v", err)
@@ -328,12 +335,15 @@ func (s *sim) step() {
 		switch f {
 		case "meta/current":
 			s.pointerDamaged[0] = true
-			// The first run is lost with the pointer: the config's
-			// deadline starts again when it runs next.
-			if id := s.assigned(); id != "" {
-				for k := range s.firstRunAt {
-					delete(s.firstRunAt, k)
-				}
+			// The config's deadline starts again when it runs next.
+			// The first run is lost with the pointer; the record of
+			// a confirmation is keyed to the first run, and whether a
+			// re-adoption's first run is the same instant is not the
+			// model's to know: the deadline invariants leave the
+			// config alone until forget-bad gives it a fresh trial.
+			s.firstRunAt = map[string]time.Duration{}
+			if curID != "" {
+				s.uncertain[curID] = true
 			}
 		case "meta/confirmed":
 			// The confirmation is lost: a later revert is allowed.
@@ -656,7 +666,7 @@ func (s *sim) check() {
 		}
 		s.lastLKG = l
 	}
-	s.checkConfirmDeadline(st, tr, cur, lastKnownGood)
+	s.checkConfirmDeadline(st, tr, snap.Current, lastKnownGood)
 	// ConfigOK says what runs.
 	r := s.n.reporter.last()
 	switch {
@@ -739,9 +749,18 @@ func (s *sim) invalidConfig(src *corev1.NodeConfigSource) bool {
 // does not run past its deadline (in time that passed, ConfirmWithin more
 // per step back of the node's clock since its first run), and a
 // NotConfirmed mark is never early nor made after a confirmation.
-func (s *sim) checkConfirmDeadline(st state, tr checkpoint.TrackingState, cur, lastKnownGood *corev1.NodeConfigSource) {
+func (s *sim) checkConfirmDeadline(st state, tr checkpoint.TrackingState, curState checkpoint.PointerState, lastKnownGood *corev1.NodeConfigSource) {
+	cur := curState.Pointer.Source
+	// A confirmation is durable as soon as Run woke on it: the record on
+	// disk confirms current's run.
+	if id := lkg.Key(cur); s.confirmWithin > 0 && curState.Err == nil && s.confirmed[id] && !s.uncertain[id] && !lkg.Same(cur, lastKnownGood) {
+		rec, err := checkpoint.InspectConfirmation(s.n.stateDir)
+		if err != nil || !rec.For(curState.Pointer) || rec.Confirmed.IsZero() {
+			s.fatalf("%s was confirmed, but the record says %+v (%v)", id, rec, err)
+		}
+	}
 	for key, mark := range tr.BadMarks {
-		if mark.Problem != lkg.ProblemNotConfirmed.String() || s.notConfirmed[key] {
+		if mark.Problem != lkg.ProblemNotConfirmed.String() || s.notConfirmed[key] || s.uncertain[key] {
 			continue
 		}
 		s.notConfirmed[key] = true
@@ -757,7 +776,7 @@ func (s *sim) checkConfirmDeadline(st state, tr checkpoint.TrackingState, cur, l
 	}
 	running := st.running.Source
 	id := lkg.Key(running)
-	if s.confirmWithin <= 0 || id == "" || !lkg.Same(running, cur) || lkg.Same(cur, lastKnownGood) || s.confirmed[id] {
+	if s.confirmWithin <= 0 || id == "" || !lkg.Same(running, cur) || lkg.Same(cur, lastKnownGood) || s.confirmed[id] || s.uncertain[id] {
 		return
 	}
 	fr, ok := s.firstRunAt[id]
