@@ -274,6 +274,13 @@ func (s *sim) step() {
 			s.c.MarkHealthy()
 			s.healthyRun = true
 			s.promote()
+			if s.confirmWithin > 0 && s.rng.IntN(2) == 0 {
+				// A confirmation must outlive the process that made it.
+				s.check() // what this process did, before the next one
+				s.logf("restart right after the confirmation")
+				s.stop()
+				s.start()
+			}
 		}
 	case r < 86:
 		d := []time.Duration{10 * time.Second, 30 * time.Second, modelTrial + time.Second, 5 * time.Minute}[s.rng.IntN(4)]
