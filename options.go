@@ -187,8 +187,9 @@ type Options[T any] struct {
 	// last-known-good. A last-known-good config has no deadline.
 	//
 	// Turned on while a config is on trial, the deadline counts from that
-	// config's first run: it is reverted at once when that was longer ago
-	// than ConfirmWithin, unless the component confirms it first.
+	// config's first run: when that was longer ago than ConfirmWithin, the
+	// next decision (a start, a new assignment, or Run's next wake)
+	// reverts it unless a confirmation of it is already recorded.
 	// Default: 0, no deadline.
 	ConfirmWithin time.Duration
 	// DefaultTrial is the trial used when a ConfigMap has no trial
