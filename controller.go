@@ -55,6 +55,7 @@ type state struct {
 	// while another config runs: nil when it could be used, for target.
 	rollbackCheck       error
 	rollbackCheckTarget *corev1.NodeConfigSource
+	confirm             confirmState // current's confirmation deadline (confirm.go)
 }
 
 // New validates opts and returns a Controller. Nothing is read or locked

@@ -228,9 +228,9 @@ func (n *node) runTrial() {
 }
 
 // start simulates one process start: Bootstrap, then stop (release lock).
-func (n *node) start() (*testConfig, status.Report) {
+func (n *node) start(mutate ...func(*Options[testConfig])) (*testConfig, status.Report) {
 	n.t.Helper()
-	c := n.controller()
+	c := n.controller(mutate...)
 	cfg, err := c.Bootstrap(n.ctx())
 	if err != nil {
 		n.t.Fatalf("Bootstrap: %v", err)

@@ -96,6 +96,7 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		CrashCountError: v.startupsErr,
 		ApplyError:      v.applyErr,
 	}
+	in.NotConfirmed = c.notConfirmed(ctx, v, cur, lastKnownGood, now) // Options.ConfirmWithin
 	if v.lkgErr != nil {
 		in.LastKnownGoodError = fmt.Errorf("last-known-good pointer unreadable: %w", v.lkgErr)
 	}

@@ -48,7 +48,21 @@ var (
 //   - a config the component refused to apply in process (Reload failed)
 //     is marked bad, "failed to apply", and does not run;
 //   - the state dir verifies: no torn or corrupt file outside the step
-//     that damaged one, every pointer's checkpoint present.
+//     that damaged one, every pointer's checkpoint present;
+//   - with a confirmation deadline (ConfirmWithin), a config on trial that
+//     the component did not confirm (MarkHealthy while it ran as current)
+//     does not run ConfirmWithin after its first run, counted in time that
+//     passed (the model's own clock, which a step back of the node's clock
+//     does not move), with ConfirmWithin more allowed per step back since
+//     its first run; and a config is marked "not confirmed" only when it
+//     was not confirmed and its deadline passed: never early, never after
+//     a confirmation, whatever restarts came between; a confirmation is on
+//     disk (meta/confirmed, for current's run) once Run woke on it.
+//
+// Events besides assignments, restarts and crashes: time passing (past the
+// trial, past ConfirmWithin), MarkHealthy (a confirmation), the node's
+// clock stepped back, damage to any state file including the confirmation
+// record.
 //
 // A failure prints the seed: rerun with -lifecycle.seed=N -lifecycle.sequences=1.
 func TestLifecycleModel(t *testing.T) {
@@ -115,6 +129,15 @@ type sim struct {
 	damaged        bool            // the last step damaged a state file on purpose
 	pointerDamaged [2]bool         // current, last-known-good damaged on purpose
 	cmSeq          int
+
+	// The confirmation deadline (ConfirmWithin), in the model's own time.
+	confirmWithin time.Duration
+	trueNow       time.Duration            // time that passed, whatever the node's clock says
+	firstRunAt    map[string]time.Duration // config -> when it first ran as current (trueNow)
+	confirmed     map[string]bool          // config -> MarkHealthy while it ran as current
+	stepBacks     []time.Duration          // when the node's clock was stepped back (trueNow)
+	notConfirmed  map[string]bool          // NotConfirmed marks already checked
+	uncertain     map[string]bool          // configs whose first run was lost with a damaged pointer
 }
 
 // reloadCall is one call of the component's Reload.
@@ -128,11 +151,15 @@ const modelTrial = time.Minute
 func runLifecycleSequence(t *testing.T, seed uint64, steps int) {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		runs: map[string]int{}, thresholds: map[string]int{}, crashy: map[string]bool{}, invalid: map[string]bool{},
-		repaired: map[string]bool{}}
+		repaired: map[string]bool{}, firstRunAt: map[string]time.Duration{}, confirmed: map[string]bool{}, notConfirmed: map[string]bool{}, uncertain: map[string]bool{}}
 	s.n = newNode(t, "")
 	s.reload = s.rng.IntN(2) == 0
 	s.requireHealthy = s.rng.IntN(2) == 0
-	s.logf("reload=%v requireHealthy=%v", s.reload, s.requireHealthy)
+	if s.rng.IntN(2) == 0 {
+		s.confirmWithin = 2 * time.Minute
+		s.requireHealthy = true // ConfirmWithin implies it
+	}
+	s.logf("reload=%v requireHealthy=%v confirmWithin=%v", s.reload, s.requireHealthy, s.confirmWithin)
 	defer func() {
 		if t.Failed() {
 			t.Logf("events of seed %d (rerun: go test -run 'TestLifecycleModel' -lifecycle.seed=%d -lifecycle.sequences=1):\n  %s",
@@ -241,14 +268,30 @@ func (s *sim) step() {
 	case r < 72:
 		s.logf("MarkHealthy")
 		if s.c != nil {
+			if st := s.c.snapshot(); st.running.Source != nil && lkg.Same(st.running.Source, st.current.Source) {
+				s.confirmed[lkg.Key(st.running.Source)] = true
+			}
 			s.c.MarkHealthy()
 			s.healthyRun = true
 			s.promote()
+			if s.confirmWithin > 0 && s.rng.IntN(2) == 0 {
+				// A confirmation must outlive the process that made it.
+				s.check() // what this process did, before the next one
+				s.logf("restart right after the confirmation")
+				s.stop()
+				s.start()
+			}
 		}
-	case r < 88:
+	case r < 86:
 		d := []time.Duration{10 * time.Second, 30 * time.Second, modelTrial + time.Second, 5 * time.Minute}[s.rng.IntN(4)]
 		s.logf("time passes: %v", d)
-		s.n.clock.Step(d)
+		s.advance(d)
+		s.promote()
+	case r < 88:
+		d := []time.Duration{30 * time.Second, 10 * time.Minute, 2 * time.Hour}[s.rng.IntN(3)]
+		s.logf("the node's clock is stepped back %v", d)
+		s.n.clock.SetTime(s.n.clock.Now().Add(-d))
+		s.stepBacks = append(s.stepBacks, s.trueNow)
 		s.promote()
 	case r < 91:
 		s.broken = !s.broken
@@ -271,16 +314,26 @@ func (s *sim) step() {
 			}
 			if len(forgotten) > 0 {
 				// A fresh trial: its crash evidence from before the
-				// repair no longer counts (DESIGN, turn 2).
-				s.repaired[lkg.Key(cur.Source)] = true
+				// repair no longer counts (DESIGN, turn 2), and its
+				// confirmation deadline starts again.
+				id := lkg.Key(cur.Source)
+				s.repaired[id] = true
+				delete(s.firstRunAt, id)
+				delete(s.confirmed, id)
+				delete(s.notConfirmed, id)
+				delete(s.uncertain, id)
 			}
 		}
 		st.Close()
 		s.start()
 	default:
-		files := []string{"meta/current", "meta/last-known-good", "tracking/v1.0.0/bad-configs.json", "tracking/v1.0.0/startups.json"}
+		files := []string{"meta/current", "meta/last-known-good", "tracking/v1.0.0/bad-configs.json", "tracking/v1.0.0/startups.json", "meta/confirmed"}
 		f := files[s.rng.IntN(len(files))]
 		s.logf("corrupt %s and restart", f)
+		curID := ""
+		if s.c != nil {
+			curID = lkg.Key(s.c.snapshot().current.Source)
+		}
 		s.stop()
 		if err := os.WriteFile(filepath.Join(s.n.stateDir, f), []byte("{\"torn"), 0o600); err != nil {
 			s.fatalf("%v", err)
@@ -289,6 +342,19 @@ func (s *sim) step() {
 		switch f {
 		case "meta/current":
 			s.pointerDamaged[0] = true
+			// The config's deadline starts again when it runs next.
+			// The first run is lost with the pointer; the record of
+			// a confirmation is keyed to the first run, and whether a
+			// re-adoption's first run is the same instant is not the
+			// model's to know: the deadline invariants leave the
+			// config alone until forget-bad gives it a fresh trial.
+			s.firstRunAt = map[string]time.Duration{}
+			if curID != "" {
+				s.uncertain[curID] = true
+			}
+		case "meta/confirmed":
+			// The confirmation is lost: a later revert is allowed.
+			s.confirmed = map[string]bool{}
 		case "meta/last-known-good":
 			s.pointerDamaged[1] = true
 		}
@@ -314,6 +380,7 @@ func (s *sim) controller() *Controller[testConfig] {
 	return s.n.controller(func(o *Options[testConfig]) {
 		o.Remote = toggleRemote{Remote: o.Remote, down: &s.down}
 		o.RequireHealthy = s.requireHealthy
+		o.ConfirmWithin = s.confirmWithin
 		o.Restart = func() { s.restarted = true }
 		if s.reload {
 			o.Reload = func(_ context.Context, cfg *testConfig) error {
@@ -364,7 +431,7 @@ func (s *sim) start() {
 		s.logf("  crash (running %s)", idOrLocal(id))
 		s.c.Close()
 		s.c = nil
-		s.n.clock.Step(time.Second)
+		s.advance(time.Second)
 	}
 }
 
@@ -380,6 +447,12 @@ func (s *sim) startedRun() {
 	id := lkg.Key(st.running.Source)
 	s.runs[id]++
 	s.runStart = s.n.clock.Now()
+	// A repaired config's first run is this one (a reload's, when it is
+	// not in a restart loop).
+	delete(s.repaired, id)
+	if _, ok := s.firstRunAt[id]; !ok && id != "" && lkg.Same(st.running.Source, st.current.Source) {
+		s.firstRunAt[id] = s.trueNow
+	}
 	s.healthyRun = false
 	if cm, err := s.c.store.Load(checkpointKey(st.running.Source)); err == nil && id != "" {
 		trial, _ := components.TrialFromAnnotations(cm.Annotations, components.DefaultTrial())
@@ -422,7 +495,7 @@ func (s *sim) stop() {
 // crash ends the process without any cleanup and starts it again.
 func (s *sim) crash() {
 	s.stop()
-	s.n.clock.Step(time.Second)
+	s.advance(time.Second)
 	s.start()
 }
 
@@ -477,9 +550,44 @@ func (s *sim) checkRefusedReload(st state) {
 	}
 }
 
-// promote is what Run does when its trial timer or MarkHealthy fires.
+// advance lets d pass, on the node's clock and the model's.
+func (s *sim) advance(d time.Duration) {
+	s.n.clock.Step(d)
+	s.trueNow += d
+}
+
+// wake is what Run does first when it wakes: record a confirmation, and
+// revert current when its confirmation deadline passed (by a reload, or a
+// restart). It reports whether the process still runs.
+func (s *sim) wake() bool {
+	before := lkg.Key(s.c.snapshot().running.Source)
+	s.reloads = nil
+	_, err := s.c.confirmStep(s.n.ctx())
+	switch {
+	case errors.Is(err, errRestarted) || s.restarted:
+		s.logf("  not confirmed in time: restart")
+		s.stop()
+		s.start()
+		return false
+	case err != nil:
+		s.fatalf("confirmStep: %v", err)
+	}
+	if after := lkg.Key(s.c.snapshot().running.Source); after != before {
+		s.logf("  not confirmed in time: reloaded %s", idOrLocal(after))
+		s.startedRun()
+		if s.crashy[after] || s.broken {
+			s.logf("  crash after the reload")
+			s.crash()
+			return false
+		}
+	}
+	return true
+}
+
+// promote is what Run does when its trial timer, its confirmation timer
+// or MarkHealthy fires.
 func (s *sim) promote() {
-	if s.c == nil {
+	if s.c == nil || !s.wake() || s.c == nil {
 		return
 	}
 	for i := 0; i < 3; i++ {
@@ -565,6 +673,7 @@ func (s *sim) check() {
 		}
 		s.lastLKG = l
 	}
+	s.checkConfirmDeadline(st, tr, snap.Current, lastKnownGood)
 	// ConfigOK says what runs.
 	r := s.n.reporter.last()
 	switch {
@@ -641,4 +750,53 @@ func (s *sim) invalidConfig(src *corev1.NodeConfigSource) bool {
 		return false
 	}
 	return strings.Contains(cm.Data[nodeapi.PayloadKeyOf(src, "config")], "value: -1")
+}
+
+// checkConfirmDeadline: with ConfirmWithin, an unconfirmed config on trial
+// does not run past its deadline (in time that passed, ConfirmWithin more
+// per step back of the node's clock since its first run), and a
+// NotConfirmed mark is never early nor made after a confirmation.
+func (s *sim) checkConfirmDeadline(st state, tr checkpoint.TrackingState, curState checkpoint.PointerState, lastKnownGood *corev1.NodeConfigSource) {
+	cur := curState.Pointer.Source
+	// A confirmation is durable as soon as Run woke on it: the record on
+	// disk confirms current's run.
+	if id := lkg.Key(cur); s.confirmWithin > 0 && curState.Err == nil && s.confirmed[id] && !s.uncertain[id] && !lkg.Same(cur, lastKnownGood) {
+		rec, err := checkpoint.InspectConfirmation(s.n.stateDir)
+		if err != nil || !rec.For(curState.Pointer) || rec.Confirmed.IsZero() {
+			s.fatalf("%s was confirmed, but the record says %+v (%v)", id, rec, err)
+		}
+	}
+	for key, mark := range tr.BadMarks {
+		if mark.Problem != lkg.ProblemNotConfirmed.String() || s.notConfirmed[key] || s.uncertain[key] {
+			continue
+		}
+		s.notConfirmed[key] = true
+		fr, ran := s.firstRunAt[key]
+		switch {
+		case s.confirmWithin <= 0:
+			s.fatalf("%s marked not confirmed without a deadline", key)
+		case s.confirmed[key]:
+			s.fatalf("%s marked not confirmed after a confirmation", key)
+		case ran && s.trueNow-fr < s.confirmWithin:
+			s.fatalf("%s marked not confirmed %v after its first run, before the deadline %v", key, s.trueNow-fr, s.confirmWithin)
+		}
+	}
+	running := st.running.Source
+	id := lkg.Key(running)
+	if s.confirmWithin <= 0 || id == "" || !lkg.Same(running, cur) || lkg.Same(cur, lastKnownGood) || s.confirmed[id] || s.uncertain[id] {
+		return
+	}
+	fr, ok := s.firstRunAt[id]
+	if !ok {
+		return
+	}
+	allowed := s.confirmWithin
+	for _, at := range s.stepBacks {
+		if at >= fr {
+			allowed += s.confirmWithin
+		}
+	}
+	if s.trueNow-fr >= allowed {
+		s.fatalf("%s runs unconfirmed %v after its first run; deadline %v (%v with the clock's steps back)", id, s.trueNow-fr, s.confirmWithin, allowed)
+	}
 }

@@ -172,6 +172,26 @@ type Options[T any] struct {
 	// RequireHealthy delays promotion to last-known-good until the
 	// component called MarkHealthy, in addition to the trial period.
 	RequireHealthy bool
+	// ConfirmWithin, when positive, is the confirmation deadline of every
+	// remote config (confirm or revert): a config that is not confirmed
+	// healthy (MarkHealthy) within this time after it first ran is marked
+	// bad (ConfigOK False, "failed to confirm current (UID: ...) healthy")
+	// and rolled back by the node itself, with or without the API server.
+	// The deadline is durable: it counts from the recorded first run, so
+	// time down, crash restarts and reboots count and never start it
+	// again, and a recorded confirmation survives them too (a confirmed
+	// config is never reverted by the deadline, even when a later process
+	// has not confirmed it yet). A clock stepped back never postpones the
+	// deadline indefinitely nor fires it at once (see lkg.ConfirmDeadline).
+	// It implies RequireHealthy: nothing unconfirmed becomes
+	// last-known-good. A last-known-good config has no deadline.
+	//
+	// Turned on while a config is on trial, the deadline counts from that
+	// config's first run: when that was longer ago than ConfirmWithin, the
+	// next decision (a start, a new assignment, or Run's next wake)
+	// reverts it unless a confirmation of it is already recorded.
+	// Default: 0, no deadline.
+	ConfirmWithin time.Duration
 	// DefaultTrial is the trial used when a ConfigMap has no trial
 	// annotations (components.TrialFromAnnotations reads them), and for
 	// the startups file of the local config. Default:
@@ -259,6 +279,11 @@ func (o *Options[T]) complete() error {
 		o.DefaultTrial = components.DefaultTrial()
 	} else if err := o.DefaultTrial.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Options.DefaultTrial: %w", err))
+	}
+	if o.ConfirmWithin < 0 {
+		errs = append(errs, fmt.Errorf("Options.ConfirmWithin must not be negative, got %v", o.ConfirmWithin))
+	} else if o.ConfirmWithin > 0 {
+		o.RequireHealthy = true
 	}
 	if o.StartupSyncTimeout < 0 {
 		errs = append(errs, fmt.Errorf("Options.StartupSyncTimeout must not be negative, got %v", o.StartupSyncTimeout))

@@ -38,6 +38,8 @@ func problemReason(d lkg.Decision, current *corev1.NodeConfigSource) string {
 		return status.CrashLoopReason(uid)
 	case lkg.ProblemApplyFailed:
 		return status.ApplyFailedReason(uid)
+	case lkg.ProblemNotConfirmed:
+		return status.NotConfirmedReason(uid, d.Cause)
 	case lkg.ProblemStateUnreadable:
 		return status.StateUnreadableReason(d.Cause)
 	case lkg.ProblemCrashCountUnknown:

@@ -53,6 +53,12 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	defer resync.Stop()
 	for {
 		c.checkRollbackTarget(ctx)
+		cv, err := c.confirmStep(ctx) // Options.ConfirmWithin
+		if errors.Is(err, errRestarted) {
+			return nil
+		} else if err != nil {
+			return err
+		}
 		pv := c.promotion()
 		if pv.Promote {
 			c.locked(ctx, c.promote)
@@ -67,15 +73,17 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 			trialC, stopTrial = t.C(), func() { t.Stop() }
 		}
 		var healthC <-chan struct{}
-		if pv.WaitHealthy {
+		if pv.WaitHealthy || cv.Pending {
 			c.mu.Lock()
 			healthC = c.healthC
 			c.mu.Unlock()
 		}
+		confirmC, stopConfirm := c.confirmTimer(cv)
 		syncDue := false
 		select {
 		case <-ctx.Done():
 			stopTrial()
+			stopConfirm()
 			return nil
 		case <-changed:
 			syncDue = true
@@ -84,8 +92,10 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 			syncDue = true
 		case <-trialC:
 		case <-healthC:
+		case <-confirmC:
 		}
 		stopTrial()
+		stopConfirm()
 		if syncDue && c.remoteEnabled() {
 			if err := c.syncLocked(ctx); errors.Is(err, errRestarted) {
 				return nil
@@ -220,14 +230,7 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		c.publish(ctx, s.report)
 		return nil
 	}
-	if c.startupsErr != nil {
-		v.startups, v.startupsErr = c.startups, c.startupsErr
-	} else if v.startups, err = c.store.Startups(); err != nil {
-		c.noteStateError(ctx, err, "Reading the startups")
-		if !errors.Is(err, checkpoint.ErrCorrupt) {
-			v.startupsErr = err
-		}
-	}
+	c.readStartups(ctx, v)
 	d, cfg, err := c.decide(ctx, v, nil, nil)
 	if err != nil {
 		return err

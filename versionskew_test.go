@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/internal/proctest"
 )
 
@@ -66,9 +67,9 @@ func checkout(t *testing.T, repo, commit string) string {
 
 // startOnce starts bin on node n, waits for its ConfigOK report to have
 // message want, and stops it with SIGTERM.
-func startOnce(t *testing.T, bin string, n proctest.Node, wantStatus corev1.ConditionStatus, want string) {
+func startOnce(t *testing.T, bin string, n proctest.Node, wantStatus corev1.ConditionStatus, want string, extra ...string) {
 	t.Helper()
-	p := proctest.Start(t, bin, n.Args(), nil)
+	p := proctest.Start(t, bin, n.Args(extra...), nil)
 	proctest.WaitFor(t, fmt.Sprintf("%s to report %s %q", filepath.Base(bin), wantStatus, want), func() (bool, string) {
 		if p.Exited() {
 			t.Fatalf("%s exited with %d\n%s", bin, p.Code(), p.Stderr())
@@ -82,6 +83,12 @@ func startOnce(t *testing.T, bin string, n proctest.Node, wantStatus corev1.Cond
 		}
 		return true, ""
 	}, p.Stderr)
+	if len(extra) > 0 { // --confirm-within: the health gate confirms b before it stops
+		proctest.WaitFor(t, "b confirmed", func() (bool, string) {
+			rec, err := checkpoint.InspectConfirmation(n.StateDir())
+			return err == nil && !rec.Confirmed.IsZero(), fmt.Sprintf("record %+v, %v", rec, err)
+		}, p.Stderr)
+	}
 	p.Terminate(t)
 }
 
@@ -119,12 +126,23 @@ func TestVersionSkew(t *testing.T) {
 			n.WriteConfigMap(t, cm)
 			n.WriteAssignment(t, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 				Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, KubeletConfigKey: "kubelet"}})
-			startOnce(t, tc.first, n, corev1.ConditionTrue, onB)
+			// This version runs with a confirmation deadline (issue 20):
+			// it writes meta/confirmed, which the previous one has never
+			// heard of (and must not quarantine), and counts its deadline
+			// from the first run the previous one recorded.
+			args := func(bin string) []string {
+				if bin == current {
+					return []string{"--confirm-within=1h"}
+				}
+				return nil
+			}
+			startOnce(t, tc.first, n, corev1.ConditionTrue, onB, args(tc.first)...)
 			// The other version, on the state the first one left, with b
 			// on trial: it runs b (one crash restart is within b's
 			// threshold), and then so does the first one again.
-			startOnce(t, tc.second, n, corev1.ConditionTrue, onB)
-			startOnce(t, tc.first, n, corev1.ConditionTrue, onB)
+			startOnce(t, tc.second, n, corev1.ConditionTrue, onB, args(tc.second)...)
+			startOnce(t, tc.first, n, corev1.ConditionTrue, onB, args(tc.first)...)
+
 			if q, err := os.ReadDir(filepath.Join(n.StateDir(), "quarantine")); err == nil && len(q) > 0 {
 				t.Errorf("the versions quarantined each other's files: %d entries", len(q))
 			}

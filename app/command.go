@@ -110,10 +110,18 @@ type Component[T any] struct {
 	NewClient func(kubeconfig string) (kubernetes.Interface, error)
 
 	// RequireHealthy delays the promotion of a config to last-known-good
-	// until the component served it: the command calls MarkHealthy once
-	// Start returned and /healthz serves, after each restart, and once
-	// Reload applied a config in process.
+	// until the component is healthy on it: by Health when set, else once
+	// Start returned and /healthz serves (after each restart), and once
+	// Reload applied a config in process. Health, or --confirm-within, set
+	// it for you.
 	RequireHealthy bool
+	// Health, when set, is the component's health gate (HealthGate): the
+	// command confirms a config healthy only once it passes for that
+	// config, instead of as soon as the component serves. It decides when
+	// a config may become last-known-good and, with --confirm-within, when
+	// a config on trial is reverted for want of a confirmation. Default:
+	// a config is healthy once the component serves it.
+	Health HealthGate[T]
 
 	// Start, when set, prepares the component to run cfg, the config
 	// Bootstrap chose, before anything is served. An error is a crash at
@@ -141,6 +149,10 @@ type Env struct {
 	FeatureGates featuregate.FeatureGate
 	// NodeName is --node-name, or the host name, lowercased.
 	NodeName string
+	// Address is the HOST:PORT the command's endpoints (/healthz,
+	// /configz, /metrics) are bound to: set for Run and Health, empty in
+	// Start (nothing serves yet).
+	Address string
 }
 
 // usageError marks an error of the command line: exit code 2.

@@ -25,7 +25,7 @@
 //     featuregate, or a config field with cliflag.MapStringBool, see
 //     Component.FeatureGatesPath), remote config (--kubeconfig,
 //     --node-name, --configmap, --source-dir, --source-poll-interval,
-//     --disable-remote-config), serving (--address, --port,
+//     --confirm-within, --disable-remote-config), serving (--address, --port,
 //     --status-file), logging (component-base's logs/api/v1: --v,
 //     --vmodule, --logging-format, ...; none of klog's legacy underscore
 //     flags), global (--help, --version).
@@ -64,6 +64,19 @@
 //   - Restart or reload: without Component.Reload, a new config ends the
 //     command with exit code 0 (the process manager starts it again on
 //     it); with Reload, it is applied in process and /configz serves it.
+//   - Health: a config is confirmed healthy (dynconfig's MarkHealthy) when
+//     the component's health gate (Component.Health) passes for it, run
+//     after Start and once the endpoints serve, and again for each config
+//     Reload applies; without a gate, as soon as it serves. A gate of an
+//     older config that passes late confirms nothing. The gate can be the
+//     component's own code (wait until it is ready on cfg) or a built-in:
+//     Poll (a check retried), HTTPGet (an HTTP probe, 200-399 is healthy,
+//     as the kubelet's httpGet probe; Env.Address names the endpoints the
+//     command serves), AllOf. A config is promoted only once confirmed.
+//   - --confirm-within D (dynconfig.Options.ConfirmWithin): a config not
+//     confirmed within D after it first ran is marked bad and rolled back
+//     by the node itself, with or without the API server; the clock
+//     survives restarts and reboots (examples/kubelet-like shows it).
 //   - --status-file is replaced atomically with every condition report.
 //   - Each command built has its own flags; its /configz entries are
 //     removed when it returns, so tests can run it several times in one

@@ -33,6 +33,7 @@ type options struct {
 	sourceDir     string
 	sourcePoll    time.Duration
 	disableRemote bool
+	confirmWithin time.Duration
 
 	address     string
 	port        int
@@ -67,6 +68,7 @@ func (o *options) addRemoteFlags(fs *pflag.FlagSet, component string) {
 	fs.StringVar(&o.configMap, "configmap", "", "NAMESPACE/NAME of the one ConfigMap every node of this component runs, instead of the Node's assignment; read with --kubeconfig, or the in-cluster config when that is empty.")
 	fs.StringVar(&o.sourceDir, "source-dir", "", "Read the assignment from a directory source (assignment.yaml and configmaps/) instead of the API server.")
 	fs.DurationVar(&o.sourcePoll, "source-poll-interval", time.Second, "How often the directory source looks for changes.")
+	fs.DurationVar(&o.confirmWithin, "confirm-within", 0, "Confirm or revert: a remote config not confirmed healthy within this time after it first ran (by the component's health gate, or once it serves) is marked bad and rolled back by the node itself, with or without the API server. The clock survives restarts and reboots. 0: no deadline.")
 	fs.BoolVar(&o.disableRemote, "disable-remote-config", false, "Ignore any remote config and run the local config (resets current and last-known-good to local).")
 }
 
@@ -90,6 +92,9 @@ func (o *options) validate() error {
 	}
 	if o.sourcePoll <= 0 {
 		errs = append(errs, fmt.Errorf("--source-poll-interval %v: must be positive", o.sourcePoll))
+	}
+	if o.confirmWithin < 0 {
+		errs = append(errs, fmt.Errorf("--confirm-within %v: must not be negative", o.confirmWithin))
 	}
 	if o.port < 0 || o.port > 65535 {
 		errs = append(errs, fmt.Errorf("--port %d: must be between 0 and 65535", o.port))

@@ -49,7 +49,8 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 		ComponentVersion:    c.ComponentVersion,
 		DisableRemoteConfig: o.disableRemote,
 		Registerer:          reg,
-		RequireHealthy:      c.RequireHealthy,
+		RequireHealthy:      c.RequireHealthy || c.Health != nil,
+		ConfirmWithin:       o.confirmWithin,
 	}
 	env := Env{FeatureGates: fg}
 	switch {
@@ -101,8 +102,16 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 		cancel()
 	}
 	var ctrl *dynconfig.Controller[T]
+	// The health gate of the config that runs (health.go); the served
+	// address joins env once the endpoints serve.
+	health := &healthRunner[T]{gate: c.Health}
+	defer health.stop()
 	if c.Reload != nil {
 		opts.Reload = func(ctx context.Context, cfg *T) error {
+			// Bound to the config being reloaded (the Controller counts a
+			// mark made inside Reload, or after it, for it).
+			mark := ctrl.MarkHealthyFunc()
+			health.stop()
 			if err := c.Reload(ctx, cfg); err != nil {
 				return err
 			}
@@ -110,13 +119,9 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 				return err
 			}
 			klog.FromContext(ctx).Info("Reloaded the config in process")
-			if c.RequireHealthy {
-				// Applied and served, as after a restart's Start: the
-				// reloaded config's own health mark (the Controller
-				// counts a mark made inside Reload for the config it
-				// reloads).
-				ctrl.MarkHealthy()
-			}
+			// Applied and served, as after a restart's Start: the
+			// reloaded config's own health gate.
+			health.start(runCtx, cfg, env, mark)
 			return nil
 		}
 	}
@@ -156,9 +161,8 @@ func run[T any](ctx context.Context, c *Component[T], o *options, fg featuregate
 	}
 	fmt.Fprintf(stdout, "serving on %s\n", srv.ln.Addr())
 	logger.Info("Serving", "address", srv.ln.Addr().String())
-	if c.RequireHealthy {
-		ctrl.MarkHealthy()
-	}
+	env.Address = srv.ln.Addr().String()
+	health.start(runCtx, cfg, env, ctrl.MarkHealthyFunc())
 
 	// The component's Run next to the Controller's: the first to end ends
 	// the other.

@@ -14,6 +14,7 @@
 //	                                            except for a UID holding "_" or a name too long for one file)
 //	<dir>/meta/current                          the config assigned, when it was set, when it first ran
 //	<dir>/meta/last-known-good                  the rollback target, and when it was set
+//	<dir>/meta/confirmed                        the confirmation record of current's run (confirm.go)
 //	<dir>/tracking/<componentVersion>/bad-configs.json   bad marks, checksummed envelope
 //	<dir>/tracking/<componentVersion>/startups.json      the last MaxStartups startups, checksummed envelope
 //	<dir>/quarantine/                           corrupt or foreign files moved aside (newest MaxQuarantined kept)

@@ -112,6 +112,10 @@ const (
 	// Unknown. Nothing is marked bad: the next start that can count tries
 	// current again.
 	ProblemCrashCountUnknown
+	// ProblemNotConfirmed: current was not confirmed healthy within its
+	// confirmation deadline after it first ran (ConfirmDeadline); marked
+	// bad.
+	ProblemNotConfirmed
 )
 
 // String names the problem.
@@ -137,6 +141,8 @@ func (p Problem) String() string {
 		return "StateUnreadable"
 	case ProblemCrashCountUnknown:
 		return "CrashCountUnknown"
+	case ProblemNotConfirmed:
+		return "NotConfirmed"
 	}
 	return fmt.Sprintf("Problem(%d)", int(p))
 }
@@ -180,6 +186,11 @@ type Input struct {
 	// only for want of evidence. A current on trial (not last-known-good)
 	// is then not run: a crash loop would go unnoticed.
 	CrashCountError error
+
+	// NotConfirmed is non-nil when current missed its confirmation
+	// deadline (ConfirmDeadline's Expired; it says which): current is
+	// marked bad (ProblemNotConfirmed) and the rollback target runs.
+	NotConfirmed error
 
 	// LastKnownGoodError is non-nil when the last-known-good pointer could
 	// not be read (damaged, unreadable): the rollback target is then the
@@ -251,6 +262,8 @@ var (
 //     unreadable, or this start unrecorded) rolls back without a mark,
 //     status Unknown, unless what could be counted already shows a crash
 //     loop;
+//   - a current not confirmed healthy within its confirmation deadline
+//     (ConfirmDeadline) is marked bad and rolls back;
 //   - a last-known-good that cannot be used falls back to local, and says so;
 //   - a rollback target that crash-loops too is a dead end.
 //
@@ -298,6 +311,9 @@ func Decide(in Input) (Decision, error) {
 	}
 	if in.CurrentCrashLooping {
 		return rollBack(in, Decision{Problem: ProblemCrashLoop, MarkBad: true}), nil
+	}
+	if in.NotConfirmed != nil && !Same(in.Current, in.LastKnownGood) {
+		return rollBack(in, Decision{Problem: ProblemNotConfirmed, MarkBad: true, Cause: in.NotConfirmed}), nil
 	}
 	if in.CrashCountError != nil && !Same(in.Current, in.LastKnownGood) {
 		return rollBack(in, Decision{Problem: ProblemCrashCountUnknown, Cause: in.CrashCountError}), nil

@@ -19,6 +19,11 @@
 //     Time down, unreachable or on another config never counts, so nothing
 //     is promoted at a startup. The verdict says what to wait for: a timer
 //     while the trial runs, the health channel after it, never a busy loop.
+//   - ConfirmDeadline (confirm or revert): with a confirmation deadline,
+//     current on trial that is not confirmed healthy within it after its
+//     first run is marked bad (Input.NotConfirmed, ProblemNotConfirmed)
+//     and rolled back; the deadline counts on records that survive
+//     restarts, and a clock stepped back re-anchors it (see confirm.go).
 //   - NextAction: move to the decision's config by a reload or a restart,
 //     and only when it is not the config already running.
 //   - AfterReloadFailure: a config the component could not apply in process

@@ -115,6 +115,13 @@ func ApplyFailedReason(current types.UID) string {
 	return fmt.Sprintf("failed to apply current (UID: %s)", current)
 }
 
+// NotConfirmedReason: current was not confirmed healthy within its
+// confirmation deadline (dynconfig.Options.ConfirmWithin); cause says
+// which deadline.
+func NotConfirmedReason(current types.UID, cause error) string {
+	return fmt.Sprintf("failed to confirm current (UID: %s) healthy, cause: %v", current, cause)
+}
+
 // LocalInvalidReason: the local config (the component's own files and
 // flags) does not validate, so the component has nothing to fall back to.
 // The cause is cut to 1 KiB: a condition is not a log.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -29,6 +30,34 @@ const DemoCrashProviderID = "demo://crash-at-startup"
 // whatever its config: a demo hook for a crash that is not the config's
 // fault.
 const DemoCrashEnv = "DYNCONFIG_DEMO_CRASH"
+
+// DemoNeverHealthyProviderID, as the providerID of the config in use,
+// keeps the health gate from ever passing on it: a demo hook for a config
+// that keeps the component up but not working, which only a confirmation
+// deadline (--confirm-within) can revert before its trial would promote it
+// (the gate also holds promotion back).
+const DemoNeverHealthyProviderID = "demo://never-healthy"
+
+// probeInterval is how often the health gate probes /healthz.
+const probeInterval = 200 * time.Millisecond
+
+// health is the component's health gate, as a kubelet's is judged: its own
+// /healthz endpoint answers (the built-in HTTP probe), and the demo hook
+// does not hold it back.
+func health() app.HealthGate[kubeletv1beta1.KubeletConfiguration] {
+	return app.AllOf(
+		app.HTTPGet(probeInterval, func(_ *kubeletv1beta1.KubeletConfiguration, env app.Env) string {
+			return "http://" + env.Address + "/healthz"
+		}),
+		func(ctx context.Context, cfg *kubeletv1beta1.KubeletConfiguration, _ app.Env) error {
+			if cfg.ProviderID == DemoNeverHealthyProviderID {
+				<-ctx.Done()
+				return fmt.Errorf("demo hook: never healthy with providerID %s: %w", DemoNeverHealthyProviderID, ctx.Err())
+			}
+			return nil
+		},
+	)
+}
 
 // errDemoCrash is the deliberate startup failure of the demo hooks.
 var errDemoCrash = errors.New("demo hook: crashing at startup")
@@ -79,7 +108,7 @@ func newCommand() *cobra.Command {
 		DefaultPort:      10248,
 		ConfigFlags:      configFlags,
 		FeatureGatesPath: "featureGates",
-		RequireHealthy:   true,
+		Health:           health(),
 		Start:            start,
 	})
 }

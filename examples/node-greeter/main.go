@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,9 @@ func main() {
 // (the tests give it a fake API client).
 func newCommand(options func(*app.Component[NodeGreeterConfiguration])) *cobra.Command {
 	var current atomic.Pointer[NodeGreeterConfiguration]
+	// greeted is the config of the last greeting: the greeter's own word
+	// on its health (a config is healthy once it greeted with it).
+	var greeted atomic.Pointer[NodeGreeterConfiguration]
 	c := app.Component[NodeGreeterConfiguration]{
 		Name:        "node-greeter",
 		Short:       "Greets its node at an interval, with a greeting dynconfig chooses",
@@ -35,6 +39,7 @@ func newCommand(options func(*app.Component[NodeGreeterConfiguration])) *cobra.C
 			for {
 				cfg := current.Load()
 				klog.FromContext(ctx).Info(cfg.Greeting, "node", env.NodeName)
+				greeted.Store(cfg)
 				select {
 				case <-ctx.Done():
 					return nil
@@ -42,7 +47,16 @@ func newCommand(options func(*app.Component[NodeGreeterConfiguration])) *cobra.C
 				}
 			}
 		},
-		RequireHealthy: true, // promoted only once applied and served
+		// Healthy on a config once it greeted with it (after Start, or
+		// after a Reload, at the next greeting): promoted only then, and
+		// with --confirm-within reverted when that does not happen in
+		// time.
+		Health: app.Poll(100*time.Millisecond, func(_ context.Context, cfg *NodeGreeterConfiguration, _ app.Env) error {
+			if greeted.Load() != cfg {
+				return errors.New("no greeting with this config yet")
+			}
+			return nil
+		}),
 		Reload: func(_ context.Context, cfg *NodeGreeterConfiguration) error {
 			current.Store(cfg)
 			return nil

@@ -3,7 +3,7 @@
 # and count, catches deliberate breaks of the rules it models. Each mutation
 # is applied to a copy-restored file, the model runs, and the file is put
 # back. A mutation that survives (0 failing sequences) means the model lost
-# an invariant. Not part of `make test` (4 model runs, ~1 CPU-minute each).
+# an invariant. Not part of `make test` (5 model runs, ~1 CPU-minute each).
 #
 # Usage: test/hack/model-mutations.sh        (from anywhere in the repo)
 set -uo pipefail
@@ -36,4 +36,5 @@ mutate "forget-bad skips the fresh trial" checkpoint/state.go 's/cur\.FirstRun =
 mutate "crash-loop threshold off by one" crashloop/verdict.go 's/return n > threshold/return n > threshold+1/'
 mutate "promotion without the health mark" run.go 's/RequireHealthy: c\.opts\.RequireHealthy,/RequireHealthy: false,/'
 mutate "the reload result is ignored" reload.go 's/err := c\.opts\.Reload\(ctx, cfg\)\n\tif err == nil \{/err := c.opts.Reload(ctx, cfg)\n\terr = nil\n\tif err == nil {/'
+mutate "the confirmation deadline never fires" lkg/confirm.go 's/if elapsed >= in\.ConfirmWithin \{/if false \&\& elapsed >= in.ConfirmWithin {/'
 exit $survived
