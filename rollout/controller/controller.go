@@ -335,6 +335,8 @@ type runner struct {
 	// routes say which rollouts a Node event concerns, by rollout key.
 	routeMu sync.RWMutex
 	routes  map[string]route
+	// pace spaces the plans of each rollout (pacing.go).
+	pace pacer
 }
 
 // route is what a Node event is matched against for one rollout.
@@ -729,6 +731,9 @@ func (r *runner) node(name string) *corev1.Node {
 
 // reconcile plans one rollout and writes the result.
 func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, error) {
+	if wait := r.pace.wait(key); wait > 0 {
+		return wait, nil
+	}
 	start := time.Now()
 	defer func() {
 		d := time.Since(start)
@@ -779,6 +784,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	}
 	changed := !apiequality.Semantic.DeepEqual(ro.Status, res.Status)
 	r.c.planNanos.Add(int64(time.Since(start)))
+	r.pace.planned(key, time.Since(start))
 
 	// While nodes depend on its records, the rollout holds a finalizer:
 	// deleting it then reverts them first (package plan), and the records
