@@ -55,3 +55,11 @@ func (p *pacer) planned(key string, took time.Duration) {
 	}
 	p.next[key] = now.Add(planPacing * took)
 }
+
+// defaultPatchParallelism is Options.PatchParallelism's default. The
+// client's rate limit (dynconfig-rollout --kube-api-qps and
+// --kube-api-burst) bounds the rate; this bounds the round trips a batch
+// waits for: 64 patches in flight on the client's one HTTP/2 connection,
+// well inside the API server's limit of mutating requests in flight
+// (200 by default), which API Priority and Fairness shares among clients.
+const defaultPatchParallelism = 64
