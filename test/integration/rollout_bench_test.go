@@ -101,9 +101,10 @@ type benchResult struct {
 	// max(0, 3*nodes/probeRate - trial waits) / steps. ctlFloorSec is the
 	// controller's own share, nodes/probeRate/steps.
 	floorSec, ctlFloorSec float64
-	requestsPerNode float64
-	cpuSeconds      float64 // the controller's, per rollout
-	heapMiB, rssMiB float64
+	requestsPerNode       float64
+	deletePerNode         float64 // the controller's requests per node to delete the rollout (its claims taken off)
+	cpuSeconds            float64 // the controller's, per rollout
+	heapMiB, rssMiB       float64
 	// The API server's and etcd's CPU per rollout, and the test process's
 	// (the simulated components and the real Controllers).
 	apiCPU, etcdCPU, simCPU float64
@@ -147,7 +148,8 @@ type benchResult struct {
 // step beyond the trial waits (goal below 1 s) next to the API server's
 // floor, the controller's API requests per node (counted by the API
 // server: its Node PATCHes, status updates and Events; the real
-// Controllers' Events count too; goal at most 2), the controller's CPU per
+// Controllers' Events count too; goal at most 2) and, apart, to delete the
+// rollout (its claims taken off the Nodes), the controller's CPU per
 // rollout, its heap and RSS, the CPU the API server, etcd and this process
 // used, the API server's 409, 429 and 5xx answers, and the load average.
 // With DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR set it writes rollout-scale.svg
@@ -441,18 +443,9 @@ func BenchmarkRolloutController(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					byController = requestCount{}
 					var n float64
-					for k, v := range after.sub(before) {
-						if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
-							k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
-							byController[k] = v
-							n += v
-						}
-						if k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH" {
-							ctlPatches = v
-						}
-					}
+					byController, n = controllerRequests(after.sub(before))
+					ctlPatches = byController[requestKey{"PATCH", "nodes", ""}]
 					r.requestsPerNode = n / float64(size)
 					// A finished rollout keeps its claims (for undo) until it
 					// is deleted: delete it, so that the next one starts on
@@ -461,6 +454,15 @@ func BenchmarkRolloutController(b *testing.B) {
 						b.Fatal(err)
 					}
 					waitDeleted(ctx, b, ri, name)
+					if err := quiesce(ctx, h.client); err != nil {
+						b.Fatal(err)
+					}
+					deleted, _, err := scrape(ctx, h.client)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, n = controllerRequests(deleted.sub(after))
+					r.deletePerNode = n / float64(size)
 					b.StartTimer()
 				}
 				b.StopTimer()
@@ -495,6 +497,7 @@ func BenchmarkRolloutController(b *testing.B) {
 				r.plans = (stats["dynconfig_rollout_reconcile_duration_seconds_count"] - statsBefore["dynconfig_rollout_reconcile_duration_seconds_count"]) / float64(b.N)
 				b.ReportMetric(r.plans, "plans/rollout")
 				b.ReportMetric(r.requestsPerNode, "requests/node")
+				b.ReportMetric(r.deletePerNode, "delete-requests/node")
 				b.ReportMetric(r.cpuSeconds, "controller-cpu-s/rollout")
 				b.ReportMetric(r.cpuSeconds*1000/float64(size), "controller-cpu-ms/node")
 				b.ReportMetric(r.heapMiB, "controller-heap-MiB")
@@ -509,9 +512,9 @@ func BenchmarkRolloutController(b *testing.B) {
 					qps = fmt.Sprint(benchQPS)
 				}
 				b.Logf("%s controller, %d nodes (%d real Controllers, %d of them promoted), QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; "+
-					"the controller's requests in the last rollout: %s (%.0f Node PATCHes/s); CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
+					"the controller's requests in the last rollout: %s (%.0f Node PATCHes/s), to delete it %.3f a node; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
 					"the API server's 409s %.0f, 429s %.0f, 5xx %.0f; load %s",
-					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.patchRate,
+					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.patchRate, r.deletePerNode,
 					r.cpuSeconds, r.apiCPU, r.etcdCPU, r.simCPU, r.conflicts, r.throttled, r.serverErrors, r.load)
 				if r.realPromoted != r.real {
 					b.Errorf("%d of %d real Controllers promoted the rollout's ConfigMap", r.realPromoted, r.real)
@@ -531,6 +534,23 @@ func BenchmarkRolloutController(b *testing.B) {
 			}
 		}
 	}
+}
+
+// controllerRequests keeps the requests of a rollout controller among
+// the API server's counts: Node PATCHes (the components patch
+// nodes/status), ConfigRollout status writes, and Event writes (the real
+// Controllers' Events count too: a few per rollout). n is their sum.
+func controllerRequests(c requestCount) (requestCount, float64) {
+	out := requestCount{}
+	var n float64
+	for k, v := range c {
+		if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
+			k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
+			out[k] = v
+			n += v
+		}
+	}
+	return out, n
 }
 
 // waitDeleted waits until a ConfigRollout is gone.
@@ -650,11 +670,11 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		return err
 	}
 	var txt strings.Builder
-	txt.WriteString("controller\tnodes\treal\tobject-KiB\ts/step\toverhead-s/step\tapiserver-floor-s/step\tctl-patches-s/step\trequests/node\tctl-cpu-s/rollout\tctl-cpu-ms/node" +
+	txt.WriteString("controller\tnodes\treal\tobject-KiB\ts/step\toverhead-s/step\tapiserver-floor-s/step\tctl-patches-s/step\trequests/node\tdelete-requests/node\tctl-cpu-s/rollout\tctl-cpu-ms/node" +
 		"\theap-MiB\trss-MiB\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
 	for _, r := range results {
-		fmt.Fprintf(&txt, "%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
-			r.controller, r.nodes, r.real, r.objectKiB, r.stepSeconds, r.overheadSec, r.floorSec, r.ctlFloorSec, r.requestsPerNode, r.cpuSeconds, r.cpuSeconds*1000/float64(r.nodes),
+		fmt.Fprintf(&txt, "%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
+			r.controller, r.nodes, r.real, r.objectKiB, r.stepSeconds, r.overheadSec, r.floorSec, r.ctlFloorSec, r.requestsPerNode, r.deletePerNode, r.cpuSeconds, r.cpuSeconds*1000/float64(r.nodes),
 			r.heapMiB, r.rssMiB, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
 	}
 	return os.WriteFile(filepath.Join(dir, "rollout-scale.txt"), []byte(txt.String()), 0o644)
