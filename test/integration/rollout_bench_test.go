@@ -513,9 +513,9 @@ func BenchmarkRolloutController(b *testing.B) {
 				}
 				b.Logf("%s controller, %d nodes (%d real Controllers, %d of them promoted), QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; "+
 					"the controller's requests in the last rollout: %s (%.0f Node PATCHes/s), to delete it %.3f a node; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
-					"the API server's 409s %.0f, 429s %.0f, 5xx %.0f; load %s",
+					"the API server's 409s %.0f, 429s %.0f, 5xx %.0f; its probe before: %.0f PATCHes/s, %.2f ms of its CPU and %.2f ms of etcd's each; load %s",
 					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.patchRate, r.deletePerNode,
-					r.cpuSeconds, r.apiCPU, r.etcdCPU, r.simCPU, r.conflicts, r.throttled, r.serverErrors, r.load)
+					r.cpuSeconds, r.apiCPU, r.etcdCPU, r.simCPU, r.conflicts, r.throttled, r.serverErrors, rate, float64(apiPer)/1e6, float64(etcdPer)/1e6, r.load)
 				if r.realPromoted != r.real {
 					b.Errorf("%d of %d real Controllers promoted the rollout's ConfigMap", r.realPromoted, r.real)
 				}
