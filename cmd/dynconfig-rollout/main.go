@@ -102,11 +102,14 @@ func newCommand() *cobra.Command {
 		"How many nodes must report a ConfigMap bad (RolledBack, DeadEnd) before a new rollout of it is refused, unless its spec.allowKnownBad.")
 	// A rollout makes one Node patch per node (two when it reverts), in
 	// bursts: a batch of maxUnavailable nodes at once, then a trial. The
-	// burst covers a 10% batch of a 5000-node fleet; the rate bounds the
-	// steps with no trial to wait for (BenchmarkRolloutController: at
-	// 1000 nodes 1.7 s a step at 100/s, 0.8 s at 250/s, where the API
-	// server becomes the bound). API Priority and Fairness queues these
-	// requests at the priority of a workload, not of the system.
+	// burst covers a 10% batch of a 5000-node fleet. Each assigned node's
+	// component then patches its Node twice (trial, promoted), so a
+	// rollout can use at most a third of the API server's PATCH rate:
+	// 250/s suits an API server that sustains about 750 (one on 2 cores
+	// sustained 170-420 under load in BenchmarkRolloutController, which
+	// probes it); raise both for a larger control plane. API Priority and
+	// Fairness queues these requests at the priority of a workload, not
+	// of the system.
 	fs.Float64Var(&f.qps, "kube-api-qps", 250, "API requests per second.")
 	fs.IntVar(&f.burst, "kube-api-burst", 500, "API request burst.")
 	fs.DurationVar(&f.heartbeat, "status-heartbeat-interval", controller.DefaultHeartbeatInterval,

@@ -64,7 +64,7 @@ func TestNewValidates(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.opts.Workers != 1 || c.opts.PatchParallelism != 16 || c.opts.Resync != 5*time.Minute || c.opts.LeaderElection.RetryPeriod != 2*time.Second {
+				if c.opts.Workers != 1 || c.opts.PatchParallelism != defaultPatchParallelism || c.opts.Resync != 5*time.Minute || c.opts.LeaderElection.RetryPeriod != 2*time.Second {
 					t.Errorf("defaults not applied: %+v", c.opts)
 				}
 				return

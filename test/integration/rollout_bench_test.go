@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
@@ -77,18 +79,42 @@ func envInt(key string, def int) int {
 	return def
 }
 
+// benchSimWorkers is how many reports the simulated components send at
+// once.
+const benchSimWorkers = 128
+
 // benchTrial is how long the simulated components of
 // BenchmarkRolloutController keep a config in trial.
 var benchTrial = time.Duration(envInt("DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS", 2000)) * time.Millisecond
 
-// benchResult is what BenchmarkRolloutController measured at one size.
+// benchResult is what BenchmarkRolloutController measured at one size,
+// for one controller (this tree's, or the baseline's).
 type benchResult struct {
-	nodes                    int
+	controller               string  // "new", or "old@<commit>"
+	nodes, real              int     // the fleet; of it, real Controllers
 	objectKiB                float64 // the largest ConfigRollout object seen
 	stepSeconds, overheadSec float64 // per step; overhead beyond the trial waits
-	requestsPerNode          float64
-	cpuSeconds               float64 // the controller's, per rollout
-	heapMiB, rssMiB          float64
+	// floorSec is the least overhead per step the API server allows: a
+	// rollout makes 3 PATCHes a node (the controller's assignment, the
+	// component's trial and promotion reports), which take at least
+	// 3*nodes/probeRate, and only the trial waits can overlap them:
+	// max(0, 3*nodes/probeRate - trial waits) / steps. ctlFloorSec is the
+	// controller's own share, nodes/probeRate/steps.
+	floorSec, ctlFloorSec float64
+	requestsPerNode       float64
+	deletePerNode         float64 // the controller's requests per node to delete the rollout (its claims taken off)
+	cpuSeconds            float64 // the controller's, per rollout
+	heapMiB, rssMiB       float64
+	// The API server's and etcd's CPU per rollout, and the test process's
+	// (the simulated components and the real Controllers).
+	apiCPU, etcdCPU, simCPU float64
+	probeRate               float64 // Node PATCHes a second the API server sustained
+	patchRate               float64 // the controller's Node PATCHes a second, averaged over the rollout
+	plans                   float64 // reconciles per rollout (with its deletion)
+	conflicts, throttled    float64 // the API server's 409s and 429s during the rollout
+	serverErrors            float64 // its 5xx
+	realPromoted            int     // real Controllers that promoted the rollout's config
+	load                    string  // /proc/loadavg when the size ended
 }
 
 // BenchmarkRolloutController measures what the rollout controller adds to a
@@ -97,116 +123,167 @@ type benchResult struct {
 // informer that answers each assignment through the API server as a
 // component does: Trial at once, Promoted benchTrial later (the status
 // annotation, through nodes/status), or RolledBack for one node in
-// benchFailEvery. Each iteration rolls one ConfigMap out
-// in 5 steps (1, 10%, 25%, 50%, 100%; maxUnavailable 10%), alternating
-// between two ConfigMaps; a step waits for each of its batches of
-// maxUnavailable nodes in turn (12 waits over the 5 steps).
+// benchFailEvery. benchRealControllers of the nodes (spread over the
+// fleet, the canary among them) run the library's real Controller instead,
+// in this process, with the ConfigMaps' trial set to benchTrial. Each
+// iteration rolls one ConfigMap out in 5 steps (1, 10%, 25%, 50%, 100%;
+// maxUnavailable 10%), alternating between two ConfigMaps; a step waits
+// for each of its batches of maxUnavailable nodes in turn (12 waits over
+// the 5 steps).
+//
+// At each size a fresh dynconfig-rollout process runs the rollout (its
+// heap and RSS are then those of a controller that synced that fleet and
+// ran one rollout). Before it, the API server's capacity is probed: an
+// unthrottled client patches the Nodes (at most 5,000), 64 at a time, and
+// the rate it sustains bounds the rollout: it makes 3 PATCHes a node (the
+// controller's, and the component's trial and promotion reports), and
+// only the trial waits can hide them (benchResult.floorSec). At the sizes of
+// DYNCONFIG_ROLLOUT_BENCH_BASELINE_SIZES (default 1000) the same rollout
+// is first run by the controller of an earlier commit
+// (DYNCONFIG_ROLLOUT_BENCH_BASELINE, built from this repository's history;
+// "none" skips it), in its own namespace, for a same-run comparison.
 //
 // Per size it reports: the largest ConfigRollout object seen during the
 // rollout (KiB; goal at most 256), seconds per step and the overhead per
-// step beyond the trial waits (goal below 1 s), the controller's API
-// requests per node (counted by the API server: its Node PATCHes, status
-// updates and Events; goal at most 2), the controller's CPU per rollout
-// and its heap and RSS. With DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR set it writes
-// rollout-scale.svg (the growth of each against the fleet) and
-// rollout-scale.txt there. DYNCONFIG_ROLLOUT_BENCH_QPS sets the
-// controller's client rate limit (burst twice that; default:
-// dynconfig-rollout's defaults, 250 and 500),
-// DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial, and
-// DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE=FILE writes the controller's CPU
-// profile of the first 30 s there.
+// step beyond the trial waits (goal below 1 s) next to the API server's
+// floor, the controller's API requests per node (counted by the API
+// server: its Node PATCHes, status updates and Events; the real
+// Controllers' Events count too; goal at most 2) and, apart, to delete the
+// rollout (its claims taken off the Nodes), the controller's CPU per
+// rollout, its heap and RSS, the CPU the API server, etcd and this process
+// used, the API server's 409, 429 and 5xx answers, and the load average.
+// With DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR set it writes rollout-scale.svg
+// (the growth of each against the fleet) and rollout-scale.txt (the
+// table) there after each size. DYNCONFIG_ROLLOUT_BENCH_QPS sets both
+// controllers' client rate limit (burst twice that; default: each
+// binary's defaults), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial,
+// DYNCONFIG_ROLLOUT_BENCH_REAL the number of real Controllers, and
+// DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE=DIR writes the controller's CPU
+// profile of the first 30 s of each size's rollout there
+// (cpu-<nodes>.pprof).
 //
 //	cd test && go test -run XXX -bench RolloutController -benchtime 1x ./integration/
 func BenchmarkRolloutController(b *testing.B) {
 	sizes := benchSizes(b)
 	cl := cluster.Start(b)
 	h := &harness{cl: cl, client: newClient(b, cl.Config, 500, 1000)}
-	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), klog.Background().V(10)), 90*time.Minute)
+	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), klog.Background().V(10)), 150*time.Minute)
 	defer cancel()
 	installRolloutCRD(ctx, b, h)
-	label := "rollout-bench"
-	var cms [2]*corev1.ConfigMap
-	for i := range cms {
-		cm, err := h.client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i), Namespace: namespace},
-			Data:       map[string]string{kubelet.PayloadKey: kubeletPayload(100 + i)},
+	label, realLabel := "rollout-bench", "rollout-bench-real"
+	baseline, baselineSizes := benchBaselineCommit(), benchBaselineSizes()
+	if baseline == "none" {
+		baselineSizes = nil
+	}
+	const baselineNS = "bench-old"
+	if len(baselineSizes) > 0 {
+		if _, err := h.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baselineNS}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Two ConfigMaps for this tree's controller, two for the baseline's
+	// (a rollout assigns a ConfigMap of its own namespace). Their trial is
+	// the simulated components' (the real Controllers read it).
+	newCM := func(ns, name string, maxPods int) *corev1.ConfigMap {
+		cm, err := h.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{components.TrialDurationAnnotation: benchTrial.String()}},
+			Data:       map[string]string{kubelet.PayloadKey: kubeletPayload(maxPods)},
 			Immutable:  ptr.To(true),
 		}, metav1.CreateOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		cms[i] = cm
+		return cm
 	}
-	reported := func(cm *corev1.ConfigMap, phase nodeapi.ConfigPhase) string {
-		src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+	var cms, oldCMs [2]*corev1.ConfigMap
+	for i := range cms {
+		cms[i] = newCM(namespace, fmt.Sprintf("bench-%d", i), 100+i)
+		if len(baselineSizes) > 0 {
+			oldCMs[i] = newCM(baselineNS, fmt.Sprintf("bench-old-%d", i), 102+i)
+		}
+	}
+	source := func(cm *corev1.ConfigMap) *corev1.NodeConfigSource {
+		return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 			Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: kubelet.PayloadKey,
 		}}
-		st := &nodeapi.ConfigStatus{Phase: phase, Assigned: src, Active: src}
-		if phase == nodeapi.PhasePromoted {
-			st.LastKnownGood = src
-		}
+	}
+	annotation := func(st *nodeapi.ConfigStatus) string {
 		v, err := st.MarshalAnnotation()
 		if err != nil {
 			b.Fatal(err)
 		}
 		return v
 	}
+	// What a simulated component reports for each ConfigMap: in trial,
+	// promoted, or rolled back to the other ConfigMap of its pair.
+	promoted, inTrial, rolledBack := map[types.UID]string{}, map[types.UID]string{}, map[types.UID]string{}
+	for _, pair := range [][2]*corev1.ConfigMap{cms, oldCMs} {
+		for i, cm := range pair {
+			if cm == nil {
+				continue
+			}
+			src := source(cm)
+			promoted[cm.UID] = annotation(&nodeapi.ConfigStatus{Phase: nodeapi.PhasePromoted, Assigned: src, Active: src, LastKnownGood: src})
+			inTrial[cm.UID] = annotation(&nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: src, Active: src})
+			other := source(pair[1-i])
+			rolledBack[cm.UID] = annotation(&nodeapi.ConfigStatus{Phase: nodeapi.PhaseRolledBack, Assigned: src, Active: other, LastKnownGood: other,
+				Error: "failed to validate current (simulated)"})
+		}
+	}
 	// The fleet, grown to each size in turn. A new node starts on the
 	// ConfigMap the previous rollout left the others on, so that the next
 	// rollout assigns every node (rollouts alternate between the two).
+	// The nodes of the real Controllers are spread over the first size.
 	created, rollouts := 0, 0
+	realAt := map[int]bool{}
+	var realNames []string
+	for j := range min(benchRealControllers, sizes[0]) {
+		i := j * sizes[0] / max(benchRealControllers, 1)
+		realAt[i] = true
+		realNames = append(realNames, fmt.Sprintf("bench-node-%05d", i))
+	}
 	grow := func(n int) {
 		on := cms[(rollouts+1)%2]
 		if err := parallel(n-created, func(i int) error {
-			name := fmt.Sprintf("bench-node-%05d", created+i)
-			_, err := h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-				Name: name, Labels: map[string]string{label: "true"},
-				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(on), nodeapi.StatusAnnotation: reported(on, nodeapi.PhasePromoted)},
-			}}, metav1.CreateOptions{})
+			i += created
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("bench-node-%05d", i), Labels: map[string]string{label: "true"},
+				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(on)},
+			}}
+			if realAt[i] {
+				node.Labels[realLabel] = "true" // its Controller reports
+			} else {
+				node.Annotations[nodeapi.StatusAnnotation] = promoted[on.UID]
+			}
+			_, err := h.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 			return err
 		}); err != nil {
 			b.Fatalf("growing the fleet to %d nodes: %v", n, err)
 		}
 		created = n
 	}
-
-	// The simulated components: whatever is assigned, report it in trial
-	// and promoted once the trial is over.
-	simClient := newClient(b, protobuf(cl.Config), 1000, 2000)
-	promoted := map[types.UID]string{cms[0].UID: reported(cms[0], nodeapi.PhasePromoted), cms[1].UID: reported(cms[1], nodeapi.PhasePromoted)}
-	inTrial := map[types.UID]string{cms[0].UID: reported(cms[0], nodeapi.PhaseTrial), cms[1].UID: reported(cms[1], nodeapi.PhaseTrial)}
-	// One node in benchFailEvery rolls each new config back after its
-	// trial, as a component that cannot run it.
-	rolledBack := map[types.UID]string{}
-	for i, cm := range cms {
-		src := func(cm *corev1.ConfigMap) *corev1.NodeConfigSource {
-			return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
-				Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: kubelet.PayloadKey,
-			}}
-		}
-		st := &nodeapi.ConfigStatus{Phase: nodeapi.PhaseRolledBack, Assigned: src(cm), Active: src(cms[1-i]), LastKnownGood: src(cms[1-i]),
-			Error: "failed to validate current (simulated)"}
-		v, err := st.MarshalAnnotation()
-		if err != nil {
-			b.Fatal(err)
-		}
-		rolledBack[cm.UID] = v
-	}
 	fails := func(node string) bool {
 		var i int
 		_, err := fmt.Sscanf(node, "bench-node-%d", &i)
-		return err == nil && i%benchFailEvery == benchFailEvery-1
+		return err == nil && i%benchFailEvery == benchFailEvery-1 && !realAt[i]
 	}
+
+	// The simulated components: whatever is assigned, report it in trial
+	// and promoted once the trial is over. A fleet's components each have
+	// their own client: theirs is not rate-limited, and benchSimWorkers
+	// report at once, so that the API server, not the simulation, bounds
+	// how fast they answer.
+	simClient := newClient(b, protobuf(cl.Config), -1, 0)
 	trial := benchTrial
 	type simWork struct {
 		node    string
 		uid     types.UID
 		promote bool
 	}
-	work := make(chan simWork, 1<<16)
+	work := make(chan simWork, 1<<17)
 	var pending sync.Map // node name → the UID it is working on
 	factory := informers.NewSharedInformerFactoryWithOptions(simClient, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = label }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = label + ",!" + realLabel }))
 	nodes := factory.Core().V1().Nodes()
 	onNode := func(obj any) {
 		n := obj.(*corev1.Node)
@@ -234,7 +311,7 @@ func BenchmarkRolloutController(b *testing.B) {
 		_, _ = simClient.CoreV1().Nodes().Patch(simCtx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 	}
 	var sims sync.WaitGroup
-	for range 16 {
+	for range benchSimWorkers {
 		sims.Go(func() {
 			for {
 				select {
@@ -265,16 +342,22 @@ func BenchmarkRolloutController(b *testing.B) {
 	defer stopSim()
 
 	grow(sizes[0])
-	rc := startRolloutProcess(ctx, b, h)
+	startRealControllers(ctx, b, h, realNames)
+	newBin := buildRollout(b, rolloutPackage)
+	var oldBin string
+	if len(baselineSizes) > 0 {
+		oldBin = buildBaseline(b, baseline)
+	}
 	dyn := dynamic.NewForConfigOrDie(cl.Config)
-	ri := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(namespace)
+	probeClient := newClient(b, protobuf(cl.Config), -1, 0)
 
 	steps := []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("10%")),
 		nodesStep(intstr.FromString("25%")), nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
 	var results []benchResult
+	baselineRuns := 0
 	for _, size := range sizes {
 		grow(size)
-		// Let the controller's informers take the new nodes in.
+		// Let the informers take the new nodes in.
 		time.Sleep(2 * time.Second)
 		// The batches a step must wait for in turn: its new nodes, at
 		// most maxUnavailable (10%) in trial at once.
@@ -284,94 +367,166 @@ func BenchmarkRolloutController(b *testing.B) {
 			batches += (target - done + maxUnavailable - 1) / maxUnavailable
 			done = target
 		}
-		b.Run(fmt.Sprintf("nodes=%d", size), func(b *testing.B) {
-			var stepTimes []time.Duration
-			var total time.Duration
-			var requestsPerNode float64
-			var byController requestCount
-			var objectBytes int
-			statsBefore := rc.metrics(ctx, b)
-			cpuBefore := rc.cpu(b)
-			b.ResetTimer()
-			for range b.N {
-				b.StopTimer()
+		var probeNames []string
+		for i := 0; i < size && len(probeNames) < 5000; i++ {
+			if !realAt[i] {
+				probeNames = append(probeNames, fmt.Sprintf("bench-node-%05d", i))
+			}
+		}
+		if err := quiesce(ctx, h.client); err != nil {
+			b.Fatal(err)
+		}
+		rate, apiPer, etcdPer, err := probePatchRate(ctx, probeClient, probeNames, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%d nodes: the API server sustained %.0f Node PATCHes/s (%d, 64 at a time, unthrottled), %.2f ms of its CPU and %.2f ms of etcd's each; load %s",
+			size, rate, len(probeNames), float64(apiPer)/1e6, float64(etcdPer)/1e6, loadAverage())
+
+		type run struct {
+			name, controller, ns string
+			bin                  string
+			cms                  [2]*corev1.ConfigMap
+			rollout              func() int // its number, for its name and ConfigMap
+		}
+		runs := []run{{name: fmt.Sprintf("nodes=%d", size), controller: "new", ns: namespace, bin: newBin, cms: cms,
+			rollout: func() int { rollouts++; return rollouts - 1 }}}
+		if baselineSizes[size] {
+			runs = append([]run{{name: fmt.Sprintf("baseline=%s/nodes=%d", baseline, size), controller: "old@" + baseline, ns: baselineNS, bin: oldBin, cms: oldCMs,
+				rollout: func() int { baselineRuns++; return baselineRuns - 1 }}}, runs...)
+		}
+		for _, rn := range runs {
+			ri := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(rn.ns)
+			b.Run(rn.name, func(b *testing.B) {
+				rc := startRolloutProcess(ctx, b, h, rn.bin, "--namespace", rn.ns)
+				// Let it sync and settle before the clock starts.
 				if err := quiesce(ctx, h.client); err != nil {
 					b.Fatal(err)
 				}
-				before, _, err := scrape(ctx, h.client)
-				if err != nil {
-					b.Fatal(err)
+				r := benchResult{controller: rn.controller, nodes: size, real: len(realNames), probeRate: rate}
+				var stepTimes []time.Duration
+				var total time.Duration
+				var byController requestCount
+				var objectBytes int
+				var ctlPatches float64
+				statsBefore := rc.metrics(ctx, b)
+				cpuBefore := rc.cpu(b)
+				api, etcd := childPID("kube-apiserver"), childPID("etcd")
+				apiBefore, etcdBefore, simBefore := cpuOf(api), cpuOf(etcd), cpuOf(os.Getpid())
+				codesBefore := apiCodes(ctx, b, h.client)
+				b.ResetTimer()
+				for range b.N {
+					b.StopTimer()
+					if err := quiesce(ctx, h.client); err != nil {
+						b.Fatal(err)
+					}
+					before, _, err := scrape(ctx, h.client)
+					if err != nil {
+						b.Fatal(err)
+					}
+					k := rn.rollout()
+					cm := rn.cms[k%2]
+					name := fmt.Sprintf("bench-%d", k)
+					if dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE"); dir != "" && rn.controller == "new" {
+						rc.profile(filepath.Join(dir, fmt.Sprintf("cpu-%d.pprof", size)), 30*time.Second)
+					}
+					b.StartTimer()
+					times, took, objSize := runBenchRollout(ctx, b, ri, rn.ns, name, cm.Name, steps, label, int32(size/benchFailEvery+1))
+					stepTimes = append(stepTimes, times...)
+					total += took
+					objectBytes = max(objectBytes, objSize)
+					b.StopTimer()
+					r.realPromoted = countPromoted(ctx, b, h.client, realNames, cm)
+					if err := quiesce(ctx, h.client); err != nil {
+						b.Fatal(err)
+					}
+					after, _, err := scrape(ctx, h.client)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var n float64
+					byController, n = controllerRequests(after.sub(before))
+					ctlPatches = byController[requestKey{"PATCH", "nodes", ""}]
+					r.requestsPerNode = n / float64(size)
+					// A finished rollout keeps its claims (for undo) until it
+					// is deleted: delete it, so that the next one starts on
+					// free nodes; its finalizer takes the claims off.
+					if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					waitDeleted(ctx, b, ri, name)
+					if err := quiesce(ctx, h.client); err != nil {
+						b.Fatal(err)
+					}
+					deleted, _, err := scrape(ctx, h.client)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, n = controllerRequests(deleted.sub(after))
+					r.deletePerNode = n / float64(size)
+					b.StartTimer()
 				}
-				b.StartTimer()
-				cm := cms[rollouts%2]
-				name := fmt.Sprintf("bench-%d", rollouts)
-				rollouts++
-				times, took, objSize := runBenchRollout(ctx, b, ri, name, cm.Name, steps, label, int32(size/benchFailEvery+1))
-				stepTimes = append(stepTimes, times...)
-				total += took
-				objectBytes = max(objectBytes, objSize)
 				b.StopTimer()
-				if err := quiesce(ctx, h.client); err != nil {
-					b.Fatal(err)
-				}
-				after, _, err := scrape(ctx, h.client)
-				if err != nil {
-					b.Fatal(err)
-				}
-				byController = requestCount{}
-				var n float64
-				for k, v := range after.sub(before) {
-					if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
-						k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
-						byController[k] = v
-						n += v
+				// The CPU of the rollouts and their deletions (the
+				// releases of the claims).
+				stats := rc.metrics(ctx, b)
+				codes := apiCodes(ctx, b, h.client)
+				r.cpuSeconds = (rc.cpu(b) - cpuBefore).Seconds() / float64(b.N)
+				r.apiCPU = (cpuOf(api) - apiBefore).Seconds() / float64(b.N)
+				r.etcdCPU = (cpuOf(etcd) - etcdBefore).Seconds() / float64(b.N)
+				r.simCPU = (cpuOf(os.Getpid()) - simBefore).Seconds() / float64(b.N)
+				r.conflicts, r.throttled = codes["409"]-codesBefore["409"], codes["429"]-codesBefore["429"]
+				for c, v := range codes {
+					if strings.HasPrefix(c, "5") {
+						r.serverErrors += v - codesBefore[c]
 					}
 				}
-				requestsPerNode = n / float64(size)
-				// A finished rollout keeps its claims (for undo) until it
-				// is deleted: delete it, so that the next one starts on
-				// free nodes; its finalizer takes the claims off.
-				if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-					b.Fatal(err)
+				nSteps := float64(len(stepTimes))
+				waits := time.Duration(b.N*batches) * trial
+				r.objectKiB = float64(objectBytes) / 1024
+				r.stepSeconds, r.overheadSec = total.Seconds()/nSteps, (total-waits).Seconds()/nSteps
+				r.floorSec = max(0, 3*float64(size)/rate-(time.Duration(batches)*trial).Seconds()) / 5
+				r.ctlFloorSec = float64(size) / rate / 5
+				r.heapMiB, r.rssMiB = stats["go_memstats_heap_inuse_bytes"]/(1<<20), stats["process_resident_memory_bytes"]/(1<<20)
+				r.patchRate = ctlPatches / (total.Seconds() / float64(b.N))
+				r.load = loadAverage()
+				b.ReportMetric(r.objectKiB, "object-KiB")
+				b.ReportMetric(r.stepSeconds, "s/step")
+				b.ReportMetric(r.overheadSec, "overhead-s/step")
+				b.ReportMetric(r.floorSec, "apiserver-floor-s/step")
+				b.ReportMetric((stats["dynconfig_rollout_reconcile_duration_seconds"]-statsBefore["dynconfig_rollout_reconcile_duration_seconds"])/nSteps, "reconcile-s/step")
+				r.plans = (stats["dynconfig_rollout_reconcile_duration_seconds_count"] - statsBefore["dynconfig_rollout_reconcile_duration_seconds_count"]) / float64(b.N)
+				b.ReportMetric(r.plans, "plans/rollout")
+				b.ReportMetric(r.requestsPerNode, "requests/node")
+				b.ReportMetric(r.deletePerNode, "delete-requests/node")
+				b.ReportMetric(r.cpuSeconds, "controller-cpu-s/rollout")
+				b.ReportMetric(r.cpuSeconds*1000/float64(size), "controller-cpu-ms/node")
+				b.ReportMetric(r.heapMiB, "controller-heap-MiB")
+				b.ReportMetric(r.rssMiB, "controller-rss-MiB")
+				b.ReportMetric(r.apiCPU, "apiserver-cpu-s/rollout")
+				var st []string
+				for _, d := range stepTimes {
+					st = append(st, d.Round(time.Millisecond).String())
 				}
-				waitDeleted(ctx, b, ri, name)
-				b.StartTimer()
-			}
-			b.StopTimer()
-			stats := rc.metrics(ctx, b)
-			cpu := (rc.cpu(b) - cpuBefore).Seconds()
-			nSteps := float64(len(stepTimes))
-			waits := time.Duration(b.N*batches) * trial
-			r := benchResult{
-				nodes: size, objectKiB: float64(objectBytes) / 1024,
-				stepSeconds: total.Seconds() / nSteps, overheadSec: (total - waits).Seconds() / nSteps,
-				requestsPerNode: requestsPerNode, cpuSeconds: cpu / float64(b.N),
-				heapMiB: stats["go_memstats_heap_inuse_bytes"] / (1 << 20), rssMiB: stats["process_resident_memory_bytes"] / (1 << 20),
-			}
-			b.ReportMetric(r.objectKiB, "object-KiB")
-			b.ReportMetric(r.stepSeconds, "s/step")
-			b.ReportMetric(r.overheadSec, "overhead-s/step")
-			b.ReportMetric((stats["dynconfig_rollout_reconcile_duration_seconds"]-statsBefore["dynconfig_rollout_reconcile_duration_seconds"])/nSteps, "reconcile-s/step")
-			b.ReportMetric(r.requestsPerNode, "requests/node")
-			b.ReportMetric(r.cpuSeconds, "controller-cpu-s/rollout")
-			b.ReportMetric(r.heapMiB, "controller-heap-MiB")
-			b.ReportMetric(r.rssMiB, "controller-rss-MiB")
-			var st []string
-			for _, d := range stepTimes {
-				st = append(st, d.Round(time.Millisecond).String())
-			}
-			qps := "default"
-			if benchQPS > 0 {
-				qps = fmt.Sprint(benchQPS)
-			}
-			b.Logf("%d nodes, QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; the controller's requests in the last rollout: %s; its CPU %.2f s",
-				size, qps, b.N, batches, trial, strings.Join(st, " "), byController, cpu)
-			if len(results) > 0 && results[len(results)-1].nodes == size {
-				results[len(results)-1] = r // b.Run runs a sub-benchmark again with a larger b.N
-			} else {
-				results = append(results, r)
-			}
-		})
+				qps := "default"
+				if benchQPS > 0 {
+					qps = fmt.Sprint(benchQPS)
+				}
+				b.Logf("%s controller, %d nodes (%d real Controllers, %d of them promoted), QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; "+
+					"the controller's requests in the last rollout: %s (%.0f Node PATCHes/s), to delete it %.3f a node; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
+					"the API server's 409s %.0f, 429s %.0f, 5xx %.0f; its probe before: %.0f PATCHes/s, %.2f ms of its CPU and %.2f ms of etcd's each; load %s",
+					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.patchRate, r.deletePerNode,
+					r.cpuSeconds, r.apiCPU, r.etcdCPU, r.simCPU, r.conflicts, r.throttled, r.serverErrors, rate, float64(apiPer)/1e6, float64(etcdPer)/1e6, r.load)
+				if r.realPromoted != r.real {
+					b.Errorf("%d of %d real Controllers promoted the rollout's ConfigMap", r.realPromoted, r.real)
+				}
+				if i := slices.IndexFunc(results, func(o benchResult) bool { return o.nodes == size && o.controller == r.controller }); i >= 0 {
+					results[i] = r // b.Run runs a sub-benchmark again with a larger b.N
+				} else {
+					results = append(results, r)
+				}
+			})
+		}
 		// Written after each size, so that a size that breaks leaves the
 		// ones before plotted.
 		if dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR"); dir != "" && len(results) > 0 {
@@ -382,10 +537,29 @@ func BenchmarkRolloutController(b *testing.B) {
 	}
 }
 
+// controllerRequests keeps the requests of a rollout controller among
+// the API server's counts: Node PATCHes (the components patch
+// nodes/status), ConfigRollout status writes, and Event writes (the real
+// Controllers' Events count too: a few per rollout). n is their sum.
+func controllerRequests(c requestCount) (requestCount, float64) {
+	out := requestCount{}
+	var n float64
+	for k, v := range c {
+		if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
+			k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
+			out[k] = v
+			n += v
+		}
+	}
+	return out, n
+}
+
 // waitDeleted waits until a ConfigRollout is gone.
 func waitDeleted(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name string) {
 	b.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Its finalizer takes the claims off first: one PATCH a node, at the
+	// controller's rate limit (50,000 nodes at 250/s: over 3 minutes).
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := ri.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -395,37 +569,65 @@ func waitDeleted(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface
 }
 
 // writeBenchPlot writes rollout-scale.svg, one panel per measure against
-// the fleet size, and rollout-scale.txt, the numbers.
+// the fleet size (this tree's controller a line, the baseline's points),
+// and rollout-scale.txt, the table of every result.
 func writeBenchPlot(dir string, results []benchResult, trial time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	var ours, base []benchResult
+	baseName := ""
+	for _, r := range results {
+		if r.controller == "new" {
+			ours = append(ours, r)
+		} else {
+			base, baseName = append(base, r), r.controller
+		}
 	}
 	panels := []struct {
 		title string
 		goal  float64
 		value func(benchResult) float64
+		floor bool // also plot floorSec
 	}{
-		{"ConfigRollout object (KiB; goal <= 256)", 256, func(r benchResult) float64 { return r.objectKiB }},
-		{"overhead per step beyond the trial waits (s; goal < 1)", 1, func(r benchResult) float64 { return r.overheadSec }},
-		{"controller requests per node (goal <= 2)", 2, func(r benchResult) float64 { return r.requestsPerNode }},
-		{"controller CPU per rollout (s)", 0, func(r benchResult) float64 { return r.cpuSeconds }},
-		{"controller heap in use (MiB)", 0, func(r benchResult) float64 { return r.heapMiB }},
-		{"controller RSS (MiB)", 0, func(r benchResult) float64 { return r.rssMiB }},
+		{"ConfigRollout object (KiB; goal <= 256)", 256, func(r benchResult) float64 { return r.objectKiB }, false},
+		{"overhead per step beyond the trial waits (s; goal < 1; grey: API server floor)", 1, func(r benchResult) float64 { return r.overheadSec }, true},
+		{"controller requests per node (goal <= 2)", 2, func(r benchResult) float64 { return r.requestsPerNode }, false},
+		{"controller CPU per node per rollout (ms)", 0, func(r benchResult) float64 { return r.cpuSeconds * 1000 / float64(r.nodes) }, false},
+		{"controller heap in use (MiB)", 0, func(r benchResult) float64 { return r.heapMiB }, false},
+		{"controller RSS (MiB)", 0, func(r benchResult) float64 { return r.rssMiB }, false},
 	}
-	const pw, ph, margin = 360, 220, 50
+	const pw, ph, margin = 380, 230, 50
 	var svg strings.Builder
 	cols := 3
 	rows := (len(panels) + cols - 1) / cols
 	fmt.Fprintf(&svg, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n",
-		cols*pw, rows*ph+30)
-	fmt.Fprintf(&svg, `<text x="10" y="18" font-size="13">dynconfig rollout controller vs fleet size (one kube-apiserver; trial %v; 5 steps, maxUnavailable 10%%)</text>`+"\n", trial)
-	maxN := float64(results[len(results)-1].nodes)
+		cols*pw, rows*ph+48)
+	fmt.Fprintf(&svg, `<text x="10" y="18" font-size="13">%s</text>`+"\n", html.EscapeString(fmt.Sprintf(
+		"dynconfig rollout controller vs fleet size (one kube-apiserver; trial %v; 5 steps, maxUnavailable 10%%)", trial)))
+	legend := "blue line: this tree's controller"
+	if baseName != "" {
+		legend += "; orange squares: " + baseName
+	}
+	var loads []string
+	for _, r := range results {
+		loads = append(loads, fmt.Sprintf("%d: %s", r.nodes, r.load))
+	}
+	legend += "; load average at the end of each size: " + strings.Join(slices.Compact(loads), ", ")
+	fmt.Fprintf(&svg, `<text x="10" y="36">%s</text>`+"\n", html.EscapeString(legend))
+	maxN := 0.0
+	for _, r := range results {
+		maxN = max(maxN, float64(r.nodes))
+	}
 	for i, p := range panels {
-		ox, oy := float64(i%cols*pw), float64(i/cols*ph+30)
+		ox, oy := float64(i%cols*pw), float64(i/cols*ph+48)
 		w, hgt := float64(pw-margin-15), float64(ph-margin-25)
 		top := p.goal
 		for _, r := range results {
 			top = max(top, p.value(r))
+			if p.floor {
+				top = max(top, r.floorSec)
+			}
 		}
 		top *= 1.15
 		if top <= 0 {
@@ -441,15 +643,27 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		if p.goal > 0 {
 			fmt.Fprintf(&svg, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="green" stroke-dasharray="4 3"/>`+"\n", x(0), y(p.goal), x(maxN), y(p.goal))
 		}
-		var pts []string
-		for _, r := range results {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(r.nodes)), y(p.value(r))))
+		line := func(rs []benchResult, v func(benchResult) float64, color string) {
+			var pts []string
+			for _, r := range rs {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(r.nodes)), y(v(r))))
+			}
+			fmt.Fprintf(&svg, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
 		}
-		fmt.Fprintf(&svg, `<polyline fill="none" stroke="steelblue" stroke-width="2" points="%s"/>`+"\n", strings.Join(pts, " "))
-		for _, r := range results {
+		if p.floor && len(ours) > 0 {
+			line(ours, func(r benchResult) float64 { return r.floorSec }, "grey")
+		}
+		if len(ours) > 0 {
+			line(ours, p.value, "steelblue")
+		}
+		for _, r := range ours {
 			fmt.Fprintf(&svg, `<circle cx="%.1f" cy="%.1f" r="3" fill="steelblue"/>`+"\n", x(float64(r.nodes)), y(p.value(r)))
 			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%.3g</text>`+"\n", x(float64(r.nodes)), y(p.value(r))-6, p.value(r))
 			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", x(float64(r.nodes)), y(0)+14, r.nodes)
+		}
+		for _, r := range base {
+			fmt.Fprintf(&svg, `<rect x="%.1f" y="%.1f" width="7" height="7" fill="darkorange"/>`+"\n", x(float64(r.nodes))-3.5, y(p.value(r))-3.5)
+			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" fill="darkorange">%.3g</text>`+"\n", x(float64(r.nodes))+6, y(p.value(r))+4, p.value(r))
 		}
 	}
 	svg.WriteString("</svg>\n")
@@ -457,9 +671,12 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		return err
 	}
 	var txt strings.Builder
-	fmt.Fprintf(&txt, "nodes\tobject-KiB\ts/step\toverhead-s/step\trequests/node\tcontroller-cpu-s/rollout\theap-MiB\trss-MiB\n")
+	txt.WriteString("controller\tnodes\treal\tobject-KiB\ts/step\toverhead-s/step\tapiserver-floor-s/step\tctl-patches-s/step\trequests/node\tdelete-requests/node\tctl-cpu-s/rollout\tctl-cpu-ms/node" +
+		"\theap-MiB\trss-MiB\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
 	for _, r := range results {
-		fmt.Fprintf(&txt, "%d\t%.1f\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.1f\n", r.nodes, r.objectKiB, r.stepSeconds, r.overheadSec, r.requestsPerNode, r.cpuSeconds, r.heapMiB, r.rssMiB)
+		fmt.Fprintf(&txt, "%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
+			r.controller, r.nodes, r.real, r.objectKiB, r.stepSeconds, r.overheadSec, r.floorSec, r.ctlFloorSec, r.requestsPerNode, r.deletePerNode, r.cpuSeconds, r.cpuSeconds*1000/float64(r.nodes),
+			r.heapMiB, r.rssMiB, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
 	}
 	return os.WriteFile(filepath.Join(dir, "rollout-scale.txt"), []byte(txt.String()), 0o644)
 }
@@ -467,10 +684,10 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 // runBenchRollout creates a ConfigRollout and follows it with a watch until
 // it completes; it returns the time of each step and of the whole, and the
 // largest the object was (JSON bytes).
-func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name, configMap string, steps []v1alpha1.RolloutStep, label string, maxFailures int32) ([]time.Duration, time.Duration, int) {
+func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, ns, name, configMap string, steps []v1alpha1.RolloutStep, label string, maxFailures int32) ([]time.Duration, time.Duration, int) {
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.ConfigRolloutSpec{
 			ConfigMapName: configMap, Steps: steps, MaxUnavailable: ptr.To(intstr.FromString("10%")), MaxFailures: maxFailures,
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}},
@@ -528,22 +745,31 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 	return nil, 0, 0
 }
 
-// rolloutProcess is the dynconfig-rollout binary, run apart so that the
+// rolloutProcess is a dynconfig-rollout binary, run apart so that the
 // CPU and memory measured are the controller's alone.
 type rolloutProcess struct {
 	cmd     *exec.Cmd
+	addr    string
 	metrics func(ctx context.Context, b *testing.B) map[string]float64
 }
 
-// startRolloutProcess builds and starts dynconfig-rollout without leader
-// election, at the benchmark's client rate limit, until b ends.
-func startRolloutProcess(ctx context.Context, b *testing.B, h *harness) *rolloutProcess {
+// buildRollout builds a command package of this tree into a temporary
+// directory and returns the binary.
+func buildRollout(b *testing.B, pkg string) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "dynconfig-rollout")
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// startRolloutProcess starts a dynconfig-rollout binary without leader
+// election, at the benchmark's client rate limit, with extra flags, until
+// b ends.
+func startRolloutProcess(ctx context.Context, b *testing.B, h *harness, bin string, extra ...string) *rolloutProcess {
 	b.Helper()
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "dynconfig-rollout")
-	if out, err := exec.Command("go", "build", "-o", bin, rolloutPackage).CombinedOutput(); err != nil {
-		b.Fatalf("go build %s: %v\n%s", rolloutPackage, err, out)
-	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
 		b.Fatal(err)
@@ -563,7 +789,7 @@ func startRolloutProcess(ctx context.Context, b *testing.B, h *harness) *rollout
 	if benchQPS > 0 {
 		args = append(args, "--kube-api-qps", fmt.Sprint(benchQPS), "--kube-api-burst", fmt.Sprint(2*benchQPS))
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -571,19 +797,19 @@ func startRolloutProcess(ctx context.Context, b *testing.B, h *harness) *rollout
 	b.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
-			b.Errorf("dynconfig-rollout: %v", err)
+			b.Errorf("%s: %v", bin, err)
 		}
 		_ = logFile.Close()
 		if b.Failed() {
 			out, _ := os.ReadFile(logPath)
-			b.Logf("dynconfig-rollout's log:\n%s", out)
+			b.Logf("%s's log:\n%s", bin, out)
 		}
 	})
-	p := &rolloutProcess{cmd: cmd}
+	p := &rolloutProcess{cmd: cmd, addr: addr}
 	p.metrics = func(ctx context.Context, b *testing.B) map[string]float64 {
 		b.Helper()
 		var body []byte
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -594,12 +820,12 @@ func startRolloutProcess(ctx context.Context, b *testing.B, h *harness) *rollout
 			return err == nil && resp.StatusCode == http.StatusOK, nil
 		})
 		if err != nil {
-			b.Fatalf("dynconfig-rollout's /metrics: %v", err)
+			b.Fatalf("%s's /metrics: %v", bin, err)
 		}
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 		if err != nil {
-			b.Fatalf("dynconfig-rollout's /metrics: %v", err)
+			b.Fatalf("%s's /metrics: %v", bin, err)
 		}
 		// Each family summed over its series; a histogram is its sum.
 		out := map[string]float64{}
@@ -612,56 +838,51 @@ func startRolloutProcess(ctx context.Context, b *testing.B, h *harness) *rollout
 					out[name] += m.GetGauge().GetValue()
 				case m.Histogram != nil:
 					out[name] += m.GetHistogram().GetSampleSum()
+					out[name+"_count"] += float64(m.GetHistogram().GetSampleCount())
 				}
 			}
 		}
 		return out
 	}
 	p.metrics(ctx, b) // it serves
-	if path := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE"); path != "" {
-		// The controller's CPU profile over the first 30 s of the runs.
-		go func() {
-			resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=30")
-			if err != nil {
-				return
-			}
-			defer resp.Body.Close()
-			if f, err := os.Create(path); err == nil {
-				_, _ = io.Copy(f, resp.Body)
-				_ = f.Close()
-			}
-		}()
-	}
 	return p
+}
+
+// profile writes the process's CPU profile of the next d to path, in the
+// background.
+func (p *rolloutProcess) profile(path string, d time.Duration) {
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.addr, int(d.Seconds())))
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if f, err := os.Create(path); err == nil {
+			_, _ = io.Copy(f, resp.Body)
+			_ = f.Close()
+		}
+	}()
 }
 
 // cpu is the user and system CPU time the process used so far.
 func (p *rolloutProcess) cpu(b *testing.B) time.Duration {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	cpu, _, err := procStat(p.cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the command name (which may hold spaces): state is
-	// field 3, utime 14 and stime 15, in clock ticks (100 a second).
-	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
-	if len(fields) < 13 {
-		b.Fatalf("/proc/%d/stat: %q", p.cmd.Process.Pid, raw)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%d/stat: %q", p.cmd.Process.Pid, raw)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return cpu
 }
 
 // TestBenchPlotIsSVG: the plot the benchmark writes is well-formed XML
-// with one line per measure.
+// with one line per measure (and the API server's floor), a point per
+// baseline result on each panel, and the table a row per result.
 func TestBenchPlotIsSVG(t *testing.T) {
 	dir := t.TempDir()
-	results := []benchResult{{nodes: 1000, objectKiB: 9.6, stepSeconds: 5.9, overheadSec: 1.1, requestsPerNode: 1.1, cpuSeconds: 4.5, heapMiB: 16, rssMiB: 50},
-		{nodes: 5000, objectKiB: 9.3, stepSeconds: 5.6, overheadSec: 0.8, requestsPerNode: 1.0, cpuSeconds: 6.4, heapMiB: 60, rssMiB: 99}}
+	results := []benchResult{
+		{controller: "old@e6e4a0b", nodes: 1000, objectKiB: 150, stepSeconds: 6.1, overheadSec: 1.3, requestsPerNode: 1.2, cpuSeconds: 5.5, heapMiB: 20, rssMiB: 60, load: "3.1 <2> 1"},
+		{controller: "new", nodes: 1000, objectKiB: 9.6, stepSeconds: 5.9, overheadSec: 1.1, floorSec: 0.2, requestsPerNode: 1.1, cpuSeconds: 4.5, heapMiB: 16, rssMiB: 50, load: "3.1 <2> 1"},
+		{controller: "new", nodes: 5000, objectKiB: 9.3, stepSeconds: 5.6, overheadSec: 0.8, floorSec: 0.9, requestsPerNode: 1.0, cpuSeconds: 6.4, heapMiB: 60, rssMiB: 99, load: "9 & 8"}}
 	if err := writeBenchPlot(dir, results, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +891,7 @@ func TestBenchPlotIsSVG(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := xml.NewDecoder(bytes.NewReader(raw))
-	lines := 0
+	lines, points := 0, 0
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
@@ -679,11 +900,32 @@ func TestBenchPlotIsSVG(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rollout-scale.svg is not XML: %v\n%s", err, raw)
 		}
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
-			lines++
+		if se, ok := tok.(xml.StartElement); ok {
+			switch se.Name.Local {
+			case "polyline":
+				lines++
+			case "rect":
+				points++
+			}
 		}
 	}
-	if lines != 6 {
-		t.Errorf("%d lines plotted, want 6", lines)
+	if lines != 7 {
+		t.Errorf("%d lines plotted, want 7 (6 measures and the floor)", lines)
+	}
+	if points != 6 {
+		t.Errorf("%d baseline points plotted, want 6 (one per panel)", points)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "rollout-scale.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(table)), "\n")
+	if len(rows) != 4 || !strings.HasPrefix(rows[1], "old@e6e4a0b\t1000\t") || !strings.HasPrefix(rows[3], "new\t5000\t") {
+		t.Errorf("rollout-scale.txt:\n%s", table)
+	}
+	for _, row := range rows {
+		if got, want := strings.Count(row, "\t"), strings.Count(rows[0], "\t"); got != want {
+			t.Errorf("row %q has %d columns, the header %d", row, got+1, want+1)
+		}
 	}
 }
