@@ -7,12 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/lkg"
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 const head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
@@ -209,5 +214,66 @@ func TestPreStart(t *testing.T) {
 	}
 	if _, err := os.Stat(n.files.Path()); !os.IsNotExist(err) {
 		t.Fatalf("drop-in not removed: %v", err)
+	}
+}
+
+// confirmState is a state dir whose current config (maxPods 20) first ran
+// an hour ago and was never confirmed healthy, with no last-known-good.
+func confirmState(t *testing.T, dir string) *corev1.NodeConfigSource {
+	t.Helper()
+	s, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key, _ := nodeapi.DefaultPayloadKey(nodeapi.DefaultComponent)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubelet-20", UID: "uid-20", ResourceVersion: "7"},
+		Data: map[string]string{key: head + "maxPods: 20\n"}}
+	if _, err := s.Save(cm); err != nil {
+		t.Fatal(err)
+	}
+	src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: cm.Namespace, Name: cm.Name,
+		UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: key}}
+	if err := s.SetCurrent(src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordFirstRunAt(time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// The pre-start role applies Common.ConfirmWithin: a config the kubelet
+// never confirmed within the deadline of its first start is not handed to
+// the kubelet again; without a deadline it is.
+func TestPreStartConfirmWithin(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	for _, within := range []time.Duration{0, 10 * time.Minute} {
+		n := newNode(t, "maxPods: 10\n", nil)
+		c := Common{Files: n.files, StateDir: filepath.Join(t.TempDir(), "state"), KubeletVersion: "v1.37.0",
+			DefaultTrial: components.Trial{Duration: 2 * time.Hour, CrashLoopThreshold: 10}, ConfirmWithin: within}
+		src := confirmState(t, c.StateDir)
+		res, err := PreStart(ctx, c, 0)
+		if err != nil || res.Chosen == nil {
+			t.Fatalf("ConfirmWithin %v: %+v, %v", within, res, err)
+		}
+		got, _ := os.ReadFile(n.files.Path())
+		if within == 0 {
+			if !lkg.Same(res.Chosen.Source, src) || !strings.Contains(string(got), "maxPods: 20") {
+				t.Errorf("no deadline: chose %v, drop-in %q; want current (maxPods 20)", res.Chosen.Source, got)
+			}
+			continue
+		}
+		if res.Chosen.Source != nil || strings.Contains(string(got), "maxPods: 20") {
+			t.Errorf("deadline passed: chose %v, drop-in %q; want the node's own config", res.Chosen.Source, got)
+		}
+		snap, err := checkpoint.Inspect(c.StateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, _ := snap.Version(c.KubeletVersion)
+		if _, m, ok := tr.BadMarks.Lookup(src); !ok || !strings.Contains(m.Reason, "confirm") {
+			t.Errorf("deadline passed: bad mark %+v (%v), want current marked bad as not confirmed", m, ok)
+		}
 	}
 }

@@ -38,6 +38,11 @@ type Common struct {
 	// DisableRemoteConfig resets current and last-known-good to the local
 	// config: the node runs its own files only.
 	DisableRemoteConfig bool
+	// ConfirmWithin: see dynconfig.Options.ConfirmWithin. Both roles must
+	// be given the same value: the pre-start role applies the deadline to
+	// the kubelet's next start, the run role while the kubelet runs (its
+	// healthz answering is the confirmation).
+	ConfirmWithin time.Duration
 }
 
 func (c Common) options(ctx context.Context) (dynconfig.Options[Config], error) {
@@ -53,6 +58,7 @@ func (c Common) options(ctx context.Context) (dynconfig.Options[Config], error) 
 		ComponentVersion:    c.KubeletVersion,
 		DefaultTrial:        c.DefaultTrial,
 		DisableRemoteConfig: c.DisableRemoteConfig,
+		ConfirmWithin:       c.ConfirmWithin,
 	}, nil
 }
 

@@ -59,6 +59,7 @@ func (f *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.c.KubeletVersion, "kubelet-version", "", "the kubelet's version, naming the tracking dir (default: asked from --kubelet-binary --version)")
 	fs.StringVar(&f.kubeletBinary, "kubelet-binary", "/usr/bin/kubelet", "the kubelet binary, asked for its version when --kubelet-version is empty")
 	fs.BoolVar(&f.c.DisableRemoteConfig, "disable-remote-config", false, "run the node's own kubelet config only; resets current and last-known-good to local")
+	fs.DurationVar(&f.c.ConfirmWithin, "confirm-within", 0, "mark a config bad and go back to last-known-good when the kubelet's healthz has not answered on it within this time of its first start (0: no deadline; give both roles the same value)")
 }
 
 var versionRE = regexp.MustCompile(`v[0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.+-]*`)
