@@ -21,7 +21,7 @@ full:
 ## integration: the separate test/ module against a real kube-apiserver and etcd
 ## (test/realnode also runs the stock kubelet on containerd: root, see .ci/run).
 integration: bins
-	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/...
+	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/... ./promserver/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/...
 
 ## bins: build kube-apiserver, etcd, hollow-kubelet and kubelet into bin/ when missing or stale.
 bins:

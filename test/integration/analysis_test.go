@@ -175,11 +175,6 @@ func TestAnalysisHaltsOnBrokenPods(t *testing.T) {
 	const bound = 4
 	bindPods(ctx, t, h, node, "first", bound)
 	tight := h.createTrialConfigMap(ctx, t, objectName(t, "maxpods-2"), kubeletPayload(2), "5s", 2)
-	// A rollout starts only on an immutable ConfigMap.
-	tight, err := h.client.CoreV1().ConfigMaps(namespace).Patch(ctx, tight.Name, types.MergePatchType, []byte(`{"immutable":true}`), metav1.PatchOptions{})
-	if err != nil {
-		t.Fatalf("making ConfigMap %s immutable: %v", tight.Name, err)
-	}
 	steps := []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
 	// The controller runs as its ServiceAccount with the grants of
 	// deploy/overlays/cluster-wide/rbac.yaml: the pods check lists pods.

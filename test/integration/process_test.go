@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
@@ -139,7 +140,7 @@ func servedMaxPods(addr string) (int32, error) {
 }
 
 // createTrialConfigMap creates a ConfigMap with the kubelet payload and the
-// trial-duration and crash-loop-threshold annotations.
+// trial-duration and crash-loop-threshold annotations, immutable.
 func (h *harness) createTrialConfigMap(ctx context.Context, t *testing.T, name, payload, trial string, threshold int) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{
@@ -148,6 +149,8 @@ func (h *harness) createTrialConfigMap(ctx context.Context, t *testing.T, name, 
 			components.CrashLoopThresholdAnnotation: strconv.Itoa(threshold),
 		}},
 		Data: map[string]string{kubelet.PayloadKey: payload},
+		// Immutable, as a ConfigRollout requires (and nothing edits it).
+		Immutable: ptr.To(true),
 	}
 	got, err := h.client.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if err != nil {

@@ -22,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -60,13 +62,21 @@ func TestPrometheusAlertFires(t *testing.T) {
 	if _, err := admin.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-k8s"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The nodes run kube-proxy (a rollout skips a node that reports no
+	// status for its component): each says it runs its local config.
+	local, err := (&nodeapi.ConfigStatus{Phase: nodeapi.PhaseLocal}).MarshalAnnotation()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range []string{"n1", "n2"} {
-		if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+		if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n,
+			Annotations: map[string]string{nodeapi.StatusAnnotationFor("kube-proxy"): local}}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cm, err := admin.CoreV1().ConfigMaps("cfg").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "proxy-v2"}, Data: map[string]string{"config.conf": "mode: iptables\n"},
+		Immutable: ptr.To(true), // a rollout starts on an immutable ConfigMap only
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +222,9 @@ scrape_configs:
 	if d, err := api("/api/v1/alerts", nil); err != nil || strings.Contains(string(d), "DynconfigRolloutHalted") {
 		t.Fatalf("DynconfigRolloutHalted before the halt: %s %v", d, err)
 	}
-	cm.Data["config.conf"] = "mode: ipvs\n"
+	// Its data cannot change (immutable), but any edit of the ConfigMap
+	// under an active rollout halts it: a label will do.
+	cm.Labels = map[string]string{"edited": "true"}
 	if _, err := admin.CoreV1().ConfigMaps("cfg").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
