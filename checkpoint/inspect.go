@@ -173,7 +173,7 @@ func (s *Snapshot) listDir(path string) []os.DirEntry {
 
 func (s *Snapshot) inspectCheckpoints() {
 	root := filepath.Join(s.Dir, checkpointsDir)
-	seen := map[Key]bool{}
+	seen := map[Key]int{} // index in s.Checkpoints of the flat copy
 	entries := s.listDir(root)
 	// Flat files first: a key in both layouts is read where Load reads it.
 	sort.SliceStable(entries, func(i, j int) bool { return !entries[i].IsDir() && entries[j].IsDir() })
@@ -188,7 +188,7 @@ func (s *Snapshot) inspectCheckpoints() {
 				s.Problems = append(s.Problems, corrupt(path, "is not a checkpoint (type %v)", e.Type()))
 				continue
 			}
-			seen[k] = true
+			seen[k] = len(s.Checkpoints)
 			s.Checkpoints = append(s.Checkpoints, inspectCheckpoint(k, path))
 			continue
 		}
@@ -207,13 +207,32 @@ func (s *Snapshot) inspectCheckpoints() {
 				s.Problems = append(s.Problems, corrupt(p, "is not a checkpoint: %v", err))
 				continue
 			}
-			if seen[k] {
-				continue // a copy in the older, nested layout; the flat one is read
+			if i, ok := seen[k]; ok {
+				s.secondCopy(i, inspectCheckpoint(k, p))
+				continue
 			}
 			s.Checkpoints = append(s.Checkpoints, inspectCheckpoint(k, p))
 		}
 	}
 	sort.SliceStable(s.Checkpoints, func(i, j int) bool { return keyLess(s.Checkpoints[i].Key, s.Checkpoints[j].Key) })
+}
+
+// secondCopy judges the nested copy n of a checkpoint whose flat copy is
+// s.Checkpoints[i], as Load does: the flat copy is used when it verifies,
+// else the nested one. The copy that is not used is a problem when it is
+// damaged (the component moves it to the quarantine the next time it loads
+// the checkpoint).
+func (s *Snapshot) secondCopy(i int, n CheckpointState) {
+	f := s.Checkpoints[i]
+	switch {
+	case f.Err == nil && n.Err != nil:
+		s.Problems = append(s.Problems, fmt.Errorf("the copy of checkpoint %s in the older, nested layout is unusable (the flat copy is used): %w", n.Key, n.Err))
+	case f.Err != nil && n.Err == nil:
+		s.Problems = append(s.Problems, fmt.Errorf("the flat copy of checkpoint %s is unusable (the copy in the older, nested layout %s is used): %w", f.Key, n.Path, f.Err))
+		s.Checkpoints[i] = n
+	case f.Err != nil && n.Err != nil:
+		s.Problems = append(s.Problems, fmt.Errorf("the copy of checkpoint %s in the older, nested layout is unusable too: %w", n.Key, n.Err))
+	}
 }
 
 // inspectCheckpoint reads and verifies the checkpoint k at path.

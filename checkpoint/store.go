@@ -476,6 +476,12 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 // Load reads and verifies the checkpoint k. A missing checkpoint is
 // ErrNotFound; one that cannot be trusted (including one that holds another
 // key's ConfigMap) is a *CorruptError.
+//
+// A key may be on disk in both layouts (an older version wrote the nested
+// copy, this one the flat copy): both hold the same ConfigMap, since a
+// checkpoint is named by its UID and resourceVersion. When the flat copy
+// cannot be used, the nested one is, and a damaged copy is moved to the
+// quarantine, so damage to one copy never hides the other.
 func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 	if err := ValidateKey(k); err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
@@ -484,21 +490,53 @@ func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm, err := s.load(k)
+	cm, damaged, err := s.load(k)
 	unlock()
+	for _, d := range damaged {
+		_ = s.quarantineIfCorrupt(d)
+	}
 	return cm, s.quarantineIfCorrupt(err)
 }
 
-func (s *Store) load(k Key) (*corev1.ConfigMap, error) {
+// load reads k, from the flat copy or else the nested one. damaged are the
+// corrupt copies other than the one err names, to be moved aside too.
+func (s *Store) load(k Key) (cm *corev1.ConfigMap, damaged []error, err error) {
 	path := s.checkpointPath(k)
-	data, err := readFile(path)
-	if _, flat := flatName(k); flat && errors.Is(err, fs.ErrNotExist) {
-		// Written by an older version, in the nested layout.
-		path = s.nestedPath(k)
-		data, err = s.readNested(k, path)
-	} else if !flat {
-		data, err = s.readNested(k, path)
+	_, flat := flatName(k)
+	if !flat {
+		cm, err := s.loadAt(k, path, s.readNested)
+		return cm, nil, err
 	}
+	cm, err = s.loadAt(k, path, func(_ Key, p string) ([]byte, error) { return readFile(p) })
+	if err == nil {
+		return cm, nil, nil
+	}
+	// Written by an older version in the nested layout, or a second copy
+	// there that is intact while the flat one is not.
+	ncm, nerr := s.loadAt(k, s.nestedPath(k), s.readNested)
+	switch {
+	case nerr == nil:
+		if errors.Is(err, ErrCorrupt) {
+			s.log.Info("Using the copy of a checkpoint in the older, nested layout: the flat copy is damaged", "key", k.String(), "err", err)
+			damaged = append(damaged, err)
+		}
+		return ncm, damaged, nil
+	case errors.Is(nerr, ErrNotFound):
+		return nil, nil, err
+	case errors.Is(err, ErrNotFound):
+		return nil, nil, nerr
+	}
+	// Both copies unusable: the flat one is the error, the nested one is
+	// moved aside too when it is damaged.
+	if errors.Is(nerr, ErrCorrupt) {
+		damaged = append(damaged, nerr)
+	}
+	return nil, damaged, err
+}
+
+// loadAt reads the checkpoint k at path with read and verifies it.
+func (s *Store) loadAt(k Key, path string, read func(Key, string) ([]byte, error)) (*corev1.ConfigMap, error) {
+	data, err := read(k, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load checkpoint %s (%s): %w", k, path, ErrNotFound)
 	}
