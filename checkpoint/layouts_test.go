@@ -136,3 +136,109 @@ func problemNames(snap *checkpoint.Snapshot, path string) bool {
 	}
 	return false
 }
+
+// Issue 21, defect 7: Inspect shows a damaged quarantine: anything that is
+// not a directory in its place, and a quarantine the component (the owner
+// of the state dir) cannot use, one a tool run as root created 0700, or
+// with a mode that keeps its owner out. A missing or emptied quarantine,
+// and a foreign entry in it, are not damage.
+func TestInspectShowsDamagedQuarantine(t *testing.T) {
+	damages := statedamage.Dir(t)
+	damages = append(damages,
+		statedamage.Damage{Name: "owned by root", Apply: func(p string) error { return os.Chown(p, 0, 0) }},
+		statedamage.Damage{Name: "mode 0500", Apply: func(p string) error { return os.Chmod(p, 0o500) }},
+	)
+	for _, d := range damages {
+		t.Run(d.Name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			s, _ := openStore(t, dir)
+			// Something in the quarantine, as a component leaves it.
+			if err := os.WriteFile(filepath.Join(dir, "meta", "current"), []byte("garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Current(); !errors.Is(err, checkpoint.ErrCorrupt) {
+				t.Fatalf("Current = %v", err)
+			}
+			s.Close()
+			if os.Geteuid() == 0 {
+				// The state dir belongs to the component's user, as on a
+				// node where it does not run as root.
+				if err := os.Chown(dir, statedamage.Nobody, statedamage.Nobody); err != nil {
+					t.Fatal(err)
+				}
+				statedamage.ChownTree(t, dir, statedamage.Nobody)
+			}
+			q := filepath.Join(dir, checkpoint.QuarantineDir)
+			if err := d.Apply(q); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Chmod(q, 0o700) })
+			snap, err := checkpoint.Inspect(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := true
+			switch d.Name {
+			case "missing", "emptied", "foreign entry":
+				want = false
+			case "owned by root":
+				want = os.Geteuid() == 0
+			}
+			if got := problemNames(snap, q); got != want {
+				t.Errorf("Inspect names the quarantine %s: %v, want %v; problems %v", q, got, want, snap.Problems)
+			}
+			for _, p := range snap.Problems {
+				if !strings.Contains(p.Error(), q) {
+					t.Errorf("a problem that is not the quarantine: %v", p)
+				}
+			}
+		})
+	}
+}
+
+// Issue 21, defect 8: after the one-time migration of a tracking dir, a
+// plain `{}` or `[]` in place of a checksummed tracking file (a foreign or
+// torn file that happens to parse) is damage: it is reported and moved to
+// the quarantine, never read silently as "no marks" or "no startups".
+// Before the migration (a tracking dir an older version wrote) the plain
+// form is still read, and migrated.
+func TestPlainTrackingFileAfterMigrationIsDamage(t *testing.T) {
+	for _, reopen := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "state")
+		s, _ := openStore(t, dir)
+		if err := s.MarkBad(sourceFor(newConfigMap("uid-a", "1")), checkpoint.BadMark{Reason: "r", Problem: "CrashLoop"}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := s.RecordStartup(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		marks, startups := trackingFile(s, checkpoint.BadConfigsFile), trackingFile(s, checkpoint.StartupsFile)
+		if err := os.WriteFile(marks, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(startups, []byte("[]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if reopen {
+			s.Close()
+			s, _ = openStore(t, dir)
+		}
+		snap, err := checkpoint.Inspect(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := snap.Version("v1.37.2")
+		if !errors.Is(v.BadMarksErr, checkpoint.ErrCorrupt) || !errors.Is(v.StartupsErr, checkpoint.ErrCorrupt) {
+			t.Errorf("reopen %v: Inspect: marks %v, startups %v; want both corrupt", reopen, v.BadMarksErr, v.StartupsErr)
+		}
+		var ce *checkpoint.CorruptError
+		if _, err := s.BadMarks(); !errors.As(err, &ce) || ce.MovedTo == "" {
+			t.Errorf("reopen %v: BadMarks over a plain {} = %v; want a corrupt file moved to the quarantine", reopen, err)
+		}
+		if _, err := s.RecordStartup(); !errors.As(err, &ce) || ce.MovedTo == "" {
+			t.Errorf("reopen %v: RecordStartup over a plain [] = %v; want a corrupt file moved to the quarantine", reopen, err)
+		}
+	}
+}

@@ -240,6 +240,9 @@ func (s *Store) readBadMarks() (BadMarks, bool, error) {
 	if err != nil {
 		return BadMarks{}, false, &CorruptError{Path: path, Err: err}
 	}
+	if err := plainAfterMigration(path, legacy, s.envelopesOnly); err != nil {
+		return BadMarks{}, false, err
+	}
 	return m, legacy, nil
 }
 
@@ -425,6 +428,9 @@ func (s *Store) readStartups() ([]time.Time, bool, error) {
 	if err != nil {
 		return nil, false, &CorruptError{Path: path, Err: err}
 	}
+	if err := plainAfterMigration(path, legacy, s.envelopesOnly); err != nil {
+		return nil, false, err
+	}
 	return ts, legacy, nil
 }
 
@@ -466,12 +472,16 @@ func (s *Store) RecordStartup() ([]time.Time, error) {
 	if len(ts) > MaxStartups {
 		ts = ts[len(ts)-MaxStartups:]
 	}
-	data, err := encodeStartups(ts)
-	if err != nil {
-		return ts, err
-	}
-	if err := s.replaceFile(s.trackingPath(StartupsFile), data); err != nil {
+	if err := s.writeStartups(ts); err != nil {
 		return ts, fmt.Errorf("record startup: %w", err)
 	}
 	return ts, rerr
+}
+
+func (s *Store) writeStartups(ts []time.Time) error {
+	data, err := encodeStartups(ts)
+	if err != nil {
+		return err
+	}
+	return s.replaceFile(s.trackingPath(StartupsFile), data)
 }

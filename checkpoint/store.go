@@ -79,6 +79,11 @@ type Store struct {
 	clock       clock.PassiveClock
 	log         klog.Logger
 
+	// envelopesOnly is true once the tracking dir holds the envelopes-only
+	// marker: a tracking file in the plain format of older versions is then
+	// damage, not a file to migrate (see migrateTracking).
+	envelopesOnly bool
+
 	mu      sync.RWMutex
 	lock    *os.File // the lock file; nil once closed
 	dirLock *os.File // the state dir, locked too
@@ -236,7 +241,7 @@ func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 // recreated (every later write would fail without it), and anything that is
 // not a directory where one should be is moved to the quarantine first.
 func (s *Store) prepare() error {
-	freshMeta := false
+	freshMeta, freshTracking := false, false
 	for _, d := range []string{
 		filepath.Join(s.dir, checkpointsDir),
 		filepath.Join(s.dir, metaDir),
@@ -251,7 +256,11 @@ func (s *Store) prepare() error {
 		if created && d == filepath.Join(s.dir, metaDir) {
 			freshMeta = true
 		}
+		if d == s.trackingDir {
+			freshTracking = created
+		}
 	}
+	s.migrateTracking(freshTracking)
 	// The quarantine is created when something is first moved aside, but
 	// something else in its place is fixed now, as for every directory.
 	if fi, err := os.Lstat(filepath.Join(s.dir, QuarantineDir)); err == nil && !fi.IsDir() {
