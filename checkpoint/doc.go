@@ -84,6 +84,14 @@
 //     safe path components before any path is built.
 //   - The lock cannot be stolen by unlinking the lock file: the state
 //     directory itself is locked as well.
+//   - A state dir on a read-only mount (a volume the kernel remounted
+//     read-only after an I/O error) opens read-only (Store.ReadOnly): it is
+//     read as usual and nothing is written, repaired or moved aside; every
+//     write fails with EROFS. Refusing to start would leave the node without
+//     its component when the configs it needs are still readable; running
+//     read-only lets it run the last-known-good, and since no startup can be
+//     recorded, a config on trial is not run (its crash restarts could not
+//     be counted), so a crash loop cannot go unnoticed.
 //
 // # What it does not guarantee
 //

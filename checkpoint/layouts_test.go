@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
@@ -240,5 +241,48 @@ func TestPlainTrackingFileAfterMigrationIsDamage(t *testing.T) {
 		if _, err := s.RecordStartup(); !errors.As(err, &ce) || ce.MovedTo == "" {
 			t.Errorf("reopen %v: RecordStartup over a plain [] = %v; want a corrupt file moved to the quarantine", reopen, err)
 		}
+	}
+}
+
+// Issue 21, defect 9: a state dir on a read-only mount opens read-only:
+// everything reads as usual, Inspect too, and every write fails with EROFS
+// without touching anything.
+func TestOpenReadOnlyMount(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "state")
+	s, _ := openStore(t, dir)
+	cm := newConfigMap("uid-a", "1")
+	mustSave(t, s, cm)
+	if err := s.SetCurrent(sourceFor(cm)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordStartup(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	statedamage.ReadOnlyMount(t, parent)
+	ro, _ := openStore(t, dir)
+	if !ro.ReadOnly() {
+		t.Fatal("ReadOnly() = false on a read-only mount")
+	}
+	if cur, err := ro.Current(); err != nil || cur.Source == nil {
+		t.Fatalf("Current = %+v, %v", cur, err)
+	}
+	if _, err := ro.Load(checkpoint.KeyOf(cm)); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := ro.RecordStartup()
+	if len(ts) != 2 || !errors.Is(err, syscall.EROFS) {
+		t.Errorf("RecordStartup = %v, %v; want the one on disk and this one, and EROFS", ts, err)
+	}
+	if _, err := ro.Save(newConfigMap("uid-b", "1")); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("Save = %v; want EROFS", err)
+	}
+	// A second Open is still excluded by the lock of the directory.
+	if _, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1.37.2"}); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("a second Open = %v; want ErrLocked", err)
+	}
+	if snap, err := checkpoint.Inspect(dir); err != nil || len(snap.Problems) > 0 {
+		t.Errorf("Inspect = %v, %v", snap, err)
 	}
 }

@@ -83,6 +83,8 @@ type Store struct {
 	// marker: a tracking file in the plain format of older versions is then
 	// damage, not a file to migrate (see migrateTracking).
 	envelopesOnly bool
+	// readOnly is true for a state dir on a read-only mount (see ReadOnly).
+	readOnly bool
 
 	mu      sync.RWMutex
 	lock    *os.File // the lock file; nil once closed
@@ -133,7 +135,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	// Lock before touching anything else in the dir: the holder may be
 	// writing, and its temporary files are not stale.
-	if s.lock, s.dirLock, err = lockDir(dir); err != nil {
+	if s.lock, s.dirLock, s.readOnly, err = lockDir(dir); err != nil {
 		return nil, err
 	}
 	if err := s.prepare(); err != nil {
@@ -148,41 +150,70 @@ func Open(opts Options) (*Store, error) {
 // away by unlinking a file; the lock file keeps older versions, which lock
 // only it, out. flock locks belong to the open file description, so a second
 // Open in the same process conflicts too.
-func lockDir(dir string) (lockFile, dirFile *os.File, err error) {
+func lockDir(dir string) (lockFile, dirFile *os.File, readOnly bool, err error) {
 	// Raw opens: these descriptors are only locked and closed, so they
 	// need no registration with the runtime's poller (5 system calls
 	// fewer on every start).
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open state dir %s: %w", dir, &fs.PathError{Op: "open", Path: dir, Err: err})
+		return nil, nil, false, fmt.Errorf("open state dir %s: %w", dir, &fs.PathError{Op: "open", Path: dir, Err: err})
 	}
 	dirFile = os.NewFile(uintptr(fd), dir)
 	if err := flock(dirFile, dir); err != nil {
 		_ = dirFile.Close()
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	path := filepath.Join(dir, lockFileName)
 	lockFile, err = openLockFile(path)
+	if errors.Is(err, unix.EROFS) {
+		// A read-only mount: nothing can be written (nor the lock file
+		// replaced), so the lock of the directory is enough; the lock
+		// file, when there is one, is locked too to keep older versions
+		// out.
+		readOnly = true
+		lockFile, err = openLockFileReadOnly(path, dirFile)
+	}
 	if err != nil {
 		_ = dirFile.Close()
-		return nil, nil, fmt.Errorf("open lock file of state dir %s: %w", dir, err)
+		return nil, nil, false, fmt.Errorf("open lock file of state dir %s: %w", dir, err)
 	}
 	if err := flock(lockFile, dir); err != nil {
 		_ = lockFile.Close()
 		_ = dirFile.Close()
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	// The lock file must still be the file at its path (it was not replaced
 	// between the open and the flock), or an older version could lock the
 	// new file.
 	var held, named unix.Stat_t
-	if err := unix.Fstat(int(lockFile.Fd()), &held); err == nil && unix.Lstat(path, &named) == nil &&
+	if err := unix.Fstat(int(lockFile.Fd()), &held); !readOnly && err == nil && unix.Lstat(path, &named) == nil &&
 		(held.Dev != named.Dev || held.Ino != named.Ino) {
 		_ = lockFile.Close()
 		_ = dirFile.Close()
-		return nil, nil, &lockedError{dir: dir, err: errors.New("the lock file was replaced while it was being locked")}
+		return nil, nil, false, &lockedError{dir: dir, err: errors.New("the lock file was replaced while it was being locked")}
 	}
-	return lockFile, dirFile, nil
+	return lockFile, dirFile, readOnly, nil
+}
+
+// openLockFileReadOnly opens the lock file of a state dir on a read-only
+// mount for its flock; when there is none (or something else in its place)
+// it returns a second descriptor of the state dir, whose flock is the one
+// already held.
+func openLockFileReadOnly(path string, dirFile *os.File) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err == nil {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			return os.NewFile(uintptr(fd), path), nil
+		}
+		_ = unix.Close(fd)
+	}
+	fd, err = unix.Dup(int(dirFile.Fd()))
+	if err != nil {
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), dirFile.Name()), nil
 }
 
 // openLockFile opens (creating) the lock file. Anything but a regular file
@@ -250,6 +281,12 @@ func (s *Store) prepare() error {
 		s.trackingDir,
 	} {
 		created, err := s.ensureDir(d)
+		if err != nil && s.readOnly {
+			// Nothing can be repaired on a read-only mount: what is
+			// missing reads as missing.
+			s.log.Error(err, "A directory of the state dir is damaged and the state dir is read-only")
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -261,9 +298,12 @@ func (s *Store) prepare() error {
 		}
 	}
 	s.migrateTracking(freshTracking)
+	if s.readOnly {
+		s.log.Info("The state dir is on a read-only file system: it is read, and nothing is recorded (no startups, marks or new configs) until it is writable again")
+	}
 	// The quarantine is created when something is first moved aside, but
 	// something else in its place is fixed now, as for every directory.
-	if fi, err := os.Lstat(filepath.Join(s.dir, QuarantineDir)); err == nil && !fi.IsDir() {
+	if fi, err := os.Lstat(filepath.Join(s.dir, QuarantineDir)); err == nil && !fi.IsDir() && !s.readOnly {
 		if err := s.ensureQuarantineDir(); err != nil {
 			return err
 		}
@@ -362,6 +402,17 @@ func (s *Store) closeLocks() error {
 	s.lock, s.dirLock = nil, nil
 	return err
 }
+
+// ReadOnly reports whether the state dir is on a read-only mount (the lock
+// file could not be opened for writing: EROFS). Open then succeeds without
+// writing anything: every layout directory that is missing stays missing,
+// nothing is migrated or moved to the quarantine, and every method that
+// writes fails with the file system's error (EROFS), while the reads work
+// as usual. A component can so still run a config its state dir holds;
+// what it cannot do is record a startup (so a config on trial is not run:
+// its crash restarts could not be counted), adopt a new config, or mark
+// one bad.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Dir returns the absolute path of the state dir.
 func (s *Store) Dir() string { return s.dir }

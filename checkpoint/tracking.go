@@ -306,7 +306,7 @@ func sortedMarkKeys(m BadMarks) []string {
 // The caller is Open, with the lock held, before the Store is shared.
 func (s *Store) migrateTracking(fresh bool) {
 	marker := filepath.Join(s.trackingDir, envelopesOnlyFile)
-	if !fresh {
+	if !fresh || s.readOnly {
 		_, err := os.Lstat(marker)
 		if err == nil {
 			s.envelopesOnly = true
@@ -315,6 +315,9 @@ func (s *Store) migrateTracking(fresh bool) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Error(err, "Cannot tell whether the tracking files were migrated to the envelope format; plain files of older versions are still read")
 			return
+		}
+		if s.readOnly {
+			return // migrated when the state dir is writable again
 		}
 		if ts, legacy, err := s.readStartups(); err == nil && legacy {
 			if err := s.writeStartups(ts); err != nil {

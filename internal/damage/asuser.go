@@ -150,3 +150,29 @@ func ChownTree(t *testing.T, dir string, uid int) {
 		}
 	}
 }
+
+// ReadOnlyMount makes dir a read-only bind mount of itself, a real EROFS as
+// a state dir on a read-only mount gives, undone at the end of the test.
+// It needs root, and skips t otherwise.
+func ReadOnlyMount(t testing.TB, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount a directory read-only")
+	}
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		t.Skipf("cannot remount %s read-only: %v", dir, err)
+	}
+	probe := filepath.Join(dir, ".probe")
+	if err := os.WriteFile(probe, nil, 0o600); !errors.Is(err, syscall.EROFS) {
+		_ = os.Remove(probe)
+		t.Fatalf("the read-only mount %s is writable: %v", dir, err)
+	}
+}
