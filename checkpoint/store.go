@@ -85,6 +85,9 @@ type Store struct {
 	envelopesOnly bool
 	// readOnly is true for a state dir on a read-only mount (see ReadOnly).
 	readOnly bool
+	// sync is passed to every atomicfile call: the tests' fsync counter
+	// (export_test.go), else nothing.
+	sync []atomicfile.Option
 
 	mu      sync.RWMutex
 	lock    *os.File // the lock file; nil once closed
@@ -129,7 +132,7 @@ func Open(opts Options) (*Store, error) {
 	s.log = s.log.WithValues("stateDir", dir)
 
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		if err := mkdirAllDurable(dir); err != nil {
+		if err := s.mkdirAllDurable(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -337,13 +340,13 @@ func (s *Store) ensureDir(dir string) (created bool, err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("stat %s: %w", dir, err)
 	}
-	return mkdirDurable(dir)
+	return s.mkdirDurable(dir)
 }
 
 // mkdirDurable creates dir (0700) if it is missing and fsyncs its parent so
 // that the new entry survives a power loss. An existing directory is left as
 // it is.
-func mkdirDurable(dir string) (created bool, err error) {
+func (s *Store) mkdirDurable(dir string) (created bool, err error) {
 	err = os.Mkdir(dir, dirPerm)
 	if errors.Is(err, fs.ErrExist) {
 		fi, serr := os.Stat(dir)
@@ -362,20 +365,20 @@ func mkdirDurable(dir string) (created bool, err error) {
 	if err := os.Chmod(dir, dirPerm); err != nil {
 		return true, fmt.Errorf("chmod %s: %w", dir, err)
 	}
-	return true, atomicfile.SyncDir(filepath.Dir(dir))
+	return true, atomicfile.SyncDir(filepath.Dir(dir), s.sync...)
 }
 
 // mkdirAllDurable is mkdirDurable for dir and its missing parents.
-func mkdirAllDurable(dir string) error {
+func (s *Store) mkdirAllDurable(dir string) error {
 	parent := filepath.Dir(dir)
 	if parent != dir {
 		if _, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
-			if err := mkdirAllDurable(parent); err != nil {
+			if err := s.mkdirAllDurable(parent); err != nil {
 				return err
 			}
 		}
 	}
-	_, err := mkdirDurable(dir)
+	_, err := s.mkdirDurable(dir)
 	return err
 }
 
@@ -416,9 +419,6 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Dir returns the absolute path of the state dir.
 func (s *Store) Dir() string { return s.dir }
-
-// TrackingDir returns <Dir>/tracking/<ComponentVersion>, which Open created.
-func (s *Store) TrackingDir() string { return s.trackingDir }
 
 // flatSep separates the UID from the resourceVersion in the name of a
 // checkpoint file: checkpoints/<uid>_<resourceVersion>.
@@ -527,7 +527,7 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 	if _, err := s.ensureDir(filepath.Join(s.dir, tmpDir)); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
-	if err := atomicfile.WriteFileVia(filepath.Join(s.dir, tmpDir), s.checkpointPath(k), data, filePerm); err != nil {
+	if err := atomicfile.WriteFileVia(filepath.Join(s.dir, tmpDir), s.checkpointPath(k), data, filePerm, s.sync...); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
 	return k, nil
@@ -645,10 +645,11 @@ func readFile(path string) ([]byte, error) {
 	return nil, err
 }
 
-// Exists reports whether the checkpoint k is on disk, without reading it
+// has reports whether the checkpoint k is on disk, without reading it
 // (Load verifies it). Something other than a regular file at its path is a
-// *CorruptError.
-func (s *Store) Exists(k Key) (bool, error) {
+// *CorruptError. Only the tests call it (Exists, export_test.go); SetCurrent
+// and SetLastKnownGood check it themselves.
+func (s *Store) has(k Key) (bool, error) {
 	if err := ValidateKey(k); err != nil {
 		return false, fmt.Errorf("check checkpoint: %w", err)
 	}
@@ -783,7 +784,7 @@ func (s *Store) remove(k Key) error {
 		err := os.Remove(s.checkpointPath(k))
 		switch {
 		case err == nil:
-			if err := atomicfile.SyncDir(root); err != nil {
+			if err := atomicfile.SyncDir(root, s.sync...); err != nil {
 				return fmt.Errorf("remove checkpoint %s: %w", k, err)
 			}
 		case !errors.Is(err, fs.ErrNotExist):
@@ -799,7 +800,7 @@ func (s *Store) remove(k Key) error {
 	if err != nil {
 		return fmt.Errorf("remove checkpoint %s: %w", k, err)
 	}
-	if err := atomicfile.SyncDir(uidDir); err != nil {
+	if err := atomicfile.SyncDir(uidDir, s.sync...); err != nil {
 		return fmt.Errorf("remove checkpoint %s: %w", k, err)
 	}
 	return s.removeEmptyUIDDir(uidDir)
@@ -814,7 +815,7 @@ func (s *Store) removeEmptyUIDDir(uidDir string) error {
 	if err != nil {
 		return fmt.Errorf("remove empty checkpoint directory %s: %w", uidDir, err)
 	}
-	return atomicfile.SyncDir(filepath.Dir(uidDir))
+	return atomicfile.SyncDir(filepath.Dir(uidDir), s.sync...)
 }
 
 // Current returns the current pointer. A pointer file that is missing (Open
@@ -951,7 +952,7 @@ func (s *Store) replaceFile(path string, data []byte) error {
 			return fmt.Errorf("%s is not a regular file (mode %v) and cannot be moved aside: %w", path, fi.Mode(), err)
 		}
 	}
-	return atomicfile.WriteFile(path, data, filePerm)
+	return atomicfile.WriteFile(path, data, filePerm, s.sync...)
 }
 
 // GC removes every checkpoint that neither current nor last-known-good
@@ -1028,7 +1029,7 @@ func (s *Store) GC() ([]Key, error) {
 		case errors.Is(err, fs.ErrNotExist):
 		case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
 			// Still holds a checkpoint that is kept: its own entries changed.
-			if err := atomicfile.SyncDir(uidDir); err != nil {
+			if err := atomicfile.SyncDir(uidDir, s.sync...); err != nil {
 				return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
 			}
 		default:
@@ -1036,7 +1037,7 @@ func (s *Store) GC() ([]Key, error) {
 		}
 	}
 	if removedDir {
-		if err := atomicfile.SyncDir(root); err != nil {
+		if err := atomicfile.SyncDir(root, s.sync...); err != nil {
 			return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
 		}
 	}

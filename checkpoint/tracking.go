@@ -347,7 +347,7 @@ func (s *Store) migrateTracking(fresh bool) {
 		_ = unix.Close(fd)
 	}
 	// The marker is empty: only its entry must be durable.
-	if err := atomicfile.SyncDir(s.trackingDir); err != nil {
+	if err := atomicfile.SyncDir(s.trackingDir, s.sync...); err != nil {
 		s.log.Error(err, "Syncing the tracking dir after marking it envelopes-only")
 	}
 	s.envelopesOnly = true
