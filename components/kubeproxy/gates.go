@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-//go:generate sh -c "cd ../../test && go run ./conformance/kubeproxygates/generate -o ../components/kubeproxy/zz_generated_gates.go"
+//go:generate sh -c "cd ../../test && go run ./conformance/kubeletgates/generate -component kube-proxy -o ../components/kubeproxy/zz_generated_gates.go"
 
 // gateSpec is what kube-proxy 1.37 does with a feature gate the
 // configuration does not mention (knownGates, zz_generated_gates.go).
