@@ -170,3 +170,45 @@ func TestValidateFieldForms(t *testing.T) {
 		}
 	}
 }
+
+// Every message of this package that repeats an annotation value is
+// bounded, whatever the value's size (an annotation holds up to 256 KiB):
+// assignments, rollout claims, config statuses and component names.
+func TestMessagesAreBounded(t *testing.T) {
+	huge := strings.Repeat("Z", 300<<10)
+	for name, err := range map[string]error{
+		"assignment name": func() error {
+			_, err := ParseAssignment(`{"configMap":{"namespace":"ns","name":"` + huge + `","uid":"u"}}`)
+			return err
+		}(),
+		"assignment unknown field": func() error {
+			_, err := ParseAssignment(`{"configMap":{"` + huge + `":1}}`)
+			return err
+		}(),
+		"claim name": func() error {
+			_, err := DecodeClaim(`{"namespace":"ops","name":"` + huge + `","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`)
+			return err
+		}(),
+		"claim unknown field": func() error {
+			_, err := DecodeClaim(`{"` + huge + `":1}`)
+			return err
+		}(),
+		"status phase": func() error {
+			_, err := ParseConfigStatus(`{"phase":"` + huge + `"}`)
+			return err
+		}(),
+		"status unknown field": func() error {
+			_, err := ParseConfigStatus(`{"` + huge + `":1}`)
+			return err
+		}(),
+		"component name": ValidateComponentName(huge),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		if len(err.Error()) > 2048 {
+			t.Errorf("%s: a %d-byte message repeats the input", name, len(err.Error()))
+		}
+	}
+}

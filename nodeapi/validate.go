@@ -53,6 +53,17 @@ func boundMessage(msg string, max int) string {
 	return fmt.Sprintf("%s... (%d bytes, cut)", msg[:cut], len(msg))
 }
 
+// boundedError is an error whose message is cut to maxDecodeError bytes
+// (boundMessage), for decoder errors that can repeat the input; it unwraps
+// to the whole error.
+type boundedError struct{ err error }
+
+func (e boundedError) Error() string { return boundMessage(e.err.Error(), maxDecodeError) }
+func (e boundedError) Unwrap() error { return e.err }
+
+// bound returns err with its message bounded (boundedError).
+func bound(err error) error { return boundedError{err} }
+
 // validateFields checks each field of a ConfigMap reference as the API
 // server validates the object it names: the name a DNS subdomain (at most
 // 253 bytes, as every ConfigMap name), the namespace a DNS label (at most
