@@ -50,13 +50,8 @@ func TestRegressionReadOnlyStateDirRunsLastKnownGood(t *testing.T) {
 			tc.prepare(n)
 			damage.ReadOnlyMount(t, filepath.Dir(n.stateDir))
 			n.clock.Step(time.Second)
-			c := n.controller()
 			start := time.Now()
-			cfg, err := c.Bootstrap(n.ctx())
-			if err != nil {
-				t.Fatalf("Bootstrap on a read-only state dir: %v; want it to run the last-known-good", err)
-			}
-			defer c.Close()
+			run, cfg := n.run(n.controller())
 			r := n.reporter.last()
 			t.Logf("ran value %d in %v: %+v", cfg.Value, time.Since(start).Round(time.Millisecond), r)
 			if cfg.Value != tc.want || r.Status != tc.wantStatus {
@@ -67,6 +62,19 @@ func TestRegressionReadOnlyStateDirRunsLastKnownGood(t *testing.T) {
 					t.Errorf("condition %+v does not say %q", r, p)
 				}
 			}
+			// Run goes on, read-only: past the trial nothing is promoted
+			// (nothing can be written), no restart is asked for, and the
+			// condition still says so.
+			waitFor(t, n.clock.HasWaiters)
+			n.clock.Step(2 * time.Minute)
+			waitFor(t, n.clock.HasWaiters)
+			if got := n.restarts.Load(); got != 0 {
+				t.Errorf("Run asked for %d restarts on a read-only state dir", got)
+			}
+			if r := n.reporter.last(); !strings.Contains(r.Message, "read-only") {
+				t.Errorf("after the trial: %+v; want it to still say read-only", r)
+			}
+			run.stop(t)
 		})
 	}
 }
