@@ -128,6 +128,43 @@ func TestInspectShowsDamagedNestedCopy(t *testing.T) {
 	}
 }
 
+// A damaged nested copy of a checkpoint whose flat copy is intact is never
+// read by Load; GC moves it to the quarantine (for a checkpoint it keeps),
+// so that it does not stay a problem for ever. An intact second copy is
+// kept as a spare.
+func TestGCQuarantinesDamagedSecondCopy(t *testing.T) {
+	for _, damaged := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "state")
+		s, _ := openStore(t, dir)
+		flat, nested := bothLayouts(t, dir, s)
+		if damaged {
+			if err := os.WriteFile(nested, []byte("garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.SetCurrent(sourceFor(newConfigMap("uid-both", "7"))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GC(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Lstat(nested)
+		if gone := errors.Is(err, fs.ErrNotExist); gone != damaged {
+			t.Errorf("damaged %v: nested copy gone %v (%v)", damaged, gone, err)
+		}
+		if _, err := os.Lstat(flat); err != nil {
+			t.Errorf("damaged %v: flat copy: %v", damaged, err)
+		}
+		snap, err := checkpoint.Inspect(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Problems) > 0 || (damaged && len(snap.Quarantine) != 1) {
+			t.Errorf("damaged %v: after GC, problems %v, quarantine %v", damaged, snap.Problems, snap.Quarantine)
+		}
+	}
+}
+
 // problemNames reports whether one of snap's problems names path.
 func problemNames(snap *checkpoint.Snapshot, path string) bool {
 	for _, p := range snap.Problems {

@@ -955,6 +955,32 @@ func (s *Store) replaceFile(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, filePerm, s.sync...)
 }
 
+// quarantineDamagedSecondCopies moves to the quarantine the damaged copy in
+// the nested layout of a kept checkpoint whose flat copy verifies. Load
+// never reads that copy (the flat one comes first), so nothing else would
+// move it aside; an intact second copy is left, as a spare. The caller
+// holds the write lock.
+func (s *Store) quarantineDamagedSecondCopies(keep map[Key]bool) {
+	for k := range keep {
+		if _, flat := flatName(k); !flat {
+			continue
+		}
+		nested := s.nestedPath(k)
+		if _, err := os.Lstat(nested); err != nil {
+			continue // the usual case: one copy
+		}
+		if _, err := s.loadAt(k, s.checkpointPath(k), func(_ Key, p string) ([]byte, error) { return readFile(p) }); err != nil {
+			continue // the nested copy is the one Load uses
+		}
+		var ce *CorruptError
+		if _, err := s.loadAt(k, nested, s.readNested); errors.As(err, &ce) {
+			if qerr := s.moveAside(ce); qerr != nil {
+				s.log.Error(qerr, "Cannot move a damaged second copy of a checkpoint to the quarantine", "path", nested)
+			}
+		}
+	}
+}
+
 // GC removes every checkpoint that neither current nor last-known-good
 // references, and UID directories left empty, and returns the keys it
 // removed. If either pointer cannot be read (missing, corrupt, unreadable)
@@ -976,6 +1002,7 @@ func (s *Store) GC() ([]Key, error) {
 			keep[k] = true
 		}
 	}
+	s.quarantineDamagedSecondCopies(keep)
 	keys, emptyUIDs, err := s.list()
 	if err != nil {
 		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
