@@ -171,7 +171,15 @@ func decodeBadMarks(data []byte) (m BadMarks, legacy bool, err error) {
 		return nil, false, errors.New("decode bad marks: not a JSON object")
 	}
 	m = make(BadMarks, len(raw))
-	for k, b := range raw {
+	// In key order: the first bad key is the error, the same on every read
+	// (map order is random; FuzzReadBadMarks compares two reads).
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b := raw[k]
 		if err := validateMarkKey(k); err != nil {
 			return nil, false, err
 		}
