@@ -127,6 +127,9 @@ func TestCorruptionMatrix(t *testing.T) {
 		apply        func(string) error
 		path         string
 	}
+	// undo, when an apply sets it, is run after the Bootstrap: a damage
+	// restoreTree does not undo (a mount, the clock).
+	var undo func()
 	var cases []damageCase
 	for fileName, path := range files {
 		valid, err := os.ReadFile(path)
@@ -134,16 +137,61 @@ func TestCorruptionMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 		for damageName, damage := range damages(t, valid) {
-			cases = append(cases, damageCase{fileName, damageName, damage, path})
+			cases = append(cases, damageCase{file: fileName, damage: damageName, apply: damage, path: path})
 		}
 	}
 	for _, dir := range []string{"checkpoints", "meta", "tracking/v1.0.0", "tracking"} {
 		path := filepath.Join(base.stateDir, dir)
 		cases = append(cases,
-			damageCase{dir + "/", "deleted", os.RemoveAll, path},
-			damageCase{dir + "/", "a file", func(p string) error { _ = os.RemoveAll(p); return os.WriteFile(p, []byte("x"), 0o600) }, path},
+			damageCase{file: dir + "/", damage: "deleted", apply: os.RemoveAll, path: path},
+			damageCase{file: dir + "/", damage: "a file", apply: func(p string) error { _ = os.RemoveAll(p); return os.WriteFile(p, []byte("x"), 0o600) }, path: path},
 		)
 	}
+	// Issue 21: a checkpoint on disk in both layouts at once (an older
+	// version wrote the nested copy): damage to either copy of the
+	// last-known-good's checkpoint never hides the other.
+	aFlat := files["checkpoint of a"]
+	aValid, err := os.ReadFile(aFlat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aNested := filepath.Join(base.stateDir, "checkpoints", "uid-a", strings.TrimPrefix(filepath.Base(aFlat), "uid-a_"))
+	writeNested := func() error {
+		if err := os.MkdirAll(filepath.Dir(aNested), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(aNested, aValid, 0o600)
+	}
+	for damageName, damage := range damages(t, aValid) {
+		cases = append(cases,
+			damageCase{file: bothLayouts, damage: "flat " + damageName, path: aFlat, apply: func(p string) error {
+				if err := writeNested(); err != nil {
+					return err
+				}
+				return damage(p)
+			}},
+			damageCase{file: bothLayouts, damage: "nested " + damageName, path: aNested, apply: func(p string) error {
+				if err := writeNested(); err != nil {
+					return err
+				}
+				return damage(p)
+			}},
+		)
+	}
+	// Issue 21: the whole state dir unwritable (a read-only mount, a real
+	// EROFS), and the clock stepped back an hour (an RTC corrected by NTP).
+	cases = append(cases,
+		damageCase{file: unwritable, damage: "read-only mount", path: base.stateDir, apply: func(p string) error {
+			undo = damage.ReadOnlyMount(t, p)
+			return nil
+		}},
+		damageCase{file: clockStep, damage: "stepped back 1h", path: base.stateDir, apply: func(string) error {
+			now := base.clock.Now()
+			base.clock.SetTime(now.Add(-time.Hour))
+			undo = func() { base.clock.SetTime(now) }
+			return nil
+		}},
+	)
 	for _, tc := range cases {
 		for _, reachable := range []bool{true, false} {
 			name := fmt.Sprintf("%s/%s/reachable=%v", tc.file, tc.damage, reachable)
@@ -152,6 +200,10 @@ func TestCorruptionMatrix(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			cfg, err := bootstrapWithin(t, base, reachable, name)
+			if undo != nil {
+				undo()
+				undo = nil
+			}
 			if err != nil {
 				t.Errorf("%s: Bootstrap: %v", name, err)
 				continue
@@ -190,6 +242,13 @@ func bootstrapWithin(t *testing.T, n *node, reachable bool, name string) (*testC
 	return cfg, err
 }
 
+// Names of the matrix rows that damage no single file.
+const (
+	bothLayouts = "checkpoint of a, both layouts"
+	unwritable  = "state dir"
+	clockStep   = "clock"
+)
+
 type outcome struct {
 	value   int
 	status  string
@@ -199,6 +258,11 @@ type outcome struct {
 // harmless damages leave a valid file behind (mode 000 as root) or one that
 // nothing needs (bad marks, startups).
 func wantAfterDamage(file, damage string, reachable bool) outcome {
+	if file == unwritable {
+		// Nothing can be recorded: b, on trial, is not run (its crash
+		// restarts could not be counted); a runs, read-only, and says so.
+		return outcome{1, "Unknown", "using last known good: (UID: uid-a)" + readOnlyNote}
+	}
 	if reachable {
 		return outcome{2, "True", "using current (UID: uid-b)"}
 	}

@@ -139,6 +139,7 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 	report := reportFor(d, cur, lastKnownGood, c.local())
 	c.mu.Lock()
 	report = withRollbackCheck(report, lastKnownGood, c.st.rollbackCheckTarget, c.st.rollbackCheck)
+	report = withReadOnly(report, c.store.ReadOnly())
 	c.mu.Unlock()
 	c.observe(ctx, d, cur, lastKnownGood, report)
 

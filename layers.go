@@ -3,7 +3,6 @@ package dynconfig
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/dynconfig/dynconfig/lkg"
 	"github.com/dynconfig/dynconfig/merge"
@@ -89,8 +88,10 @@ func MergeFailure(err error) error {
 	return &lkg.ConfigError{Stage: lkg.StageValidate, Err: err}
 }
 
+// readDocument reads a local config file with merge.ReadFile, the one
+// reader of config paths: a FIFO, a device or a huge file is refused.
 func readDocument(path string) (*Document, error) {
-	data, err := os.ReadFile(path)
+	data, err := merge.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config file: %w", err)
 	}

@@ -17,6 +17,7 @@
 //	<dir>/meta/confirmed                        the confirmation record of current's run (confirm.go)
 //	<dir>/tracking/<componentVersion>/bad-configs.json   bad marks, checksummed envelope
 //	<dir>/tracking/<componentVersion>/startups.json      the last MaxStartups startups, checksummed envelope
+//	<dir>/tracking/<componentVersion>/envelopes-only     empty: both files above are envelopes from now on
 //	<dir>/quarantine/                           corrupt or foreign files moved aside (newest MaxQuarantined kept)
 //	<dir>/tmp/                                  temporary files of checkpoint writes in progress
 //
@@ -37,8 +38,19 @@
 //   - Every file carries a version and a SHA-256 of its payload bytes, so a
 //     torn, truncated or bit-flipped file is detected and a change of Go
 //     types cannot make old files look corrupt. Files of older versions
-//     without a checksum (bad-configs.json, startups.json) are read once and
-//     rewritten in the current format.
+//     without a checksum (bad-configs.json, startups.json) are migrated once:
+//     the Open that finds a tracking dir without the envelopes-only marker
+//     rewrites them in the current format and then writes the marker (a
+//     tracking dir Open creates is marked at once). In a marked dir the
+//     plain form (a `{}` or `[]` that a torn or foreign write left) is
+//     damage, reported and quarantined, never read as "no marks" or "no
+//     startups". Only versions before 8b1fa39 wrote the plain form, and
+//     downgrading across that commit is not supported (below), so no
+//     supported version writes it into a marked dir.
+//   - A checkpoint on disk in both layouts (an older version wrote the
+//     nested copy) is read from the flat copy, or from the nested one when
+//     the flat one cannot be used; a damaged copy never hides an intact one,
+//     and Inspect judges both.
 //   - One error type for damage: *CorruptError, matched by
 //     errors.Is(err, ErrCorrupt), naming the file and, when the Store moved
 //     it to the quarantine, where it went. A file that cannot be read for
@@ -73,6 +85,14 @@
 //     safe path components before any path is built.
 //   - The lock cannot be stolen by unlinking the lock file: the state
 //     directory itself is locked as well.
+//   - A state dir on a read-only mount (a volume the kernel remounted
+//     read-only after an I/O error) opens read-only (Store.ReadOnly): it is
+//     read as usual and nothing is written, repaired or moved aside; every
+//     write fails with EROFS. Refusing to start would leave the node without
+//     its component when the configs it needs are still readable; running
+//     read-only lets it run the last-known-good, and since no startup can be
+//     recorded, a config on trial is not run (its crash restarts could not
+//     be counted), so a crash loop cannot go unnoticed.
 //
 // # What it does not guarantee
 //

@@ -2,23 +2,30 @@ package checkpoint_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
-	"github.com/dynconfig/dynconfig/internal/atomicfile"
 )
 
-// fsyncs returns the fsyncs op made (every fsync of the package goes
-// through atomicfile, which counts them).
-func fsyncs(t testing.TB, op func() error) int64 {
+// counted returns the fsync counter of s (checkpoint.CountSyncs: every
+// fsync of the package goes through atomicfile, which counts them).
+func counted(s *checkpoint.Store) *atomic.Int64 {
+	n := new(atomic.Int64)
+	checkpoint.CountSyncs(s, n)
+	return n
+}
+
+// fsyncs returns the fsyncs op made on the store counted by n.
+func fsyncs(t testing.TB, n *atomic.Int64, op func() error) int64 {
 	t.Helper()
-	before := atomicfile.Syncs()
+	before := n.Load()
 	if err := op(); err != nil {
 		t.Fatal(err)
 	}
-	return atomicfile.Syncs() - before
+	return n.Load() - before
 }
 
 // TestFsyncCounts pins the durability cost of each write: two fsyncs (the
@@ -28,6 +35,7 @@ func fsyncs(t testing.TB, op func() error) int64 {
 // once per batch, not once per removed file.
 func TestFsyncCounts(t *testing.T) {
 	s, _ := openStore(t, t.TempDir())
+	n := counted(s)
 	for _, tc := range []struct {
 		name string
 		op   func() error
@@ -55,7 +63,7 @@ func TestFsyncCounts(t *testing.T) {
 			return err
 		}, 0},
 	} {
-		if got := fsyncs(t, tc.op); got != tc.want {
+		if got := fsyncs(t, n, tc.op); got != tc.want {
 			t.Errorf("%s: %d fsyncs, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -65,7 +73,7 @@ func TestFsyncCounts(t *testing.T) {
 		mustSave(t, s, newConfigMap("uid-a", fmt.Sprint(100+i)))
 	}
 	mustSave(t, s, newConfigMap(types.UID("uid-gone"), "1"))
-	if got := fsyncs(t, func() error { _, err := s.GC(); return err }); got != 1 {
+	if got := fsyncs(t, n, func() error { _, err := s.GC(); return err }); got != 1 {
 		t.Errorf("GC of 51 checkpoints: %d fsyncs, want 1 (checkpoints/)", got)
 	}
 	// The nested layout of older versions: a batch syncs each UID directory
@@ -76,7 +84,7 @@ func TestFsyncCounts(t *testing.T) {
 	}
 	mustSave(t, s, newConfigMap("uid-older", "1"))
 	toNested(t, s.Dir(), "uid-older", "1")
-	if got := fsyncs(t, func() error { _, err := s.GC(); return err }); got != 1 {
+	if got := fsyncs(t, n, func() error { _, err := s.GC(); return err }); got != 1 {
 		t.Errorf("GC of 2 nested UID directories: %d fsyncs, want 1 (checkpoints/)", got)
 	}
 }
@@ -95,8 +103,9 @@ func BenchmarkAdoptSameUID(b *testing.B) {
 
 func benchmarkAdopt(b *testing.B, uid func(i int) types.UID) {
 	s, _ := openStore(b, b.TempDir())
+	n := counted(s)
 	b.ReportAllocs()
-	before := atomicfile.Syncs()
+	before := n.Load()
 	i := 0
 	for b.Loop() {
 		cm := benchConfigMap(uid(i), fmt.Sprint(i))
@@ -108,5 +117,5 @@ func benchmarkAdopt(b *testing.B, uid func(i int) types.UID) {
 		}
 		i++
 	}
-	b.ReportMetric(float64(atomicfile.Syncs()-before)/float64(b.N), "fsyncs/op")
+	b.ReportMetric(float64(n.Load()-before)/float64(b.N), "fsyncs/op")
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,9 +33,13 @@ type Snapshot struct {
 	// Quarantine lists the names in <dir>/quarantine, oldest first.
 	Quarantine []string
 	// Problems are damage outside the files above: a missing or foreign
-	// directory of the layout, an entry that is not a valid key, a
-	// directory that cannot be listed. Each names its path.
+	// directory of the layout, a directory the owner of the state dir
+	// cannot write or search, an entry that is not a valid key, a directory
+	// that cannot be listed, a damaged second copy of a checkpoint. Each
+	// names its path.
 	Problems []error
+
+	owner int64 // uid of the state dir, -1 if unknown
 }
 
 // PointerState is a pointer as read, or the error that kept it from being
@@ -83,7 +88,10 @@ func Inspect(dir string) (*Snapshot, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("inspect state dir: %s is not a directory", abs)
 	}
-	s := &Snapshot{Dir: abs}
+	s := &Snapshot{Dir: abs, owner: -1}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.owner = int64(st.Uid)
+	}
 	// meta/ must be a real directory: a symlink in its place is damage,
 	// never followed (the component moves it aside when it starts).
 	metaOK := s.checkDir(filepath.Join(abs, metaDir), true)
@@ -149,7 +157,23 @@ func (s *Snapshot) checkDir(dir string, required bool) bool {
 		s.Problems = append(s.Problems, corrupt(dir, "is not a directory (mode %v)", fi.Mode()))
 		return false
 	}
+	s.checkAccess(dir, fi)
 	return true
+}
+
+// checkAccess reports a layout directory that the component, which owns
+// the state dir, cannot use: owned by another user (a tool run as root
+// created it) or without the owner's read, write and search bits. The
+// component then cannot move damaged files aside or write its state, and
+// Inspect, often run as root, would read it anyway.
+func (s *Snapshot) checkAccess(dir string, fi fs.FileInfo) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case ok && s.owner >= 0 && int64(st.Uid) != s.owner:
+		s.Problems = append(s.Problems, fmt.Errorf("directory %s is owned by uid %d, the state dir by uid %d: a component running as the owner of the state dir may not be able to write it", dir, st.Uid, s.owner))
+	case fi.Mode().Perm()&0o700 != 0o700:
+		s.Problems = append(s.Problems, fmt.Errorf("directory %s has mode %v: its owner cannot read, write and search it", dir, fi.Mode().Perm()))
+	}
 }
 
 // listDir lists a directory of the layout, reporting what keeps it from
@@ -164,6 +188,7 @@ func (s *Snapshot) listDir(path string) []os.DirEntry {
 		s.Problems = append(s.Problems, corrupt(path, "is not a directory (mode %v)", fi.Mode()))
 		return nil
 	}
+	s.checkAccess(path, fi)
 	entries, err := os.ReadDir(path)
 	if err != nil {
 		s.Problems = append(s.Problems, fmt.Errorf("list %s: %w", path, err))
@@ -173,7 +198,7 @@ func (s *Snapshot) listDir(path string) []os.DirEntry {
 
 func (s *Snapshot) inspectCheckpoints() {
 	root := filepath.Join(s.Dir, checkpointsDir)
-	seen := map[Key]bool{}
+	seen := map[Key]int{} // index in s.Checkpoints of the flat copy
 	entries := s.listDir(root)
 	// Flat files first: a key in both layouts is read where Load reads it.
 	sort.SliceStable(entries, func(i, j int) bool { return !entries[i].IsDir() && entries[j].IsDir() })
@@ -188,7 +213,7 @@ func (s *Snapshot) inspectCheckpoints() {
 				s.Problems = append(s.Problems, corrupt(path, "is not a checkpoint (type %v)", e.Type()))
 				continue
 			}
-			seen[k] = true
+			seen[k] = len(s.Checkpoints)
 			s.Checkpoints = append(s.Checkpoints, inspectCheckpoint(k, path))
 			continue
 		}
@@ -207,13 +232,32 @@ func (s *Snapshot) inspectCheckpoints() {
 				s.Problems = append(s.Problems, corrupt(p, "is not a checkpoint: %v", err))
 				continue
 			}
-			if seen[k] {
-				continue // a copy in the older, nested layout; the flat one is read
+			if i, ok := seen[k]; ok {
+				s.secondCopy(i, inspectCheckpoint(k, p))
+				continue
 			}
 			s.Checkpoints = append(s.Checkpoints, inspectCheckpoint(k, p))
 		}
 	}
 	sort.SliceStable(s.Checkpoints, func(i, j int) bool { return keyLess(s.Checkpoints[i].Key, s.Checkpoints[j].Key) })
+}
+
+// secondCopy judges the nested copy n of a checkpoint whose flat copy is
+// s.Checkpoints[i], as Load does: the flat copy is used when it verifies,
+// else the nested one. The copy that is not used is a problem when it is
+// damaged (the component moves it to the quarantine the next time it loads
+// the checkpoint).
+func (s *Snapshot) secondCopy(i int, n CheckpointState) {
+	f := s.Checkpoints[i]
+	switch {
+	case f.Err == nil && n.Err != nil:
+		s.Problems = append(s.Problems, fmt.Errorf("the copy of checkpoint %s in the older, nested layout is unusable (the flat copy is used): %w", n.Key, n.Err))
+	case f.Err != nil && n.Err == nil:
+		s.Problems = append(s.Problems, fmt.Errorf("the flat copy of checkpoint %s is unusable (the copy in the older, nested layout %s is used): %w", f.Key, n.Path, f.Err))
+		s.Checkpoints[i] = n
+	case f.Err != nil && n.Err != nil:
+		s.Problems = append(s.Problems, fmt.Errorf("the copy of checkpoint %s in the older, nested layout is unusable too: %w", n.Key, n.Err))
+	}
 }
 
 // inspectCheckpoint reads and verifies the checkpoint k at path.
@@ -246,12 +290,16 @@ func (s *Snapshot) inspectTracking() {
 			continue
 		}
 		t := TrackingState{ComponentVersion: v.Name(), BadMarks: BadMarks{}}
+		_, err := os.Lstat(filepath.Join(path, envelopesOnlyFile))
+		envelopesOnly := err == nil
 		marksPath := filepath.Join(path, BadConfigsFile)
 		if data, err := readTracking(marksPath); err != nil {
 			t.BadMarksErr = err
 		} else if data != nil {
-			if m, _, err := decodeBadMarks(data); err != nil {
+			if m, legacy, err := decodeBadMarks(data); err != nil {
 				t.BadMarksErr = &CorruptError{Path: marksPath, Err: err}
+			} else if err := plainAfterMigration(marksPath, legacy, envelopesOnly); err != nil {
+				t.BadMarksErr = err
 			} else {
 				t.BadMarks = m
 			}
@@ -260,8 +308,10 @@ func (s *Snapshot) inspectTracking() {
 		if data, err := readTracking(startupsPath); err != nil {
 			t.StartupsErr = err
 		} else if data != nil {
-			if ts, _, err := decodeStartups(data); err != nil {
+			if ts, legacy, err := decodeStartups(data); err != nil {
 				t.StartupsErr = &CorruptError{Path: startupsPath, Err: err}
+			} else if err := plainAfterMigration(startupsPath, legacy, envelopesOnly); err != nil {
+				t.StartupsErr = err
 			} else {
 				t.Startups = ts
 			}

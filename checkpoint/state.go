@@ -79,10 +79,10 @@ func (s *Store) quarantine(path string) (string, error) {
 	if err := os.Rename(path, to); err != nil {
 		return "", fmt.Errorf("move %s to the quarantine: %w", path, err)
 	}
-	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(path), s.sync...); err != nil {
 		return to, err
 	}
-	if err := atomicfile.SyncDir(qdir); err != nil {
+	if err := atomicfile.SyncDir(qdir, s.sync...); err != nil {
 		return to, err
 	}
 	s.log.Info("Moved a corrupt or foreign file to the quarantine", "path", path, "movedTo", to)
@@ -127,7 +127,7 @@ func (s *Store) ensureQuarantineDir() error {
 	case err == nil && fi.IsDir():
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		_, err := mkdirDurable(qdir)
+		_, err := s.mkdirDurable(qdir)
 		return err
 	case err != nil:
 		return fmt.Errorf("stat %s: %w", qdir, err)
@@ -137,23 +137,23 @@ func (s *Store) ensureQuarantineDir() error {
 	// does not carry the prefix), make the directory, move it in.
 	stamp := s.clock.Now().UTC().Format("20060102T150405.000000000Z")
 	parked := filepath.Join(s.dir, tmpDir, "quarantine-"+stamp)
-	if _, err := mkdirDurable(filepath.Join(s.dir, tmpDir)); err != nil {
+	if _, err := s.mkdirDurable(filepath.Join(s.dir, tmpDir)); err != nil {
 		return err
 	}
 	if err := os.Rename(qdir, parked); err != nil {
 		return fmt.Errorf("%s is not a directory (mode %v) and cannot be moved aside: %w", qdir, fi.Mode(), err)
 	}
-	if _, err := mkdirDurable(qdir); err != nil {
+	if _, err := s.mkdirDurable(qdir); err != nil {
 		return err
 	}
 	to := filepath.Join(qdir, stamp+"-"+QuarantineDir)
 	if err := os.Rename(parked, to); err != nil {
 		return fmt.Errorf("move %s into the quarantine: %w", parked, err)
 	}
-	if err := atomicfile.SyncDir(filepath.Join(s.dir, tmpDir)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Join(s.dir, tmpDir), s.sync...); err != nil {
 		return err
 	}
-	if err := atomicfile.SyncDir(qdir); err != nil {
+	if err := atomicfile.SyncDir(qdir, s.sync...); err != nil {
 		return err
 	}
 	s.log.Info("Moved what was in place of the quarantine directory into it", "mode", fi.Mode(), "movedTo", to)
@@ -239,6 +239,9 @@ func (s *Store) readBadMarks() (BadMarks, bool, error) {
 	m, legacy, err := readBadMarks(data)
 	if err != nil {
 		return BadMarks{}, false, &CorruptError{Path: path, Err: err}
+	}
+	if err := plainAfterMigration(path, legacy, s.envelopesOnly); err != nil {
+		return BadMarks{}, false, err
 	}
 	return m, legacy, nil
 }
@@ -425,6 +428,9 @@ func (s *Store) readStartups() ([]time.Time, bool, error) {
 	if err != nil {
 		return nil, false, &CorruptError{Path: path, Err: err}
 	}
+	if err := plainAfterMigration(path, legacy, s.envelopesOnly); err != nil {
+		return nil, false, err
+	}
 	return ts, legacy, nil
 }
 
@@ -466,12 +472,16 @@ func (s *Store) RecordStartup() ([]time.Time, error) {
 	if len(ts) > MaxStartups {
 		ts = ts[len(ts)-MaxStartups:]
 	}
-	data, err := encodeStartups(ts)
-	if err != nil {
-		return ts, err
-	}
-	if err := s.replaceFile(s.trackingPath(StartupsFile), data); err != nil {
+	if err := s.writeStartups(ts); err != nil {
 		return ts, fmt.Errorf("record startup: %w", err)
 	}
 	return ts, rerr
+}
+
+func (s *Store) writeStartups(ts []time.Time) error {
+	data, err := encodeStartups(ts)
+	if err != nil {
+		return err
+	}
+	return s.replaceFile(s.trackingPath(StartupsFile), data)
 }

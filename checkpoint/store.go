@@ -79,6 +79,16 @@ type Store struct {
 	clock       clock.PassiveClock
 	log         klog.Logger
 
+	// envelopesOnly is true once the tracking dir holds the envelopes-only
+	// marker: a tracking file in the plain format of older versions is then
+	// damage, not a file to migrate (see migrateTracking).
+	envelopesOnly bool
+	// readOnly is true for a state dir on a read-only mount (see ReadOnly).
+	readOnly bool
+	// sync is passed to every atomicfile call: the tests' fsync counter
+	// (export_test.go), else nothing.
+	sync []atomicfile.Option
+
 	mu      sync.RWMutex
 	lock    *os.File // the lock file; nil once closed
 	dirLock *os.File // the state dir, locked too
@@ -122,13 +132,13 @@ func Open(opts Options) (*Store, error) {
 	s.log = s.log.WithValues("stateDir", dir)
 
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		if err := mkdirAllDurable(dir); err != nil {
+		if err := s.mkdirAllDurable(dir); err != nil {
 			return nil, err
 		}
 	}
 	// Lock before touching anything else in the dir: the holder may be
 	// writing, and its temporary files are not stale.
-	if s.lock, s.dirLock, err = lockDir(dir); err != nil {
+	if s.lock, s.dirLock, s.readOnly, err = lockDir(dir); err != nil {
 		return nil, err
 	}
 	if err := s.prepare(); err != nil {
@@ -143,41 +153,70 @@ func Open(opts Options) (*Store, error) {
 // away by unlinking a file; the lock file keeps older versions, which lock
 // only it, out. flock locks belong to the open file description, so a second
 // Open in the same process conflicts too.
-func lockDir(dir string) (lockFile, dirFile *os.File, err error) {
+func lockDir(dir string) (lockFile, dirFile *os.File, readOnly bool, err error) {
 	// Raw opens: these descriptors are only locked and closed, so they
 	// need no registration with the runtime's poller (5 system calls
 	// fewer on every start).
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open state dir %s: %w", dir, &fs.PathError{Op: "open", Path: dir, Err: err})
+		return nil, nil, false, fmt.Errorf("open state dir %s: %w", dir, &fs.PathError{Op: "open", Path: dir, Err: err})
 	}
 	dirFile = os.NewFile(uintptr(fd), dir)
 	if err := flock(dirFile, dir); err != nil {
 		_ = dirFile.Close()
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	path := filepath.Join(dir, lockFileName)
 	lockFile, err = openLockFile(path)
+	if errors.Is(err, unix.EROFS) {
+		// A read-only mount: nothing can be written (nor the lock file
+		// replaced), so the lock of the directory is enough; the lock
+		// file, when there is one, is locked too to keep older versions
+		// out.
+		readOnly = true
+		lockFile, err = openLockFileReadOnly(path, dirFile)
+	}
 	if err != nil {
 		_ = dirFile.Close()
-		return nil, nil, fmt.Errorf("open lock file of state dir %s: %w", dir, err)
+		return nil, nil, false, fmt.Errorf("open lock file of state dir %s: %w", dir, err)
 	}
 	if err := flock(lockFile, dir); err != nil {
 		_ = lockFile.Close()
 		_ = dirFile.Close()
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	// The lock file must still be the file at its path (it was not replaced
 	// between the open and the flock), or an older version could lock the
 	// new file.
 	var held, named unix.Stat_t
-	if err := unix.Fstat(int(lockFile.Fd()), &held); err == nil && unix.Lstat(path, &named) == nil &&
+	if err := unix.Fstat(int(lockFile.Fd()), &held); !readOnly && err == nil && unix.Lstat(path, &named) == nil &&
 		(held.Dev != named.Dev || held.Ino != named.Ino) {
 		_ = lockFile.Close()
 		_ = dirFile.Close()
-		return nil, nil, &lockedError{dir: dir, err: errors.New("the lock file was replaced while it was being locked")}
+		return nil, nil, false, &lockedError{dir: dir, err: errors.New("the lock file was replaced while it was being locked")}
 	}
-	return lockFile, dirFile, nil
+	return lockFile, dirFile, readOnly, nil
+}
+
+// openLockFileReadOnly opens the lock file of a state dir on a read-only
+// mount for its flock; when there is none (or something else in its place)
+// it returns a second descriptor of the state dir, whose flock is the one
+// already held.
+func openLockFileReadOnly(path string, dirFile *os.File) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err == nil {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			return os.NewFile(uintptr(fd), path), nil
+		}
+		_ = unix.Close(fd)
+	}
+	fd, err = unix.Dup(int(dirFile.Fd()))
+	if err != nil {
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), dirFile.Name()), nil
 }
 
 // openLockFile opens (creating) the lock file. Anything but a regular file
@@ -236,7 +275,7 @@ func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 // recreated (every later write would fail without it), and anything that is
 // not a directory where one should be is moved to the quarantine first.
 func (s *Store) prepare() error {
-	freshMeta := false
+	freshMeta, freshTracking := false, false
 	for _, d := range []string{
 		filepath.Join(s.dir, checkpointsDir),
 		filepath.Join(s.dir, metaDir),
@@ -245,16 +284,29 @@ func (s *Store) prepare() error {
 		s.trackingDir,
 	} {
 		created, err := s.ensureDir(d)
+		if err != nil && s.readOnly {
+			// Nothing can be repaired on a read-only mount: what is
+			// missing reads as missing.
+			s.log.Error(err, "A directory of the state dir is damaged and the state dir is read-only")
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		if created && d == filepath.Join(s.dir, metaDir) {
 			freshMeta = true
 		}
+		if d == s.trackingDir {
+			freshTracking = created
+		}
+	}
+	s.migrateTracking(freshTracking)
+	if s.readOnly {
+		s.log.Info("The state dir is on a read-only file system: it is read, and nothing is recorded (no startups, marks or new configs) until it is writable again")
 	}
 	// The quarantine is created when something is first moved aside, but
 	// something else in its place is fixed now, as for every directory.
-	if fi, err := os.Lstat(filepath.Join(s.dir, QuarantineDir)); err == nil && !fi.IsDir() {
+	if fi, err := os.Lstat(filepath.Join(s.dir, QuarantineDir)); err == nil && !fi.IsDir() && !s.readOnly {
 		if err := s.ensureQuarantineDir(); err != nil {
 			return err
 		}
@@ -288,13 +340,13 @@ func (s *Store) ensureDir(dir string) (created bool, err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("stat %s: %w", dir, err)
 	}
-	return mkdirDurable(dir)
+	return s.mkdirDurable(dir)
 }
 
 // mkdirDurable creates dir (0700) if it is missing and fsyncs its parent so
 // that the new entry survives a power loss. An existing directory is left as
 // it is.
-func mkdirDurable(dir string) (created bool, err error) {
+func (s *Store) mkdirDurable(dir string) (created bool, err error) {
 	err = os.Mkdir(dir, dirPerm)
 	if errors.Is(err, fs.ErrExist) {
 		fi, serr := os.Stat(dir)
@@ -313,20 +365,20 @@ func mkdirDurable(dir string) (created bool, err error) {
 	if err := os.Chmod(dir, dirPerm); err != nil {
 		return true, fmt.Errorf("chmod %s: %w", dir, err)
 	}
-	return true, atomicfile.SyncDir(filepath.Dir(dir))
+	return true, atomicfile.SyncDir(filepath.Dir(dir), s.sync...)
 }
 
 // mkdirAllDurable is mkdirDurable for dir and its missing parents.
-func mkdirAllDurable(dir string) error {
+func (s *Store) mkdirAllDurable(dir string) error {
 	parent := filepath.Dir(dir)
 	if parent != dir {
 		if _, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
-			if err := mkdirAllDurable(parent); err != nil {
+			if err := s.mkdirAllDurable(parent); err != nil {
 				return err
 			}
 		}
 	}
-	_, err := mkdirDurable(dir)
+	_, err := s.mkdirDurable(dir)
 	return err
 }
 
@@ -354,11 +406,19 @@ func (s *Store) closeLocks() error {
 	return err
 }
 
+// ReadOnly reports whether the state dir is on a read-only mount (the lock
+// file could not be opened for writing: EROFS). Open then succeeds without
+// writing anything: every layout directory that is missing stays missing,
+// nothing is migrated or moved to the quarantine, and every method that
+// writes fails with the file system's error (EROFS), while the reads work
+// as usual. A component can so still run a config its state dir holds;
+// what it cannot do is record a startup (so a config on trial is not run:
+// its crash restarts could not be counted), adopt a new config, or mark
+// one bad.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
 // Dir returns the absolute path of the state dir.
 func (s *Store) Dir() string { return s.dir }
-
-// TrackingDir returns <Dir>/tracking/<ComponentVersion>, which Open created.
-func (s *Store) TrackingDir() string { return s.trackingDir }
 
 // flatSep separates the UID from the resourceVersion in the name of a
 // checkpoint file: checkpoints/<uid>_<resourceVersion>.
@@ -467,7 +527,7 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 	if _, err := s.ensureDir(filepath.Join(s.dir, tmpDir)); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
-	if err := atomicfile.WriteFileVia(filepath.Join(s.dir, tmpDir), s.checkpointPath(k), data, filePerm); err != nil {
+	if err := atomicfile.WriteFileVia(filepath.Join(s.dir, tmpDir), s.checkpointPath(k), data, filePerm, s.sync...); err != nil {
 		return Key{}, fmt.Errorf("save checkpoint %s: %w", k, err)
 	}
 	return k, nil
@@ -476,6 +536,12 @@ func (s *Store) Save(cm *corev1.ConfigMap) (Key, error) {
 // Load reads and verifies the checkpoint k. A missing checkpoint is
 // ErrNotFound; one that cannot be trusted (including one that holds another
 // key's ConfigMap) is a *CorruptError.
+//
+// A key may be on disk in both layouts (an older version wrote the nested
+// copy, this one the flat copy): both hold the same ConfigMap, since a
+// checkpoint is named by its UID and resourceVersion. When the flat copy
+// cannot be used, the nested one is, and a damaged copy is moved to the
+// quarantine, so damage to one copy never hides the other.
 func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 	if err := ValidateKey(k); err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
@@ -484,21 +550,53 @@ func (s *Store) Load(k Key) (*corev1.ConfigMap, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm, err := s.load(k)
+	cm, damaged, err := s.load(k)
 	unlock()
+	for _, d := range damaged {
+		_ = s.quarantineIfCorrupt(d)
+	}
 	return cm, s.quarantineIfCorrupt(err)
 }
 
-func (s *Store) load(k Key) (*corev1.ConfigMap, error) {
+// load reads k, from the flat copy or else the nested one. damaged are the
+// corrupt copies other than the one err names, to be moved aside too.
+func (s *Store) load(k Key) (cm *corev1.ConfigMap, damaged []error, err error) {
 	path := s.checkpointPath(k)
-	data, err := readFile(path)
-	if _, flat := flatName(k); flat && errors.Is(err, fs.ErrNotExist) {
-		// Written by an older version, in the nested layout.
-		path = s.nestedPath(k)
-		data, err = s.readNested(k, path)
-	} else if !flat {
-		data, err = s.readNested(k, path)
+	_, flat := flatName(k)
+	if !flat {
+		cm, err := s.loadAt(k, path, s.readNested)
+		return cm, nil, err
 	}
+	cm, err = s.loadAt(k, path, func(_ Key, p string) ([]byte, error) { return readFile(p) })
+	if err == nil {
+		return cm, nil, nil
+	}
+	// Written by an older version in the nested layout, or a second copy
+	// there that is intact while the flat one is not.
+	ncm, nerr := s.loadAt(k, s.nestedPath(k), s.readNested)
+	switch {
+	case nerr == nil:
+		if errors.Is(err, ErrCorrupt) {
+			s.log.Info("Using the copy of a checkpoint in the older, nested layout: the flat copy is damaged", "key", k.String(), "err", err)
+			damaged = append(damaged, err)
+		}
+		return ncm, damaged, nil
+	case errors.Is(nerr, ErrNotFound):
+		return nil, nil, err
+	case errors.Is(err, ErrNotFound):
+		return nil, nil, nerr
+	}
+	// Both copies unusable: the flat one is the error, the nested one is
+	// moved aside too when it is damaged.
+	if errors.Is(nerr, ErrCorrupt) {
+		damaged = append(damaged, nerr)
+	}
+	return nil, damaged, err
+}
+
+// loadAt reads the checkpoint k at path with read and verifies it.
+func (s *Store) loadAt(k Key, path string, read func(Key, string) ([]byte, error)) (*corev1.ConfigMap, error) {
+	data, err := read(k, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load checkpoint %s (%s): %w", k, path, ErrNotFound)
 	}
@@ -547,10 +645,11 @@ func readFile(path string) ([]byte, error) {
 	return nil, err
 }
 
-// Exists reports whether the checkpoint k is on disk, without reading it
+// has reports whether the checkpoint k is on disk, without reading it
 // (Load verifies it). Something other than a regular file at its path is a
-// *CorruptError.
-func (s *Store) Exists(k Key) (bool, error) {
+// *CorruptError. Only the tests call it (Exists, export_test.go); SetCurrent
+// and SetLastKnownGood check it themselves.
+func (s *Store) has(k Key) (bool, error) {
 	if err := ValidateKey(k); err != nil {
 		return false, fmt.Errorf("check checkpoint: %w", err)
 	}
@@ -685,7 +784,7 @@ func (s *Store) remove(k Key) error {
 		err := os.Remove(s.checkpointPath(k))
 		switch {
 		case err == nil:
-			if err := atomicfile.SyncDir(root); err != nil {
+			if err := atomicfile.SyncDir(root, s.sync...); err != nil {
 				return fmt.Errorf("remove checkpoint %s: %w", k, err)
 			}
 		case !errors.Is(err, fs.ErrNotExist):
@@ -701,7 +800,7 @@ func (s *Store) remove(k Key) error {
 	if err != nil {
 		return fmt.Errorf("remove checkpoint %s: %w", k, err)
 	}
-	if err := atomicfile.SyncDir(uidDir); err != nil {
+	if err := atomicfile.SyncDir(uidDir, s.sync...); err != nil {
 		return fmt.Errorf("remove checkpoint %s: %w", k, err)
 	}
 	return s.removeEmptyUIDDir(uidDir)
@@ -716,7 +815,7 @@ func (s *Store) removeEmptyUIDDir(uidDir string) error {
 	if err != nil {
 		return fmt.Errorf("remove empty checkpoint directory %s: %w", uidDir, err)
 	}
-	return atomicfile.SyncDir(filepath.Dir(uidDir))
+	return atomicfile.SyncDir(filepath.Dir(uidDir), s.sync...)
 }
 
 // Current returns the current pointer. A pointer file that is missing (Open
@@ -853,7 +952,33 @@ func (s *Store) replaceFile(path string, data []byte) error {
 			return fmt.Errorf("%s is not a regular file (mode %v) and cannot be moved aside: %w", path, fi.Mode(), err)
 		}
 	}
-	return atomicfile.WriteFile(path, data, filePerm)
+	return atomicfile.WriteFile(path, data, filePerm, s.sync...)
+}
+
+// quarantineDamagedSecondCopies moves to the quarantine the damaged copy in
+// the nested layout of a kept checkpoint whose flat copy verifies. Load
+// never reads that copy (the flat one comes first), so nothing else would
+// move it aside; an intact second copy is left, as a spare. The caller
+// holds the write lock.
+func (s *Store) quarantineDamagedSecondCopies(keep map[Key]bool) {
+	for k := range keep {
+		if _, flat := flatName(k); !flat {
+			continue
+		}
+		nested := s.nestedPath(k)
+		if _, err := os.Lstat(nested); err != nil {
+			continue // the usual case: one copy
+		}
+		if _, err := s.loadAt(k, s.checkpointPath(k), func(_ Key, p string) ([]byte, error) { return readFile(p) }); err != nil {
+			continue // the nested copy is the one Load uses
+		}
+		var ce *CorruptError
+		if _, err := s.loadAt(k, nested, s.readNested); errors.As(err, &ce) {
+			if qerr := s.moveAside(ce); qerr != nil {
+				s.log.Error(qerr, "Cannot move a damaged second copy of a checkpoint to the quarantine", "path", nested)
+			}
+		}
+	}
 }
 
 // GC removes every checkpoint that neither current nor last-known-good
@@ -877,6 +1002,7 @@ func (s *Store) GC() ([]Key, error) {
 			keep[k] = true
 		}
 	}
+	s.quarantineDamagedSecondCopies(keep)
 	keys, emptyUIDs, err := s.list()
 	if err != nil {
 		return nil, fmt.Errorf("garbage-collect checkpoints: %w", err)
@@ -930,7 +1056,7 @@ func (s *Store) GC() ([]Key, error) {
 		case errors.Is(err, fs.ErrNotExist):
 		case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
 			// Still holds a checkpoint that is kept: its own entries changed.
-			if err := atomicfile.SyncDir(uidDir); err != nil {
+			if err := atomicfile.SyncDir(uidDir, s.sync...); err != nil {
 				return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
 			}
 		default:
@@ -938,7 +1064,7 @@ func (s *Store) GC() ([]Key, error) {
 		}
 	}
 	if removedDir {
-		if err := atomicfile.SyncDir(root); err != nil {
+		if err := atomicfile.SyncDir(root, s.sync...); err != nil {
 			return removed, fmt.Errorf("garbage-collect checkpoints: %w", err)
 		}
 	}

@@ -5,9 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +28,17 @@ const (
 	// StartupsFile holds the most recent startup times.
 	StartupsFile = "startups.json"
 )
+
+// envelopesOnlyFile marks a tracking dir whose files are all written in the
+// checksummed envelope format: from then on the plain JSON that versions
+// before the envelope wrote is damage (a torn or foreign file that happens
+// to parse, which would drop every mark or startup), never migrated again.
+// It is an empty file; only its name matters.
+const envelopesOnlyFile = "envelopes-only"
+
+// errPlainAfterMigration is the damage of a plain-JSON tracking file in an
+// envelopes-only tracking dir.
+var errPlainAfterMigration = errors.New("plain JSON without the checksummed envelope, in a tracking dir whose files were already migrated to the envelope format (" + envelopesOnlyFile + ")")
 
 // MaxStartups is how many startup times the startups file keeps: one more
 // than the largest crash-loop threshold (10), enough to tell whether the
@@ -153,7 +171,15 @@ func decodeBadMarks(data []byte) (m BadMarks, legacy bool, err error) {
 		return nil, false, errors.New("decode bad marks: not a JSON object")
 	}
 	m = make(BadMarks, len(raw))
-	for k, b := range raw {
+	// In key order: the first bad key is the error, the same on every read
+	// (map order is random; FuzzReadBadMarks compares two reads).
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b := raw[k]
 		if err := validateMarkKey(k); err != nil {
 			return nil, false, err
 		}
@@ -274,4 +300,73 @@ func sortedMarkKeys(m BadMarks) []string {
 		return keys[i] < keys[j]
 	})
 	return keys
+}
+
+// migrateTracking makes this version's tracking dir envelopes-only, once.
+// A tracking dir the Store just created is marked at once. One that exists
+// without the marker may hold files older versions wrote in plain JSON:
+// each is read and rewritten in the envelope format, and only when both
+// files are envelopes (or missing, or damaged, which no migration repairs)
+// is the marker written. A file that cannot be read or written (EIO,
+// EACCES, a read-only or full file system) leaves the dir unmarked, to be
+// migrated on a later Open; Open never fails for it.
+//
+// The caller is Open, with the lock held, before the Store is shared.
+func (s *Store) migrateTracking(fresh bool) {
+	marker := filepath.Join(s.trackingDir, envelopesOnlyFile)
+	if !fresh || s.readOnly {
+		_, err := os.Lstat(marker)
+		if err == nil {
+			s.envelopesOnly = true
+			return
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Error(err, "Cannot tell whether the tracking files were migrated to the envelope format; plain files of older versions are still read")
+			return
+		}
+		if s.readOnly {
+			return // migrated when the state dir is writable again
+		}
+		if ts, legacy, err := s.readStartups(); err == nil && legacy {
+			if err := s.writeStartups(ts); err != nil {
+				s.log.Error(err, "Rewriting the startups in the envelope format")
+				return
+			}
+		} else if err != nil && !errors.Is(err, ErrCorrupt) {
+			s.log.Error(err, "Reading the startups to migrate them to the envelope format")
+			return
+		}
+		if m, legacy, err := s.readBadMarks(); err == nil && legacy {
+			if err := s.writeBadMarks(m); err != nil {
+				s.log.Error(err, "Rewriting the bad marks in the envelope format")
+				return
+			}
+		} else if err != nil && !errors.Is(err, ErrCorrupt) {
+			s.log.Error(err, "Reading the bad marks to migrate them to the envelope format")
+			return
+		}
+	}
+	fd, err := unix.Open(marker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, filePerm)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		s.log.Error(&fs.PathError{Op: "create", Path: marker, Err: err}, "Cannot mark the tracking dir envelopes-only; plain files of older versions are still read")
+		return
+	}
+	if err == nil {
+		_ = unix.Close(fd)
+	}
+	// The marker is empty: only its entry must be durable.
+	if err := atomicfile.SyncDir(s.trackingDir, s.sync...); err != nil {
+		s.log.Error(err, "Syncing the tracking dir after marking it envelopes-only")
+	}
+	s.envelopesOnly = true
+}
+
+// plainAfterMigration is the damage of a tracking file read in the plain
+// format of older versions (legacy) from an envelopes-only tracking dir, or
+// nil.
+func plainAfterMigration(path string, legacy, envelopesOnly bool) error {
+	if legacy && envelopesOnly {
+		return &CorruptError{Path: path, Err: errPlainAfterMigration}
+	}
+	return nil
 }

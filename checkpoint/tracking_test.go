@@ -52,18 +52,24 @@ func TestBadMarksRoundTripAndIdentity(t *testing.T) {
 	}
 }
 
-// Old marks ("<uid>/<rv>", no checksum) are read once, match every payload
-// key of their ConfigMap, and are rewritten in the current format.
+// Old marks ("<uid>/<rv>", no checksum) in a tracking dir an older version
+// wrote are read once, at Open, match every payload key of their
+// ConfigMap, and are rewritten in the current format.
 func TestLegacyTrackingFilesAreMigrated(t *testing.T) {
-	s, _ := openStore(t, t.TempDir())
+	dir := t.TempDir()
+	tracking := filepath.Join(dir, "tracking", "v1.37.2")
+	if err := os.MkdirAll(tracking, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	legacyMarks := `{"uid-a/1": {"time": "2026-01-02T03:04:05Z", "reason": "crash loop detected with current (UID: uid-a)"}}`
 	legacyStartups := `["2026-01-02T03:04:05Z","2026-01-02T03:04:06.5Z"]`
-	if err := os.WriteFile(trackingFile(s, checkpoint.BadConfigsFile), []byte(legacyMarks), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(tracking, checkpoint.BadConfigsFile), []byte(legacyMarks), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(trackingFile(s, checkpoint.StartupsFile), []byte(legacyStartups), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(tracking, checkpoint.StartupsFile), []byte(legacyStartups), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	s, _ := openStore(t, dir)
 	m, err := s.BadMarks()
 	if err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ func (l *layers) HasInitConfig() bool { return l.files.Config != "" }
 func (l *layers) Build(candidate *dynconfig.Document) (*Config, error) {
 	var ls merge.Layers
 	if l.files.Config != "" {
-		data, err := os.ReadFile(l.files.Config)
+		data, err := merge.ReadFile(l.files.Config)
 		if err != nil {
 			return nil, fmt.Errorf("kubelet config file: %w", err)
 		}

@@ -97,7 +97,13 @@
 // # Guarantees
 //
 //   - Merge does no I/O and is safe for concurrent use; only ReadDropIns
-//     touches the file system.
+//     and ReadFile touch the file system.
+//   - ReadFile is the one reader of local config paths (dynconfig's
+//     NewLayers, kubeletdropin, dynconfigctl): what is not a regular file (a
+//     FIFO, a device such as /dev/zero, a directory) is refused before any
+//     read, never waited on, and a document larger than MaxDocumentSize is
+//     refused, each with an error naming the file. ReadDropIns reads every
+//     drop-in with it, and refuses a drop-in "directory" that is not one.
 //   - The result equals, after decoding into the typed struct, what
 //     jsonpatch.MergePatch would produce for the drop-ins applied to the
 //     encoded defaulted base (test/conformance compares the kubelet profile

@@ -268,8 +268,18 @@ func splitKey(ln string) (key, rest string, ok bool) {
 	if i == 0 || i == len(ln) || ln[i] != ':' || (i+1 < len(ln) && ln[i+1] != ' ') {
 		return "", "", false
 	}
+	if i > maxFastKey {
+		// yaml.v2 takes a plain key only within 1024 characters of its
+		// ':' (a "simple key"); near that limit the full parser decides.
+		return "", "", false
+	}
 	return ln[:i], ln[i+1:], true
 }
+
+// maxFastKey is the longest key the fast path reads; longer ones go to the
+// full parser, which applies yaml.v2's 1024-character limit on simple keys
+// (found by FuzzYAMLFastPath).
+const maxFastKey = 512
 
 // looksLikeEntry reports whether a sequence item is a mapping entry.
 func looksLikeEntry(item string) bool {

@@ -52,9 +52,14 @@ func DecodeAssignment(value string) (*corev1.NodeConfigSource, error) {
 }
 
 // Validate checks the rules that need no API server: exactly one subfield
-// is set (today there is one, ConfigMap), and the ConfigMap reference's
-// uid, namespace and name are non-empty. A nil src is the empty assignment
-// and is valid. The returned error is an *InvalidError.
+// is set (today there is one, ConfigMap), the ConfigMap reference's uid,
+// namespace and name are non-empty, and each field has the form the API
+// server gives it (the name a DNS subdomain, the namespace a DNS label, the
+// uid and resourceVersion short tokens, the kubeletConfigKey a ConfigMap
+// key; see validateFields), so that no value of any length or content is
+// copied into a condition or a path. A nil src is the empty assignment and
+// is valid. The returned error is an *InvalidError whose message repeats
+// at most a bounded prefix of each value.
 func Validate(src *corev1.NodeConfigSource) error {
 	if src == nil {
 		return nil
@@ -76,7 +81,7 @@ func Validate(src *corev1.NodeConfigSource) error {
 		return Invalid("invalid NodeConfigSource.ConfigMap, all of uid, namespace and name must be non-empty, missing: %s",
 			strings.Join(missing, ", "))
 	}
-	return nil
+	return validateFields(src.ConfigMap)
 }
 
 // ParseAssignment decodes (DecodeAssignment) and validates (Validate) an
@@ -85,7 +90,7 @@ func Validate(src *corev1.NodeConfigSource) error {
 func ParseAssignment(value string) (*corev1.NodeConfigSource, error) {
 	src, err := DecodeAssignment(value)
 	if err != nil {
-		return nil, Invalid("invalid NodeConfigSource: %v", err)
+		return nil, Invalid("invalid NodeConfigSource: %s", boundMessage(err.Error(), maxDecodeError))
 	}
 	if err := Validate(src); err != nil {
 		return nil, err
@@ -105,7 +110,7 @@ func ReadAssignment(node *corev1.Node, key string) (src *corev1.NodeConfigSource
 	if v, ok := node.Annotations[key]; ok {
 		src, err := DecodeAssignment(v)
 		if err != nil {
-			return nil, true, Invalid("invalid NodeConfigSource in annotation %s of Node %s: %v", key, node.Name, err)
+			return nil, true, Invalid("invalid NodeConfigSource in annotation %s of Node %s: %s", key, node.Name, boundMessage(err.Error(), maxDecodeError))
 		}
 		if err := Validate(src); err != nil {
 			return nil, true, err

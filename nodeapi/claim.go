@@ -67,10 +67,10 @@ func (c *Claim) Holder() string { return c.Namespace + "/" + c.Name }
 func (c *Claim) Validate() error {
 	var errs []error
 	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("namespace %q: %v", c.Namespace, msgs))
+		errs = append(errs, fmt.Errorf("namespace %s: %v", echo(c.Namespace), msgs))
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("name %q: %v", c.Name, msgs))
+		errs = append(errs, fmt.Errorf("name %s: %v", echo(c.Name), msgs))
 	}
 	if c.UID == "" {
 		errs = append(errs, errors.New("uid: required"))
@@ -104,10 +104,10 @@ func DecodeClaim(value string) (*Claim, error) {
 	var c Claim
 	strict, err := sigsjson.UnmarshalStrict(data, &c)
 	if err != nil {
-		return nil, fmt.Errorf("invalid rollout claim: %w", err)
+		return nil, fmt.Errorf("invalid rollout claim: %w", bound(err))
 	}
 	if len(strict) > 0 {
-		return nil, fmt.Errorf("invalid rollout claim: %w", errors.Join(strict...))
+		return nil, fmt.Errorf("invalid rollout claim: %w", bound(errors.Join(strict...)))
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid rollout claim: %w", err)

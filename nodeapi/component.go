@@ -33,10 +33,10 @@ func ComponentOrDefault(component string) string {
 // characters.
 func ValidateComponentName(component string) error {
 	if msgs := validation.IsDNS1123Label(component); len(msgs) > 0 {
-		return fmt.Errorf("component name %q: %s", component, strings.Join(msgs, "; "))
+		return fmt.Errorf("component name %s: %s", echo(component), strings.Join(msgs, "; "))
 	}
 	if len(component) > MaxComponentNameLength {
-		return fmt.Errorf("component name %q: at most %d characters, got %d", component, MaxComponentNameLength, len(component))
+		return fmt.Errorf("component name %s: at most %d characters, got %d", echo(component), MaxComponentNameLength, len(component))
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func (s *ConfigStatus) Validate() error {
 	case s.Phase == "":
 		return fmt.Errorf("phase: required (one of %s)", phaseList())
 	case !knownPhase(s.Phase):
-		return fmt.Errorf("phase: unknown phase %q (want one of %s)", s.Phase, phaseList())
+		return fmt.Errorf("phase: unknown phase %s (want one of %s)", echo(string(s.Phase)), phaseList())
 	}
 	for _, f := range []struct {
 		name string
@@ -141,7 +141,7 @@ func ParseConfigStatus(value string) (*ConfigStatus, error) {
 	dec.DisallowUnknownFields()
 	var s ConfigStatus
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("decoding the config status: %w", err)
+		return nil, fmt.Errorf("decoding the config status: %w", bound(err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("decoding the config status: trailing data after the JSON object")

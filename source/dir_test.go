@@ -353,13 +353,14 @@ func TestDirReadsOnlyTheAssignedFile(t *testing.T) {
 		}
 	})
 	t.Run("name is not a path", func(t *testing.T) {
-		// A name with a slash never selects a file outside configmaps/.
+		// A name with a slash never selects a file outside configmaps/:
+		// it is no ConfigMap name (nodeapi.Validate).
 		d, dir := newTestDir(t)
 		write(t, filepath.Join(dir, "evil.yaml"), strings.Replace(cmYAML, "name: kubelet-a", "name: ../evil", 1))
 		write(t, filepath.Join(dir, AssignmentFile), "configMap: {namespace: kube-system, name: ../evil, uid: uid-a}")
 		err := assignedError(t, d, true)
-		if want := "ConfigMap kube-system/../evil does not exist"; err.Error() != want {
-			t.Fatalf("error %q, want %q", err, want)
+		if want := `invalid NodeConfigSource.ConfigMap, name "../evil": a lowercase RFC 1123 subdomain`; !strings.HasPrefix(err.Error(), want) {
+			t.Fatalf("error %q, want it to start with %q", err, want)
 		}
 	})
 }

@@ -410,7 +410,7 @@ func TestStateDirErrors(t *testing.T) {
 			setup: func(t *testing.T, root string) string {
 				s := openStore(t, filepath.Join(root, "state"), "v1", nil)
 				s.Close()
-				if err := os.Remove(filepath.Join(root, "state", "tracking", "v1")); err != nil {
+				if err := os.RemoveAll(filepath.Join(root, "state", "tracking", "v1")); err != nil {
 					t.Fatal(err)
 				}
 				return filepath.Join(root, "state")

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -380,5 +382,69 @@ func TestRenderStateDirHonoursBadMarks(t *testing.T) {
 	out, errOut, code = e.run(t, "--state-dir", "$STATE", "--config", "$D/base.yaml", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"maxPods": 77`) || !strings.Contains(out, "runs last-known-good") {
 		t.Fatalf("remote last-known-good: code %d\n%s\n%s\nwant kubelet-g (maxPods 77) rendered", code, out, errOut)
+	}
+}
+
+// TestRenderHostileConfigPaths: a FIFO, /dev/zero or a 1 GiB file as
+// --config, --instance, a drop-in of --config-dir or --config-dir itself
+// fails at once (the library's reader, merge.ReadFile: nothing is waited on
+// or read whole), exit 1, naming the path and what it is.
+func TestRenderHostileConfigPaths(t *testing.T) {
+	e := newRenderEnv(t)
+	for _, d := range []string{"fifo.d", "zero.d", "huge.d"} {
+		writeTestFile(t, filepath.Join(e.dir, d, "10-ok.conf"), renderDrop)
+	}
+	for _, p := range []string{"fifo.yaml", "fifo.d/20-x.conf"} {
+		if err := syscall.Mkfifo(filepath.Join(e.dir, p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(e.dir, "zero.d", "20-x.conf")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"huge.yaml", "huge.d/20-x.conf"} {
+		writeTestFile(t, filepath.Join(e.dir, p), "")
+		if err := os.Truncate(filepath.Join(e.dir, p), 1<<30); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // exact stderr; $D is the env's dir
+	}{
+		{"--config is a FIFO", []string{"--config", "$D/fifo.yaml"}, "dynconfigctl: read --config $D/fifo.yaml: not a regular file (p---------)\n"},
+		{"--config is /dev/zero", []string{"--config", "/dev/zero"}, "dynconfigctl: read --config /dev/zero: not a regular file (Dc---------)\n"},
+		{"--config is a 1 GiB file", []string{"--config", "$D/huge.yaml"}, "dynconfigctl: read --config $D/huge.yaml: larger than a config document may be: 1073741824 bytes, limit 4194304\n"},
+		{"--instance is a FIFO", []string{"--instance", "$D/fifo.yaml"}, "dynconfigctl: read --instance $D/fifo.yaml: not a regular file (p---------)\n"},
+		{"a drop-in is a FIFO", []string{"--config-dir", "$D/fifo.d"}, "dynconfigctl: merge: reading drop-in directory $D/fifo.d: read $D/fifo.d/20-x.conf: not a regular file (p---------)\n"},
+		{"a drop-in is /dev/zero", []string{"--config-dir", "$D/zero.d"}, "dynconfigctl: merge: reading drop-in directory $D/zero.d: read $D/zero.d/20-x.conf: not a regular file (Dc---------)\n"},
+		{"a drop-in is a 1 GiB file", []string{"--config-dir", "$D/huge.d"}, "dynconfigctl: merge: reading drop-in directory $D/huge.d: read $D/huge.d/20-x.conf: larger than a config document may be: 1073741824 bytes, limit 4194304\n"},
+		{"--config-dir is a FIFO", []string{"--config-dir", "$D/fifo.yaml"}, "dynconfigctl: merge: reading drop-in directory $D/fifo.yaml: not a directory (p---------)\n"},
+		{"--config-dir is /dev/zero", []string{"--config-dir", "/dev/zero"}, "dynconfigctl: merge: reading drop-in directory /dev/zero: not a directory (Dc---------)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type result struct {
+				stderr string
+				code   int
+			}
+			done := make(chan result, 1)
+			go func() {
+				_, stderr, code := e.run(t, tc.args...)
+				done <- result{stderr, code}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(inspectTimeout):
+				t.Fatalf("render %v did not finish within %v: it hangs", tc.args, inspectTimeout)
+			}
+			if r.code != exitError {
+				t.Errorf("exit code %d, want %d", r.code, exitError)
+			}
+			if want := strings.ReplaceAll(tc.want, "$D", e.dir); r.stderr != want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", r.stderr, want)
+			}
+		})
 	}
 }

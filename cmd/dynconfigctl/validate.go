@@ -151,20 +151,12 @@ func onlyFieldNameProblems(e *merge.Error) bool {
 	return true
 }
 
-// readRegularFile reads a file that must be a regular file: a directory or
-// a FIFO is an error that says so, never a hang.
+// readRegularFile reads a config file with merge.ReadFile, the library's
+// one reader of config paths: a directory, a FIFO, a device or a file
+// larger than merge.MaxDocumentSize is an error that says so, never a hang.
+// The error does not name the path: the caller does.
 func readRegularFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if fi.IsDir() {
-		return nil, errors.New("is a directory")
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	data, err := os.ReadFile(path)
+	data, err := merge.ReadFile(path)
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}

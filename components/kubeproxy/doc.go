@@ -74,9 +74,13 @@
 //   - nodePortAddresses: each entry a CIDR or one of the keywords primary,
 //     localhost and all, in any combination (as the v1alpha1 field of
 //     Kubernetes 1.37 documents), each keyword once.
-//   - featureGates: each name shaped like a gate name (ASCII letters and
-//     digits, starting with an upper-case letter; AllAlpha and AllBeta
-//     included).
+//   - featureGates: each name a gate kube-proxy 1.37 registers (AllAlpha
+//     and AllBeta included; the table, zz_generated_gates.go, is generated
+//     from the packages of the kube-proxy binary, see
+//     test/conformance/kubeproxygates), a locked gate only at its value, no
+//     gate that 1.37 does not make available yet, and every enabled gate's
+//     dependencies enabled (AllAlpha/AllBeta count as component-base
+//     counts them).
 //   - logging: format text or json (json needs LoggingBetaOptions, on by
 //     default); flushFrequency > 0; verbosity fits an int32; vmodule only
 //     with text, each filePattern non-empty without '=' or ','; the alpha
@@ -112,12 +116,8 @@
 //
 // # Upstream checks left out
 //
-// These need kube-proxy's binary or its registry of features. Each item
-// names the fields, then the rule.
-//
-//   - featureGates: names are checked for shape only; whether kube-proxy
-//     knows a gate, whether it is locked and which gates depend on which
-//     depends on the exact kube-proxy release.
+// Each item names the fields, then the rule. None: every field kube-proxy's
+// own validation checks is checked here.
 //
 // Also left out: logging, where upstream also rejects a non-text format when
 // klog flags were changed on the command line and knows the formats the

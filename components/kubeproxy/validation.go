@@ -96,36 +96,6 @@ func (Profile) Validate(cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 	return errs
 }
 
-func validateFeatureGates(errs field.ErrorList, gates map[string]bool) field.ErrorList {
-	var bad []string // only allocated when something is wrong
-	for name := range gates {
-		if !isFeatureName(name) {
-			bad = append(bad, name)
-		}
-	}
-	slices.Sort(bad) // map order is random; errors must not be
-	for _, name := range bad {
-		errs = append(errs, field.Invalid(field.NewPath("featureGates").Key(name), name,
-			"must be a feature gate name: ASCII letters and digits, starting with an upper-case letter"))
-	}
-	return errs
-}
-
-// isFeatureName reports whether s is shaped like a Kubernetes feature gate
-// name (CamelCase letters and digits, such as IPv6DualStack).
-func isFeatureName(s string) bool {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // gateEnabled resolves a logging gate the way component-base does: an
 // explicit entry wins, then AllAlpha/AllBeta for the gate's stage, then the
 // gate's default.

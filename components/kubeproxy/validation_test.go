@@ -307,11 +307,29 @@ func TestValidateRules(t *testing.T) {
 
 		// featureGates
 		{"featureGates names", func(c *v1alpha1.KubeProxyConfiguration) {
-			c.FeatureGates = map[string]bool{"AllAlpha": false, "IPv6DualStack": true, "KubeProxyNFTablesLocalhostNodePorts": true}
+			c.FeatureGates = map[string]bool{"AllAlpha": false, "KubeProxyIPVS": true, "KubeProxyNFTablesLocalhostNodePorts": true}
 		}, nil},
-		{"featureGates bad names sorted", func(c *v1alpha1.KubeProxyConfiguration) {
-			c.FeatureGates = map[string]bool{"Good": true, "lowerCase": true, "With-Dash": false, "": true}
-		}, []fieldErr{invalid("featureGates[]"), invalid("featureGates[With-Dash]"), invalid("featureGates[lowerCase]")}},
+		{"featureGates unknown names sorted", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.FeatureGates = map[string]bool{"NoSuchGate": true, "lowerCase": true, "With-Dash": false, "": true}
+		}, []fieldErr{invalid("featureGates[]"), invalid("featureGates[NoSuchGate]"), invalid("featureGates[With-Dash]"), invalid("featureGates[lowerCase]")}},
+		{"featureGates name in the wrong case", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.FeatureGates = map[string]bool{"kubeProxyIPVS": true}
+		}, []fieldErr{invalid("featureGates[kubeProxyIPVS]")}},
+		{"featureGates locked gate at its default", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.FeatureGates = map[string]bool{"CPUManagerPolicyOptions": true}
+		}, nil},
+		{"featureGates locked gate moved", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.FeatureGates = map[string]bool{"CPUManagerPolicyOptions": false}
+		}, []fieldErr{forbidden("featureGates[CPUManagerPolicyOptions]")}},
+		{"featureGates dependency disabled", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.FeatureGates = map[string]bool{"WorkloadWithJob": true}
+		}, []fieldErr{invalid("featureGates[WorkloadWithJob]")}},
+		{"featureGates dependency enabled", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.FeatureGates = map[string]bool{"WorkloadWithJob": true, "GenericWorkload": true}
+		}, nil},
+		{"featureGates AllAlpha alone enables alpha gates whose beta dependencies stay off", func(c *v1alpha1.KubeProxyConfiguration) {
+			c.FeatureGates = map[string]bool{"AllAlpha": true}
+		}, []fieldErr{invalid("featureGates[AllAlpha]"), invalid("featureGates[AllAlpha]"), invalid("featureGates[AllAlpha]"), invalid("featureGates[AllAlpha]")}},
 
 		// logging
 		{"logging json", func(c *v1alpha1.KubeProxyConfiguration) { c.Logging.Format = "json" }, nil},
@@ -365,6 +383,7 @@ func TestValidateRules(t *testing.T) {
 		}, nil},
 		{"logging alpha options with AllAlpha", func(c *v1alpha1.KubeProxyConfiguration) {
 			c.FeatureGates["AllAlpha"] = true
+			c.FeatureGates["AllBeta"] = true // the dependencies of alpha gates
 			c.Logging.Options.JSON.SplitStream = true
 		}, nil},
 

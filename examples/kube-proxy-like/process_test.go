@@ -124,7 +124,7 @@ func TestReloadsInProcess(t *testing.T) {
 	proctest.WriteFile(t, n.File("instance.yaml"), proxyDoc("hostnameOverride: node-a", "bindAddress: 10.1.2.3"))
 	n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16"))
 	n.assignShared(t)
-	l := proctest.StartLoop(t, bin, n.Args("--instance-config="+n.File("instance.yaml"), "--feature-gates=Local=true"), nil)
+	l := proctest.StartLoop(t, bin, n.Args("--instance-config="+n.File("instance.yaml"), "--feature-gates=KubeProxyIPVS=true"), nil)
 
 	using := app.Condition{Status: corev1.ConditionTrue, Reason: status.ReasonAllChecksPassed,
 		Message: status.CurrentMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}
@@ -178,22 +178,22 @@ func TestReloadsInProcess(t *testing.T) {
 	}
 
 	expect("version 1", proxyView{ClusterCIDR: "10.244.0.0/16", HostnameOverride: "node-a", BindAddress: "10.1.2.3",
-		FeatureGates: map[string]bool{"Local": true}, ConfigOK: using})
+		FeatureGates: map[string]bool{"KubeProxyIPVS": true}, ConfigOK: using})
 
-	n.put(t, proxyDoc("clusterCIDR: 10.96.0.0/12", "featureGates:", "  Shared: true"))
+	n.put(t, proxyDoc("clusterCIDR: 10.96.0.0/12", "featureGates:", "  NFTablesNetlink: true"))
 	expect("version 2, reloaded", proxyView{ClusterCIDR: "10.96.0.0/12", HostnameOverride: "node-a", BindAddress: "10.1.2.3",
-		FeatureGates: map[string]bool{"Local": true, "Shared": true}, ConfigOK: using})
+		FeatureGates: map[string]bool{"KubeProxyIPVS": true, "NFTablesNetlink": true}, ConfigOK: using})
 	waitPromoted("version 2 promoted to last-known-good after its 1s trial")
 
 	n.put(t, proxyDoc("clusterCIDR: 10.200.0.0/16", "mode: bogus"))
 	expect("version 3 (invalid), rolled back to version 2", proxyView{ClusterCIDR: "10.96.0.0/12", HostnameOverride: "node-a",
-		BindAddress: "10.1.2.3", FeatureGates: map[string]bool{"Local": true, "Shared": true},
+		BindAddress: "10.1.2.3", FeatureGates: map[string]bool{"KubeProxyIPVS": true, "NFTablesNetlink": true},
 		ConfigOK: app.Condition{Status: corev1.ConditionFalse, Reason: status.ValidateFailedReason(sharedUID),
 			Message: status.LastKnownGoodMessage(status.Ref{UID: sharedUID}, status.LocalDefault)}})
 
 	n.put(t, proxyDoc("clusterCIDR: 10.100.0.0/16"))
 	expect("version 4, reloaded", proxyView{ClusterCIDR: "10.100.0.0/16", HostnameOverride: "node-a", BindAddress: "10.1.2.3",
-		FeatureGates: map[string]bool{"Local": true}, ConfigOK: using})
+		FeatureGates: map[string]bool{"KubeProxyIPVS": true}, ConfigOK: using})
 
 	if diff := cmp.Diff([]string{"running"}, proctest.ExitCodes(l.All())); diff != "" {
 		t.Errorf("processes (-want +got):\n%s", diff)
@@ -218,30 +218,30 @@ func TestLayersAndFlags(t *testing.T) {
 	}{{
 		name: "local layers",
 		want: proxyView{ClusterCIDR: "10.1.0.0/16", HostnameOverride: "instance-host", BindAddress: "10.9.9.9",
-			FeatureGates: map[string]bool{"Init": true}, ConfigOK: localOK},
+			FeatureGates: map[string]bool{"ContextualLogging": true}, ConfigOK: localOK},
 	}, {
 		name:   "the shared config replaces the init file only",
 		shared: true,
 		want: proxyView{ClusterCIDR: "10.244.0.0/16", HostnameOverride: "instance-host", BindAddress: "10.9.9.9",
-			FeatureGates: map[string]bool{"Shared": true}, ConfigOK: sharedOK},
+			FeatureGates: map[string]bool{"NFTablesNetlink": true}, ConfigOK: sharedOK},
 	}, {
 		name:   "flags win over every layer",
 		shared: true,
-		flags:  []string{"--hostname-override=flag-host", "--cluster-cidr=192.168.0.0/16", "--feature-gates=Flag=true"},
+		flags:  []string{"--hostname-override=flag-host", "--cluster-cidr=192.168.0.0/16", "--feature-gates=LoggingBetaOptions=true"},
 		want: proxyView{ClusterCIDR: "192.168.0.0/16", HostnameOverride: "flag-host", BindAddress: "10.9.9.9",
-			FeatureGates: map[string]bool{"Shared": true, "Flag": true}, ConfigOK: sharedOK},
+			FeatureGates: map[string]bool{"NFTablesNetlink": true, "LoggingBetaOptions": true}, ConfigOK: sharedOK},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := node{proctest.NewNode(t)}
 			proctest.WriteFile(t, n.File("init.yaml"), proxyDoc("clusterCIDR: 10.1.0.0/16", "bindAddress: 10.0.0.1",
-				"featureGates:", "  Init: true"))
+				"featureGates:", "  ContextualLogging: true"))
 			if err := os.Mkdir(n.File("conf.d"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			proctest.WriteFile(t, n.File("conf.d/10-bind.conf"), proxyDoc("bindAddress: 10.0.0.2", "hostnameOverride: dropin-host"))
 			proctest.WriteFile(t, n.File("instance.yaml"), proxyDoc("hostnameOverride: instance-host", "bindAddress: 10.9.9.9"))
 			if tc.shared {
-				n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16", "featureGates:", "  Shared: true"))
+				n.put(t, proxyDoc("clusterCIDR: 10.244.0.0/16", "featureGates:", "  NFTablesNetlink: true"))
 				n.assignShared(t)
 			}
 			p := proctest.Start(t, bin, n.Args(append([]string{"--config=" + n.File("init.yaml"),

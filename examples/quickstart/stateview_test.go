@@ -149,7 +149,7 @@ func TestReadState(t *testing.T) {
 			d.save("b")
 			d.must(d.store.SetLastKnownGood(remoteSource("a")))
 			d.must(os.WriteFile(filepath.Join(d.dir, "meta", "current"), []byte("{not json"), 0o600))
-			tracking := d.store.TrackingDir()
+			tracking := filepath.Join(d.dir, "tracking", componentVersion)
 			d.must(syscall.Mkfifo(filepath.Join(tracking, checkpoint.BadConfigsFile), 0o600))
 			d.must(os.WriteFile(filepath.Join(tracking, checkpoint.StartupsFile), []byte(`["yesterday"]`), 0o600))
 			// A checkpoint whose checksum does not match, wherever the

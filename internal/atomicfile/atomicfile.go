@@ -25,13 +25,33 @@ import (
 	"sync/atomic"
 )
 
-// syncs counts the fsyncs this package made (files and directories).
-var syncs atomic.Int64
+// Option adjusts one call of WriteFile, WriteFileVia or SyncDir.
+type Option func(*options)
 
-// Syncs returns the number of fsyncs (of files and of directories) this
-// package has made in this process, for tests and benchmarks that count
-// the durability cost of an operation.
-func Syncs() int64 { return syncs.Load() }
+type options struct {
+	syncs *atomic.Int64
+}
+
+// CountSyncs adds every fsync the call makes (of files and of directories)
+// to n, for tests and benchmarks that count the durability cost of an
+// operation. A store passes it to each of its calls, so that a count is
+// that store's alone, whatever else the process writes meanwhile.
+func CountSyncs(n *atomic.Int64) Option { return func(o *options) { o.syncs = n } }
+
+func apply(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// synced counts one fsync.
+func (o options) synced() {
+	if o.syncs != nil {
+		o.syncs.Add(1)
+	}
+}
 
 // TempPrefix starts the name of every temporary file written by WriteFile.
 // No final file name may start with it.
@@ -41,15 +61,16 @@ const TempPrefix = ".tmp-"
 // permission perm (set with chmod, so the umask does not apply). The parent
 // directory must exist. On error the target is unchanged and the temporary
 // file is removed.
-func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return WriteFileVia(filepath.Dir(path), path, data, perm)
+func WriteFile(path string, data []byte, perm fs.FileMode, opts ...Option) error {
+	return WriteFileVia(filepath.Dir(path), path, data, perm, opts...)
 }
 
 // WriteFileVia is WriteFile with the temporary file created in tmpDir
 // instead of beside path. tmpDir must be on the same file system as path.
 // A store whose files live in many directories writes through one tmpDir so
 // that finding the leftovers of interrupted writes takes one directory read.
-func WriteFileVia(tmpDir, path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFileVia(tmpDir, path string, data []byte, perm fs.FileMode, opts ...Option) (err error) {
+	o := apply(opts)
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -71,7 +92,7 @@ func WriteFileVia(tmpDir, path string, data []byte, perm fs.FileMode) (err error
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	syncs.Add(1)
+	o.synced()
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", tmp, err)
 	}
@@ -81,7 +102,7 @@ func WriteFileVia(tmpDir, path string, data []byte, perm fs.FileMode) (err error
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
-	if err = SyncDir(dir); err != nil {
+	if err = SyncDir(dir, opts...); err != nil {
 		// The rename happened; only its durability is in doubt. Do not remove
 		// the (now renamed) temporary file in the deferred cleanup.
 		return err
@@ -91,12 +112,12 @@ func WriteFileVia(tmpDir, path string, data []byte, perm fs.FileMode) (err error
 
 // SyncDir fsyncs the directory dir so that entries created, renamed or
 // removed in it survive a power loss.
-func SyncDir(dir string) error {
+func SyncDir(dir string, opts ...Option) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open directory %s for fsync: %w", dir, err)
 	}
-	syncs.Add(1)
+	apply(opts).synced()
 	serr := d.Sync()
 	cerr := d.Close()
 	if serr != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -165,5 +166,27 @@ func TestSyncDir(t *testing.T) {
 	}
 	if err := SyncDir(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("SyncDir(missing) = %v, want ErrNotExist", err)
+	}
+}
+
+// CountSyncs counts the fsyncs of the calls it is passed to, and only
+// those: a durable write is two (the file and its directory), a SyncDir one.
+func TestCountSyncs(t *testing.T) {
+	dir := t.TempDir()
+	var n, other atomic.Int64
+	if err := WriteFile(filepath.Join(dir, "a"), []byte("x"), 0o600, CountSyncs(&n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncDir(dir, CountSyncs(&n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(dir, "b"), []byte("y"), 0o600); err != nil { // not counted
+		t.Fatal(err)
+	}
+	if err := WriteFileVia(dir, filepath.Join(dir, "c"), []byte("z"), 0o600, CountSyncs(&other)); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 3 || other.Load() != 2 {
+		t.Errorf("counted %d and %d fsyncs, want 3 and 2", n.Load(), other.Load())
 	}
 }

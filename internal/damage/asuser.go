@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,4 +150,36 @@ func ChownTree(t *testing.T, dir string, uid int) {
 			}
 		}
 	}
+}
+
+// ReadOnlyMount makes dir a read-only bind mount of itself, a real EROFS as
+// a state dir on a read-only mount gives, and returns the function that
+// undoes it (also run at the end of the test; a second call does nothing).
+// It needs root, and skips t otherwise.
+func ReadOnlyMount(t testing.TB, dir string) (unmount func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount a directory read-only")
+	}
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount %s: %v", dir, err)
+	}
+	var once sync.Once
+	unmount = func() {
+		once.Do(func() {
+			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", dir, err)
+			}
+		})
+	}
+	t.Cleanup(unmount)
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		t.Skipf("cannot remount %s read-only: %v", dir, err)
+	}
+	probe := filepath.Join(dir, ".probe")
+	if err := os.WriteFile(probe, nil, 0o600); !errors.Is(err, syscall.EROFS) {
+		_ = os.Remove(probe)
+		t.Fatalf("the read-only mount %s is writable: %v", dir, err)
+	}
+	return unmount
 }

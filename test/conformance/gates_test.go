@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dynconfig/dynconfig/test/conformance/kubeletgates"
+	"github.com/dynconfig/dynconfig/test/conformance/kubeproxygates"
 )
 
 // TestGeneratedGatesAreCurrent fails when components/kubelet/zz_generated_gates.go
@@ -71,7 +72,22 @@ func TestKubeletGateRegistrations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the kubelet's ~1500 packages")
 	}
-	cmd := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{range .GoFiles}} {{$.Dir}}/{{.}}{{end}}{{end}}`, "k8s.io/kubernetes/cmd/kubelet")
+	found := gateRegistrations(t, "k8s.io/kubernetes/cmd/kubelet")
+	var want []string
+	for p := range kubeletgates.Registrations {
+		want = append(want, p)
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, sortedSet(found)); diff != "" {
+		t.Errorf("packages of the kubelet binary that register feature gates (-kubeletgates.Registrations +found):\n%s", diff)
+	}
+}
+
+// gateRegistrations lists the packages linked into the binary of main
+// (Linux) and returns those that register feature gates on the global gate.
+func gateRegistrations(t *testing.T, main string) map[string]bool {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{range .GoFiles}} {{$.Dir}}/{{.}}{{end}}{{end}}`, main)
 	// -e: list what it can even if a package outside the gate registrations
 	// lacks a go.sum entry; never -mod=mod, which would rewrite go.sum.
 	cmd.Args = slices.Insert(cmd.Args, 3, "-e")
@@ -101,12 +117,51 @@ func TestKubeletGateRegistrations(t *testing.T) {
 			}
 		}
 	}
+	return found
+}
+
+// TestGeneratedKubeProxyGatesAreCurrent fails when
+// components/kubeproxy/zz_generated_gates.go differs from what the generator
+// writes. Fix it with: go generate ./components/kubeproxy
+func TestGeneratedKubeProxyGatesAreCurrent(t *testing.T) {
+	want, err := kubeproxygates.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("../../components/kubeproxy/zz_generated_gates.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("components/kubeproxy/zz_generated_gates.go is stale; run `go generate ./components/kubeproxy` (-generated +checked in):\n%s", diff)
+	}
+}
+
+// TestKubeProxyGateRegistrations lists the packages linked into the
+// kube-proxy binary (cmd/kube-proxy, Linux) that register feature gates:
+// they must be kubeproxygates.Registrations, and every registration of this
+// process (kubeletgates.Registrations) must be one of kube-proxy's or one
+// kubeproxygates.KubeletOnly says kube-proxy repeats; else the generated
+// table misses gates kube-proxy knows or holds gates it does not.
+func TestKubeProxyGateRegistrations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over kube-proxy's ~1200 packages")
+	}
+	found := gateRegistrations(t, "k8s.io/kubernetes/cmd/kube-proxy")
 	var want []string
-	for p := range kubeletgates.Registrations {
+	for p := range kubeproxygates.Registrations {
 		want = append(want, p)
 	}
 	slices.Sort(want)
 	if diff := cmp.Diff(want, sortedSet(found)); diff != "" {
-		t.Errorf("packages of the kubelet binary that register feature gates (-kubeletgates.Registrations +found):\n%s", diff)
+		t.Errorf("packages of the kube-proxy binary that register feature gates (-kubeproxygates.Registrations +found):\n%s", diff)
+	}
+	for p := range kubeletgates.Registrations {
+		if found[p] {
+			continue
+		}
+		if by, ok := kubeproxygates.KubeletOnly[p]; !ok || !found[by] {
+			t.Errorf("%s registers gates in this process (for the kubelet) that kube-proxy may not know: list it in kubeproxygates.KubeletOnly with the kube-proxy package that registers the same", p)
+		}
 	}
 }

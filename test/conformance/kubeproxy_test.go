@@ -21,6 +21,7 @@ import (
 	proxyvalidation "k8s.io/kubernetes/pkg/proxy/apis/config/validation"
 
 	"github.com/dynconfig/dynconfig/components/kubeproxy"
+	"github.com/dynconfig/dynconfig/test/conformance/kubeletgates"
 )
 
 // kubeProxyCases is how many configurations each kube-proxy test generates
@@ -137,20 +138,27 @@ func TestKubeProxyValidation(t *testing.T) {
 		}
 		kc := &proxyv1alpha1.KubeProxyConfiguration{}
 		g.fill(kc)
-		if g.chance(0.8) {
+		switch {
+		case g.chance(0.6):
 			kc.FeatureGates = g.validGatesFrom(kubeProxyGateNames)
-		} else {
+		case g.chance(0.5):
 			kc.FeatureGates = g.featureGates(true)
+		default:
+			kc.FeatureGates = g.dependentGates()
 		}
 		// kube-proxy validates defaulted configurations only (its Validate
 		// dereferences conntrack timeouts the defaults set).
 		kubeproxy.Profile{}.Default(kc)
 
+		var oursGates bool
+		for _, e := range (kubeproxy.Profile{}).Validate(kc) {
+			oursGates = oursGates || normalizeProxyPath(e.Field, kc) == "featureGates"
+		}
 		if err := gatesAccepted(kc.FeatureGates); err != nil {
-			// kube-proxy stops at its featureGates (Options.Complete), which
-			// we check for shape only: nothing else to compare.
-			if !kubeProxyAllowed(kubeProxyLeftOut, "featureGates", kc) {
-				t.Errorf("seed %d: kube-proxy rejects featureGates (%v), we do not", seed, err)
+			// kube-proxy stops at its featureGates (Options.Complete, and
+			// its Validate sets them first): we must reject them too.
+			if !oursGates && !kubeProxyAllowed(kubeProxyLeftOut, "featureGates", kc) {
+				t.Errorf("seed %d: kube-proxy rejects featureGates %v (%v), we do not", seed, kc.FeatureGates, err)
 			}
 			gatesRejected++
 			return
@@ -178,7 +186,10 @@ func TestKubeProxyValidation(t *testing.T) {
 			rejected++
 		}
 	})
-	t.Logf("we accepted %d configurations, rejected %d; kube-proxy rejected %d more for their featureGates", accepted, rejected, gatesRejected)
+	t.Logf("we accepted %d configurations, rejected %d; kube-proxy rejected %d for their featureGates, and so did we", accepted, rejected, gatesRejected)
+	if total := accepted + rejected + gatesRejected; total >= 100 && gatesRejected < total/20 {
+		t.Errorf("the generator is lopsided: only %d of %d configurations have featureGates kube-proxy rejects", gatesRejected, total)
+	}
 	if total := accepted + rejected; total >= 100 && (accepted < total/10 || rejected < total/10) {
 		t.Errorf("the generator is lopsided: %d accepted, %d rejected", accepted, rejected)
 	}
@@ -327,13 +338,33 @@ var kubeProxyStricter = []proxyDifference{
 var linuxIPVSSchedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh", "twos"}
 
 // kubeProxyLeftOut: kube-proxy's checks we leave out
-// (components/kubeproxy/doc.go, "Upstream checks left out").
-var kubeProxyLeftOut = []proxyDifference{
-	// Names are checked for shape only: whether kube-proxy knows a gate,
-	// and whether it is locked, depends on its exact release.
-	{"featureGates", func(kc *proxyv1alpha1.KubeProxyConfiguration) bool {
-		return gatesAccepted(kc.FeatureGates) != nil
-	}},
+// (components/kubeproxy/doc.go, "Upstream checks left out"): none.
+var kubeProxyLeftOut = []proxyDifference{}
+
+// dependentGates draws a featureGates map around the gates that depend on
+// others: one enabled, its dependencies each on, off or unset, sometimes
+// with AllAlpha or AllBeta, so that both sides judge dependencies.
+func (g *gen) dependentGates() map[string]bool {
+	var dependents []kubeletgates.Gate
+	for _, k := range knownGates {
+		if len(k.DependsOn) > 0 && !k.Locked && k.Stage != kubeletgates.PreAlpha {
+			dependents = append(dependents, k)
+		}
+	}
+	d := pick(g, dependents...)
+	m := map[string]bool{d.Name: g.chance(0.8)}
+	for _, dep := range d.DependsOn {
+		switch g.r.Intn(3) {
+		case 0:
+			m[dep] = true
+		case 1:
+			m[dep] = false
+		}
+	}
+	if g.chance(0.3) {
+		m[pick(g, kubeletgates.AllAlpha, kubeletgates.AllBeta)] = g.chance(0.5)
+	}
+	return m
 }
 
 func kubeProxyAllowed(list []proxyDifference, path string, kc *proxyv1alpha1.KubeProxyConfiguration) bool {

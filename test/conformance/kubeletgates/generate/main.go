@@ -1,8 +1,11 @@
-// Command generate writes components/kubelet/zz_generated_gates.go, the
-// kubelet's feature gate table, from the upstream code this module depends
-// on. Run it with `go generate ./components/kubelet` from the repository root
-// (or `go run ./conformance/kubeletgates/generate -o FILE` from test/).
-// TestGeneratedGatesAreCurrent in test/conformance fails when the file
+// Command generate writes the feature gate table of a component from the
+// upstream code this module depends on: components/kubelet/zz_generated_gates.go
+// (-component kubelet, the default) or components/kubeproxy/zz_generated_gates.go
+// (-component kube-proxy). Run it with `go generate ./components/kubelet` or
+// `go generate ./components/kubeproxy` from the repository root (or
+// `go run ./conformance/kubeletgates/generate [-component C] -o FILE` from
+// test/). TestGeneratedGatesAreCurrent and
+// TestGeneratedKubeProxyGatesAreCurrent in test/conformance fail when a file
 // checked in differs from what this writes.
 package main
 
@@ -12,12 +15,19 @@ import (
 	"os"
 
 	"github.com/dynconfig/dynconfig/test/conformance/kubeletgates"
+	"github.com/dynconfig/dynconfig/test/conformance/kubeproxygates"
 )
 
 func main() {
 	out := flag.String("o", "", "file to write (default: standard output)")
+	component := flag.String("component", "kubelet", "kubelet or kube-proxy")
 	flag.Parse()
-	src, err := kubeletgates.Render()
+	render := map[string]func() ([]byte, error){"kubelet": kubeletgates.Render, "kube-proxy": kubeproxygates.Render}[*component]
+	if render == nil {
+		fmt.Fprintf(os.Stderr, "generate: -component %q: want kubelet or kube-proxy\n", *component)
+		os.Exit(2)
+	}
+	src, err := render()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)
