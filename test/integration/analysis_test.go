@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,22 +32,9 @@ import (
 func startHollowKubelet(ctx context.Context, t *testing.T, h *harness, name string) *hollowRun {
 	t.Helper()
 	bin := hollowKubeletBinary(t)
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	// The kubelet posts its status every 2s (not every 5m when nothing
 	// changed): waitNode wants a Ready heartbeat newer than the process.
-	confDir := filepath.Join(dir, "kubelet.conf.d")
-	if err := os.MkdirAll(confDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(confDir, "10-status.conf"), []byte(
-		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+
-			"nodeStatusUpdateFrequency: 2s\nnodeStatusReportFrequency: 2s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, kubeconfig, confDir := hollowKubeletDir(t, h)
 	r := &hollowRun{h: h, nodeName: name, stateDir: filepath.Join(dir, "state"), seen: map[int]time.Time{}}
 	t.Cleanup(func() { r.saveLogs(t) })
 	r.loop = proctest.StartLoop(t, bin, []string{

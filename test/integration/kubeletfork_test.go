@@ -326,22 +326,9 @@ func TestHollowKubeletFork(t *testing.T) {
 	h := newHarness(t)
 	ctx := testContext(t, 10*time.Minute)
 
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// A drop-in makes the kubelet post its status every 2s instead of
-	// every 5m when nothing changed, so scenario 3 sees several updates.
-	confDir := filepath.Join(dir, "kubelet.conf.d")
-	if err := os.MkdirAll(confDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(confDir, "10-status.conf"), []byte(
-		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+
-			"nodeStatusUpdateFrequency: 2s\nnodeStatusReportFrequency: 2s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// Its status every 2s instead of every 5m when nothing changed, so
+	// scenario 3 sees several updates.
+	dir, kubeconfig, confDir := hollowKubeletDir(t, h)
 	port := freePort(t)
 	r := &hollowRun{h: h, nodeName: objectName(t, "hollow"), stateDir: filepath.Join(dir, "state"), seen: map[int]time.Time{}}
 	history := watchNode(ctx, t, h, r.nodeName)
@@ -497,4 +484,26 @@ func TestHollowKubeletFork(t *testing.T) {
 	}
 	t.Logf("Node Ready on the local config %v after the first start; %d kubelet status updates with ConfigOK; %d processes; %v in all",
 		registered.Round(time.Millisecond), updates, len(r.loop.All()), time.Since(began).Round(time.Millisecond))
+}
+
+// hollowKubeletDir makes a hollow kubelet's working dir: its kubeconfig for
+// the test cluster, and a --config-dir whose drop-in makes the kubelet post
+// its Node status every 2s instead of every 5m when nothing changed.
+func hollowKubeletDir(t *testing.T, h *harness) (dir, kubeconfig, confDir string) {
+	t.Helper()
+	dir = t.TempDir()
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	confDir = filepath.Join(dir, "kubelet.conf.d")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "10-status.conf"), []byte(
+		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+
+			"nodeStatusUpdateFrequency: 2s\nnodeStatusReportFrequency: 2s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, kubeconfig, confDir
 }
