@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
@@ -96,11 +95,12 @@ func (p *planner) gate(v *view, promoted bool) bool {
 	return true
 }
 
-// soakMessage says, in the status message of a progressing rollout, how
-// many promoted nodes are still in their soak (they hold the step).
-func (p *planner) soakMessage() {
-	if p.r.Spec.Analysis == nil || p.st.Phase != v1alpha1.PhaseProgressing {
-		return
+// soakNote is the part of a progressing rollout's status message that
+// says how many promoted nodes are still in their soak (they hold the
+// step): "" without spec.analysis or with none soaking.
+func (p *planner) soakNote() string {
+	if p.r.Spec.Analysis == nil {
+		return ""
 	}
 	n := 0
 	for _, w := range p.watches() {
@@ -108,9 +108,10 @@ func (p *planner) soakMessage() {
 			n++
 		}
 	}
-	if n > 0 && !strings.Contains(p.st.Message, " in their soak after promotion (") {
-		p.st.Message += fmt.Sprintf("; %d nodes in their soak after promotion (%v)", n, soak(p.r.Spec.Analysis))
+	if n == 0 {
+		return ""
 	}
+	return fmt.Sprintf("; %d nodes in their soak after promotion (%v)", n, soak(p.r.Spec.Analysis))
 }
 
 // watches lists the nodes whose gates the caller is to run: the held

@@ -264,7 +264,6 @@ func Plan(in Input) Result {
 
 	p.observe(wasActive)
 	p.decide()
-	p.soakMessage()
 	p.reverts()
 	p.count(wasActive)
 	p.conditions()
@@ -932,7 +931,7 @@ func (p *planner) steps() {
 		p.setPhase(v1alpha1.PhaseProgressing, "")
 		p.assign(target, selected)
 		if st.Phase == v1alpha1.PhaseProgressing {
-			st.Message = p.progress(i, target, selected)
+			st.Message = p.progress(i, target, selected) + p.soakNote()
 		}
 		return
 	}
