@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // fieldErr is the part of a *field.Error a test pins down: which field, and
@@ -121,11 +123,11 @@ func TestConsultedGatesAreKnown(t *testing.T) {
 		gateCustomCPUCFSQuotaPeriod, gateDefaultPodSysctls, gateGracefulNodeShutdown,
 		gateGracefulNodeShutdownBasedOnPodPriority, gateImageMaximumGCAge, gateKubeletCrashLoopBackOffMax,
 		gateKubeletEnsureSecretPulledImages, gateMemoryQoS, gateNodeLogQuery, gateNodeSwap,
-		gateRotateKubeletServerCertificate, gateLoggingAlphaOptions, gateLoggingBetaOptions,
-		gateAllAlpha, gateAllBeta,
+		gateRotateKubeletServerCertificate, featuregates.LoggingAlphaOptions, featuregates.LoggingBetaOptions,
+		featuregates.AllAlpha, featuregates.AllBeta,
 	} {
-		if _, ok := gateDefault(name); !ok {
-			t.Errorf("feature gate %s is not in knownGates", name)
+		if _, ok := featuregates.Lookup(name); !ok {
+			t.Errorf("feature gate %s is not in the gate table (package featuregates)", name)
 		}
 	}
 }
@@ -171,7 +173,7 @@ func TestValidateFeatureGates(t *testing.T) {
 			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
 				// GracefulNodeShutdownBasedOnPodPriority stays on, its beta
 				// dependency goes off with AllBeta.
-				kc.FeatureGates = map[string]bool{gateAllBeta: false, gateGracefulNodeShutdownBasedOnPodPriority: true}
+				kc.FeatureGates = map[string]bool{featuregates.AllBeta: false, gateGracefulNodeShutdownBasedOnPodPriority: true}
 			},
 			want: []fieldErr{
 				invalid("featureGates[GracefulNodeShutdownBasedOnPodPriority]"),

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/kube-proxy/config/v1alpha1"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // Proxy modes and detect-local modes kube-proxy accepts on Linux.
@@ -68,7 +70,9 @@ func (Profile) Validate(cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 		return field.ErrorList{field.Required(field.NewPath("KubeProxyConfiguration"), "must not be nil")}
 	}
 	var errs field.ErrorList
-	errs = validateFeatureGates(errs, cfg.FeatureGates)
+	// featureGates as kube-proxy checks them when it sets its gates
+	// (SetFromMap, in Options.Complete and in its Validate).
+	errs = featuregates.Gates(cfg.FeatureGates).Validate(errs, gateWording)
 	errs = validateClientConnection(errs, cfg)
 	errs = validateLogging(errs, &cfg.Logging, cfg.FeatureGates)
 	errs = validateAddresses(errs, cfg)
@@ -375,6 +379,12 @@ const (
 	release              = "1.37"
 	hiddenMetricsVersion = "1.36"
 )
+
+// gateWording is how kube-proxy 1.37 words its featureGates errors.
+var gateWording = featuregates.Wording{
+	Component: "kube-proxy " + release,
+	Release:   "kube-proxy " + release,
+}
 
 func allDigits(s string) bool {
 	if s == "" {
