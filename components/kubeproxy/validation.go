@@ -29,12 +29,9 @@ const (
 	localModeInterfaceNamePrefix = "InterfaceNamePrefix"
 )
 
-// Feature gates read by the logging rules, with their defaults.
-const (
-	gateLoggingAlpha  = "LoggingAlphaOptions" // alpha, off by default
-	gateLoggingBeta   = "LoggingBetaOptions"  // beta, on by default
-	gateKubeProxyIPVS = "KubeProxyIPVS"       // deprecated, on by default
-)
+// gateKubeProxyIPVS allows the ipvs mode. The logging rules read the
+// logging gates of package featuregates, which the kubelet reads too.
+const gateKubeProxyIPVS = "KubeProxyIPVS"
 
 // The enumerations below are functions, not package variables, so that
 // nothing in the package is shared mutable state.
@@ -100,19 +97,6 @@ func (Profile) Validate(cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 	return errs
 }
 
-// gateEnabled resolves a logging gate the way component-base does: an
-// explicit entry wins, then AllAlpha/AllBeta for the gate's stage, then the
-// gate's default.
-func gateEnabled(gates map[string]bool, name, allStage string, def bool) bool {
-	if v, ok := gates[name]; ok {
-		return v
-	}
-	if v, ok := gates[allStage]; ok {
-		return v
-	}
-	return def
-}
-
 func validateClientConnection(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 	// "not >= 0" also catches NaN, which a flag overlay could produce.
 	if qps := cfg.ClientConnection.QPS; !(qps >= 0) {
@@ -124,13 +108,13 @@ func validateClientConnection(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfi
 	return errs
 }
 
-func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gates map[string]bool) field.ErrorList {
+func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gates featuregates.Gates) field.ErrorList {
 	switch l.Format {
 	case "", logsapi.DefaultLogFormat:
 	case logsapi.JSONLogFormat:
-		if !gateEnabled(gates, gateLoggingBeta, "AllBeta", true) {
+		if !gates.Enabled(featuregates.LoggingBetaOptions) {
 			errs = append(errs, field.Forbidden(field.NewPath("logging", "format"),
-				"the json format needs feature gate "+gateLoggingBeta))
+				"the json format needs feature gate "+featuregates.LoggingBetaOptions))
 		}
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("logging", "format"), l.Format, []string{logsapi.DefaultLogFormat, logsapi.JSONLogFormat}))
@@ -158,7 +142,7 @@ func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gate
 				item.Verbosity, fmt.Sprintf("must be at most %d", math.MaxInt32)))
 		}
 	}
-	if !gateEnabled(gates, gateLoggingAlpha, "AllAlpha", false) {
+	if !gates.Enabled(featuregates.LoggingAlphaOptions) {
 		errs = alphaRouting(errs, &l.Options.Text.OutputRoutingOptions, "text")
 		errs = alphaRouting(errs, &l.Options.JSON.OutputRoutingOptions, "json")
 	}
@@ -167,7 +151,7 @@ func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gate
 
 // alphaRouting rejects the alpha-only output routing options of one format.
 func alphaRouting(errs field.ErrorList, o *logsapi.OutputRoutingOptions, format string) field.ErrorList {
-	const why = "needs feature gate " + gateLoggingAlpha
+	const why = "needs feature gate " + featuregates.LoggingAlphaOptions
 	if o.SplitStream {
 		errs = append(errs, field.Forbidden(field.NewPath("logging", "options", format, "splitStream"), why))
 	}
@@ -218,8 +202,7 @@ func validateModes(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) f
 	switch mode := string(cfg.Mode); mode {
 	case "", modeIPTables, modeNFTables:
 	case modeIPVS:
-		// Deprecated, on by default; AllBeta does not reach deprecated gates.
-		if v, set := cfg.FeatureGates[gateKubeProxyIPVS]; set && !v {
+		if !featuregates.Gates(cfg.FeatureGates).Enabled(gateKubeProxyIPVS) {
 			errs = append(errs, field.Forbidden(field.NewPath("mode"), "the ipvs mode needs feature gate "+gateKubeProxyIPVS))
 		}
 	default:

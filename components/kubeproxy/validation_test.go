@@ -14,6 +14,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/kube-proxy/config/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // fieldErr is the part of a field.Error the tests pin down: the kind of
@@ -552,5 +554,20 @@ func TestFeatureGateMessages(t *testing.T) {
 				t.Errorf("Validate() errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestConsultedGatesAreKnown: every gate this package's rules read is in the
+// gate table, at the stage and default the rules' documentation assumes (a
+// gate upstream removes or moves must be noticed here).
+func TestConsultedGatesAreKnown(t *testing.T) {
+	for name, want := range map[string]featuregates.Spec{
+		gateKubeProxyIPVS:                {Default: true, Stage: featuregates.Deprecated},
+		featuregates.LoggingAlphaOptions: {Default: false, Stage: featuregates.Alpha},
+		featuregates.LoggingBetaOptions:  {Default: true, Stage: featuregates.Beta},
+	} {
+		if got, ok := featuregates.Lookup(name); !ok || got != want {
+			t.Errorf("Lookup(%s) = %+v, %t; want %+v", name, got, ok, want)
+		}
 	}
 }
