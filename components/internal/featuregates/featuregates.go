@@ -2,6 +2,7 @@ package featuregates
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -123,7 +124,7 @@ type table struct {
 var v137 = newTable(knownGates, gateDependencies)
 
 func newTable(specs map[string]Spec, deps map[string][]string) *table {
-	return &table{specs: specs, deps: deps, dependents: sync.OnceValue(func() []string { return sortedKeys(deps) })}
+	return &table{specs: specs, deps: deps, dependents: sync.OnceValue(func() []string { return slices.Sorted(maps.Keys(deps)) })}
 }
 
 func (t *table) enabled(g Gates, name string) bool {
@@ -153,7 +154,10 @@ func (t *table) validate(g Gates, errs field.ErrorList, w Wording) field.ErrorLi
 	}
 	path := field.NewPath("featureGates")
 	n := len(errs)
-	for _, name := range sortedKeys(g) {
+	// Map order is random; the order of the errors must not be.
+	names := slices.AppendSeq(make([]string, 0, len(g)), maps.Keys(g))
+	slices.Sort(names)
+	for _, name := range names {
 		spec, known := t.specs[name]
 		switch {
 		case !known:
@@ -204,15 +208,4 @@ func (t *table) nameFold(name string) string {
 		}
 	}
 	return ""
-}
-
-// sortedKeys returns the keys of m in order: map order is random, errors
-// must not be.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
