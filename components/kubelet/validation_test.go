@@ -349,38 +349,26 @@ func TestValidateEnums(t *testing.T) {
 // TestFeatureGateMessages pins the exact errors of featureGates, wording
 // included: each profile words them as its component does.
 func TestFeatureGateMessages(t *testing.T) {
-	type fullErr struct {
-		Type     field.ErrorType
-		Field    string
-		BadValue any
-		Detail   string
-	}
+	at := field.NewPath("featureGates").Key
 	for _, tc := range []struct {
-		name  string
 		gates map[string]bool
-		want  []fullErr
+		want  field.ErrorList
 	}{
-		{"names", map[string]bool{"SomeFutureGate": true, "nodeswap": true, gateImageMaximumGCAge: false}, []fullErr{
-			{field.ErrorTypeForbidden, "featureGates[ImageMaximumGCAge]", "", "feature gate ImageMaximumGCAge is locked to true"},
-			{field.ErrorTypeInvalid, "featureGates[SomeFutureGate]", "SomeFutureGate", "not a feature gate of the kubelet of Kubernetes 1.37"},
-			{field.ErrorTypeInvalid, "featureGates[nodeswap]", "nodeswap", "not a feature gate of the kubelet of Kubernetes 1.37 (gate names are case-sensitive: did you mean NodeSwap?)"},
+		{map[string]bool{"SomeFutureGate": true, "nodeswap": true, gateImageMaximumGCAge: false}, field.ErrorList{
+			field.Forbidden(at(gateImageMaximumGCAge), "feature gate ImageMaximumGCAge is locked to true"),
+			field.Invalid(at("SomeFutureGate"), "SomeFutureGate", "not a feature gate of the kubelet of Kubernetes 1.37"),
+			field.Invalid(at("nodeswap"), "nodeswap", "not a feature gate of the kubelet of Kubernetes 1.37 (gate names are case-sensitive: did you mean NodeSwap?)"),
 		}},
-		{"dependency", map[string]bool{gateGracefulNodeShutdown: false, "WindowsGracefulNodeShutdown": false}, []fullErr{
-			{field.ErrorTypeInvalid, "featureGates[GracefulNodeShutdown]", false,
-				"feature gate GracefulNodeShutdownBasedOnPodPriority is enabled but depends on GracefulNodeShutdown, which the configuration disables"},
+		{map[string]bool{gateGracefulNodeShutdown: false, "WindowsGracefulNodeShutdown": false}, field.ErrorList{
+			field.Invalid(at(gateGracefulNodeShutdown), false,
+				"feature gate GracefulNodeShutdownBasedOnPodPriority is enabled but depends on GracefulNodeShutdown, which the configuration disables"),
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			kc := &kubeletv1beta1.KubeletConfiguration{}
-			Default(kc)
-			kc.FeatureGates = tc.gates
-			var got []fullErr
-			for _, e := range Validate(kc) {
-				got = append(got, fullErr{e.Type, e.Field, e.BadValue, e.Detail})
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Validate() errors (-want +got):\n%s", diff)
-			}
-		})
+		kc := &kubeletv1beta1.KubeletConfiguration{}
+		Default(kc)
+		kc.FeatureGates = tc.gates
+		if diff := cmp.Diff(tc.want, Validate(kc)); diff != "" {
+			t.Errorf("Validate() with featureGates %v (-want +got):\n%s", tc.gates, diff)
+		}
 	}
 }

@@ -524,36 +524,24 @@ func TestIPVSSchedulersAgree(t *testing.T) {
 // TestFeatureGateMessages pins the exact errors of featureGates, wording
 // included: each profile words them as its component does.
 func TestFeatureGateMessages(t *testing.T) {
-	type fullErr struct {
-		Type     field.ErrorType
-		Field    string
-		BadValue any
-		Detail   string
-	}
-	for _, tc := range []struct {
-		name  string
-		gates map[string]bool
-		want  []fullErr
-	}{
-		{"names", map[string]bool{"SomeFutureGate": true, "kubeProxyIPVS": true, "CPUManagerPolicyOptions": false}, []fullErr{
-			{field.ErrorTypeForbidden, "featureGates[CPUManagerPolicyOptions]", "", "feature gate CPUManagerPolicyOptions is locked to true"},
-			{field.ErrorTypeInvalid, "featureGates[SomeFutureGate]", "SomeFutureGate", "not a feature gate of kube-proxy 1.37"},
-			{field.ErrorTypeInvalid, "featureGates[kubeProxyIPVS]", "kubeProxyIPVS", "not a feature gate of kube-proxy 1.37 (gate names are case-sensitive: did you mean KubeProxyIPVS?)"},
-		}},
-		{"dependency", map[string]bool{"WorkloadWithJob": true}, []fullErr{
-			{field.ErrorTypeInvalid, "featureGates[WorkloadWithJob]", true,
-				"feature gate WorkloadWithJob is enabled but depends on GenericWorkload, which the configuration disables"},
-		}},
+	at := field.NewPath("featureGates").Key
+	names := defaulted(func(c *v1alpha1.KubeProxyConfiguration) {
+		c.FeatureGates = map[string]bool{"SomeFutureGate": true, "kubeProxyIPVS": true, "CPUManagerPolicyOptions": false}
+	})
+	dependency := defaulted(func(c *v1alpha1.KubeProxyConfiguration) { c.FeatureGates = map[string]bool{"WorkloadWithJob": true} })
+	for cfg, want := range map[*v1alpha1.KubeProxyConfiguration]field.ErrorList{
+		names: {
+			field.Forbidden(at("CPUManagerPolicyOptions"), "feature gate CPUManagerPolicyOptions is locked to true"),
+			field.Invalid(at("SomeFutureGate"), "SomeFutureGate", "not a feature gate of kube-proxy 1.37"),
+			field.Invalid(at("kubeProxyIPVS"), "kubeProxyIPVS", "not a feature gate of kube-proxy 1.37 (gate names are case-sensitive: did you mean KubeProxyIPVS?)"),
+		},
+		dependency: {
+			field.Invalid(at("WorkloadWithJob"), true, "feature gate WorkloadWithJob is enabled but depends on GenericWorkload, which the configuration disables"),
+		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []fullErr
-			for _, e := range (Profile{}).Validate(defaulted(func(c *v1alpha1.KubeProxyConfiguration) { c.FeatureGates = tc.gates })) {
-				got = append(got, fullErr{e.Type, e.Field, e.BadValue, e.Detail})
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Validate() errors (-want +got):\n%s", diff)
-			}
-		})
+		if diff := cmp.Diff(want, (Profile{}).Validate(cfg)); diff != "" {
+			t.Errorf("Validate() with featureGates %v (-want +got):\n%s", cfg.FeatureGates, diff)
+		}
 	}
 }
 

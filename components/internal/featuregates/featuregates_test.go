@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -64,61 +65,53 @@ func TestEnabled(t *testing.T) {
 	}
 }
 
-type fullErr struct {
-	Type     field.ErrorType
-	Field    string
-	BadValue any
-	Detail   string
-}
-
 func TestValidate(t *testing.T) {
 	w := Wording{Component: "the component of X", Release: "release X"}
-	conflict := func(at string, bad bool, detail string) fullErr {
-		return fullErr{field.ErrorTypeInvalid, at, bad, detail}
-	}
+	root := field.NewPath("featureGates")
+	at := root.Key
 	for _, tc := range []struct {
 		name  string
 		tab   *table
 		gates Gates
-		want  []fullErr
+		want  field.ErrorList
 	}{
 		{"no map", small(), nil, nil},
 		{"defaults set explicitly", small(), Gates{"BetaOn": true, "GAOn": true, "LockedOn": true, "LockedOff": false, "NeedsTwo": true}, nil},
-		{"names, in name order", small(), Gates{"lockedon": true, "Unknown": false, "LockedOn": false, "FutureGate": false, "LockedOff": false}, []fullErr{
+		{"names, in name order", small(), Gates{"lockedon": true, "Unknown": false, "LockedOn": false, "FutureGate": false, "LockedOff": false}, field.ErrorList{
 			// Not available: an error even at its default.
-			{field.ErrorTypeForbidden, "featureGates[FutureGate]", "", "feature gate FutureGate is not available in release X"},
-			{field.ErrorTypeForbidden, "featureGates[LockedOn]", "", "feature gate LockedOn is locked to true"},
-			{field.ErrorTypeInvalid, "featureGates[Unknown]", "Unknown", "not a feature gate of the component of X"},
-			{field.ErrorTypeInvalid, "featureGates[lockedon]", "lockedon",
-				"not a feature gate of the component of X (gate names are case-sensitive: did you mean LockedOn?)"},
+			field.Forbidden(at("FutureGate"), "feature gate FutureGate is not available in release X"),
+			field.Forbidden(at("LockedOn"), "feature gate LockedOn is locked to true"),
+			field.Invalid(at("Unknown"), "Unknown", "not a feature gate of the component of X"),
+			field.Invalid(at("lockedon"), "lockedon",
+				"not a feature gate of the component of X (gate names are case-sensitive: did you mean LockedOn?)"),
 		}},
-		{"dependencies wait for the names", small(), Gates{"Unknown": true, "BetaOn": false}, []fullErr{
-			{field.ErrorTypeInvalid, "featureGates[Unknown]", "Unknown", "not a feature gate of the component of X"},
+		{"dependencies wait for the names", small(), Gates{"Unknown": true, "BetaOn": false}, field.ErrorList{
+			field.Invalid(at("Unknown"), "Unknown", "not a feature gate of the component of X"),
 		}},
-		{"conflicts in name order, at the gate, else at the dependency", small(), Gates{"NeedsBeta": true, "BetaOn": false}, []fullErr{
-			conflict("featureGates[NeedsBeta]", true, "feature gate NeedsBeta is enabled but depends on BetaOn, which the configuration disables"),
-			conflict("featureGates[BetaOn]", false, "feature gate NeedsTwo is enabled but depends on BetaOn, which the configuration disables"),
+		{"conflicts in name order, at the gate, else at the dependency", small(), Gates{"NeedsBeta": true, "BetaOn": false}, field.ErrorList{
+			field.Invalid(at("NeedsBeta"), true, "feature gate NeedsBeta is enabled but depends on BetaOn, which the configuration disables"),
+			field.Invalid(at("BetaOn"), false, "feature gate NeedsTwo is enabled but depends on BetaOn, which the configuration disables"),
 		}},
-		{"every dependency off named, at the first one set", small(), Gates{"BetaOn": false, "GAOn": false}, []fullErr{
-			conflict("featureGates[BetaOn]", false, "feature gate NeedsTwo is enabled but depends on BetaOn, GAOn, which the configuration disables"),
+		{"every dependency off named, at the first one set", small(), Gates{"BetaOn": false, "GAOn": false}, field.ErrorList{
+			field.Invalid(at("BetaOn"), false, "feature gate NeedsTwo is enabled but depends on BetaOn, GAOn, which the configuration disables"),
 		}},
-		{"at the second dependency when only it is set", small(), Gates{AllBeta: false, "GAOn": false}, []fullErr{
-			conflict("featureGates[GAOn]", false, "feature gate NeedsTwo is enabled but depends on BetaOn, GAOn, which the configuration disables"),
+		{"at the second dependency when only it is set", small(), Gates{AllBeta: false, "GAOn": false}, field.ErrorList{
+			field.Invalid(at("GAOn"), false, "feature gate NeedsTwo is enabled but depends on BetaOn, GAOn, which the configuration disables"),
 		}},
-		{"at AllBeta", small(), Gates{AllBeta: false}, []fullErr{
-			conflict("featureGates[AllBeta]", false, "feature gate NeedsTwo is enabled but depends on BetaOn, which the configuration disables"),
+		{"at AllBeta", small(), Gates{AllBeta: false}, field.ErrorList{
+			field.Invalid(at("AllBeta"), false, "feature gate NeedsTwo is enabled but depends on BetaOn, which the configuration disables"),
 		}},
 		// AllAlpha comes before AllBeta, also for NeedsTwo, which only
 		// AllBeta breaks.
-		{"at AllAlpha before AllBeta", small(), Gates{AllAlpha: true, AllBeta: false}, []fullErr{
-			conflict("featureGates[AllAlpha]", false, "feature gate NeedsBeta is enabled but depends on BetaOn, which the configuration disables"),
-			conflict("featureGates[AllAlpha]", false, "feature gate NeedsTwo is enabled but depends on BetaOn, which the configuration disables"),
+		{"at AllAlpha before AllBeta", small(), Gates{AllAlpha: true, AllBeta: false}, field.ErrorList{
+			field.Invalid(at("AllAlpha"), false, "feature gate NeedsBeta is enabled but depends on BetaOn, which the configuration disables"),
+			field.Invalid(at("AllAlpha"), false, "feature gate NeedsTwo is enabled but depends on BetaOn, which the configuration disables"),
 		}},
 		{"a dependency turned off with its dependents", small(), Gates{AllBeta: false, "NeedsTwo": false}, nil},
 		{"at featureGates when the map sets none of them", newTable(
 			map[string]Spec{"A": {Default: true}, "B": {}, "C": {}}, map[string][]string{"A": {"B"}}),
-			Gates{"C": true}, []fullErr{
-				conflict("featureGates", false, "feature gate A is enabled but depends on B, which the configuration disables"),
+			Gates{"C": true}, field.ErrorList{
+				field.Invalid(root, false, "feature gate A is enabled but depends on B, which the configuration disables"),
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,11 +121,7 @@ func TestValidate(t *testing.T) {
 			if len(errs) == 0 || errs[0] != prior {
 				t.Fatalf("validate dropped the errors it was given: %v", errs)
 			}
-			var got []fullErr
-			for _, e := range errs[1:] {
-				got = append(got, fullErr{e.Type, e.Field, e.BadValue, e.Detail})
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, errs[1:], cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("validate(%v) (-want +got):\n%s", tc.gates, diff)
 			}
 			if !maps.Equal(before, tc.gates) {
