@@ -197,6 +197,16 @@ func TestValidateFeatureGates(t *testing.T) {
 			},
 			want: []fieldErr{forbidden("featureGates[NodeSwap]")},
 		},
+		{
+			// NodeLogQuery is locked on: turning it off is one error, on
+			// featureGates, not a second one on the field it allows.
+			name: "a locked gate set off stays on for the rules that read it",
+			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
+				kc.FeatureGates = map[string]bool{gateNodeLogQuery: false}
+				kc.EnableSystemLogQuery, kc.EnableSystemLogHandler = ptr.To(true), ptr.To(true)
+			},
+			want: []fieldErr{forbidden("featureGates[NodeLogQuery]")},
+		},
 	})
 }
 
