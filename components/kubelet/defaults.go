@@ -8,6 +8,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // Default values the kubelet of Kubernetes 1.37 uses on Linux for some of the
@@ -114,7 +116,7 @@ func DefaultDropInMerge(obj *kubeletv1beta1.KubeletConfiguration) {
 // defaultFields applies the kubelet's v1beta1 defaults (upstream
 // SetDefaults_KubeletConfiguration).
 func defaultFields(obj *kubeletv1beta1.KubeletConfiguration) {
-	g := gates(obj.FeatureGates)
+	g := featuregates.Gates(obj.FeatureGates)
 
 	if obj.EnableServer == nil {
 		obj.EnableServer = ptr.To(true)
@@ -324,10 +326,10 @@ func defaultFields(obj *kubeletv1beta1.KubeletConfiguration) {
 	if obj.PodLogsDir == "" {
 		obj.PodLogsDir = DefaultPodLogsDir
 	}
-	if g.enabled(gateKubeletCrashLoopBackOffMax) && obj.CrashLoopBackOff.MaxContainerRestartPeriod == nil {
+	if g.Enabled(gateKubeletCrashLoopBackOffMax) && obj.CrashLoopBackOff.MaxContainerRestartPeriod == nil {
 		obj.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: DefaultMaxContainerRestartPeriod}
 	}
-	if g.enabled(gateKubeletEnsureSecretPulledImages) && obj.ImagePullCredentialsVerificationPolicy == "" {
+	if g.Enabled(gateKubeletEnsureSecretPulledImages) && obj.ImagePullCredentialsVerificationPolicy == "" {
 		obj.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyPreloadedImages
 	}
 }

@@ -15,6 +15,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -310,7 +312,7 @@ func TestDefaultRules(t *testing.T) {
 		},
 		{
 			name: "AllBeta=false turns off the beta gates the config does not set",
-			in:   kubeletv1beta1.KubeletConfiguration{FeatureGates: map[string]bool{gateAllBeta: false, gateKubeletEnsureSecretPulledImages: true}},
+			in:   kubeletv1beta1.KubeletConfiguration{FeatureGates: map[string]bool{featuregates.AllBeta: false, gateKubeletEnsureSecretPulledImages: true}},
 			check: func(t *testing.T, got *kubeletv1beta1.KubeletConfiguration) {
 				if got.CrashLoopBackOff.MaxContainerRestartPeriod != nil {
 					t.Errorf("maxContainerRestartPeriod = %v, want nil (KubeletCrashLoopBackOffMax is beta)", got.CrashLoopBackOff.MaxContainerRestartPeriod)

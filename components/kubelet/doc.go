@@ -62,10 +62,13 @@
 // k8s.io/kubelet@v0.37.2. Validation: pkg/kubelet/apis/config/validation
 // (validation.go, validation_reserved_memory.go, validation_linux.go),
 // ParseThresholdConfig in pkg/kubelet/eviction/helpers.go, and the startup
-// checks listed below. Feature gates: zz_generated_gates.go, every gate the
-// kubelet binary of 1.37 registers with its default, lock, stage and
-// dependencies, generated from k8s.io/kubernetes by the test module (go
-// generate ./components/kubelet; a test there fails when the file is stale).
+// checks listed below. Feature gates: the table of package
+// components/internal/featuregates (shared with the kube-proxy profile, as
+// kube-proxy 1.37 registers the same gates), every gate the kubelet binary
+// of 1.37 registers with its default, lock, stage and dependencies,
+// generated from k8s.io/kubernetes by the test module (go generate
+// ./components/internal/featuregates; a test there fails when the table is
+// stale).
 // defaultPodSysctls: the sysctl name grammar and namespaces of
 // k8s.io/component-helpers/node/util/sysctl.
 //

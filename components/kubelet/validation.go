@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // Validate checks obj the way the kubelet of Kubernetes 1.37 checks its
@@ -37,8 +38,9 @@ func Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	if obj == nil {
 		return field.ErrorList{field.Required(field.NewPath(Kind), "a KubeletConfiguration is required")}
 	}
-	v := &validator{kc: obj, gates: gates(obj.FeatureGates)}
-	v.validateFeatureGates()
+	v := &validator{kc: obj, gates: featuregates.Gates(obj.FeatureGates)}
+	// featureGates as the kubelet checks them when it sets its gates.
+	v.errs = v.gates.Validate(v.errs, gateWording)
 	v.validateGeneral()
 	v.validateImageGC()
 	v.validateEnums()
@@ -59,7 +61,7 @@ func Validate(obj *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 // validator collects the errors of one Validate call.
 type validator struct {
 	kc    *kubeletv1beta1.KubeletConfiguration
-	gates gates
+	gates featuregates.Gates
 	errs  field.ErrorList
 }
 
@@ -84,78 +86,6 @@ func duration(p *metav1.Duration) time.Duration {
 }
 
 func validPort(p int32) bool { return p >= 1 && p <= 65535 }
-
-// validateFeatureGates checks featureGates as the kubelet does when it sets
-// its gates from the configuration: every name must be a gate the kubelet of
-// 1.37 knows, a locked gate may only be set to its value, a gate not yet
-// available in 1.37 may not be set; and only when all of that holds, every
-// enabled gate must have the gates it depends on enabled too.
-func (v *validator) validateFeatureGates() {
-	m := v.kc.FeatureGates
-	if len(m) == 0 {
-		return // the defaults satisfy every dependency
-	}
-	path := field.NewPath("featureGates")
-	bad := false
-	for _, name := range sortedKeys(m) {
-		spec, known := gateDefault(name)
-		switch {
-		case !known:
-			msg := "not a feature gate of the kubelet of Kubernetes 1.37"
-			if alt := gateNameFold(name); alt != "" {
-				msg += fmt.Sprintf(" (gate names are case-sensitive: did you mean %s?)", alt)
-			}
-			v.add(field.Invalid(path.Key(name), name, msg))
-			bad = true
-		case spec.locked && m[name] != spec.enabled:
-			v.add(field.Forbidden(path.Key(name), fmt.Sprintf("feature gate %s is locked to %t", name, spec.enabled)))
-			bad = true
-		case spec.stage == stagePreAlpha:
-			v.add(field.Forbidden(path.Key(name), fmt.Sprintf("feature gate %s is not available in Kubernetes 1.37", name)))
-			bad = true
-		}
-	}
-	if bad {
-		return
-	}
-	for _, name := range dependentGates() {
-		if !v.gates.enabled(name) {
-			continue
-		}
-		var off []string
-		for _, dep := range gateDependencies[name] {
-			if !v.gates.enabled(dep) {
-				off = append(off, dep)
-			}
-		}
-		if len(off) == 0 {
-			continue
-		}
-		// Name the gate the configuration set that causes the conflict.
-		at := path
-		for _, cand := range append(append([]string{name}, off...), gateAllAlpha, gateAllBeta) {
-			if _, set := m[cand]; set {
-				at = path.Key(cand)
-				break
-			}
-		}
-		v.add(field.Invalid(at, m[name], fmt.Sprintf("feature gate %s is enabled but depends on %s, which the configuration disables", name, strings.Join(off, ", "))))
-	}
-}
-
-// dependentGates lists the gates that have dependencies, in order.
-var dependentGates = sync.OnceValue(func() []string { return sortedKeys(gateDependencies) })
-
-// gateNameFold returns the known gate whose name equals name but for case,
-// or "".
-func gateNameFold(name string) string {
-	for known := range knownGates {
-		if strings.EqualFold(known, name) {
-			return known
-		}
-	}
-	return ""
-}
 
 // validateGeneral covers the numeric ranges and simple relations of
 // upstream's ValidateKubeletConfiguration.
@@ -197,7 +127,7 @@ func (v *validator) validateGeneral() {
 
 	const defaultCFSQuotaPeriod = 100 * time.Millisecond
 	period := duration(kc.CPUCFSQuotaPeriod)
-	if v.gates.enabled(gateCustomCPUCFSQuotaPeriod) {
+	if v.gates.Enabled(gateCustomCPUCFSQuotaPeriod) {
 		if period < time.Millisecond || period > time.Second {
 			v.add(field.Invalid(field.NewPath("cpuCFSQuotaPeriod"), period.String(), "must be between 1ms and 1s, inclusive"))
 		}

@@ -27,7 +27,7 @@ const previousMinor = "1.36"
 func (v *validator) validateShutdown() {
 	kc := v.kc
 	period, critical := kc.ShutdownGracePeriod.Duration, kc.ShutdownGracePeriodCriticalPods.Duration
-	if v.gates.enabled(gateGracefulNodeShutdown) {
+	if v.gates.Enabled(gateGracefulNodeShutdown) {
 		if critical > period {
 			v.add(field.Invalid(field.NewPath("shutdownGracePeriodCriticalPods"), critical.String(),
 				fmt.Sprintf("must not be greater than shutdownGracePeriod (%v)", period)))
@@ -52,7 +52,7 @@ func (v *validator) validateShutdown() {
 		return
 	}
 	path := field.NewPath("shutdownGracePeriodByPodPriority")
-	if !v.gates.enabled(gateGracefulNodeShutdownBasedOnPodPriority) {
+	if !v.gates.Enabled(gateGracefulNodeShutdownBasedOnPodPriority) {
 		v.add(field.Forbidden(path, "requires feature gate "+gateGracefulNodeShutdownBasedOnPodPriority))
 		return
 	}
@@ -87,7 +87,7 @@ func (v *validator) validateRuntime() {
 
 	restart := kc.CrashLoopBackOff.MaxContainerRestartPeriod
 	restartPath := func() *field.Path { return field.NewPath("crashLoopBackOff", "maxContainerRestartPeriod") }
-	if v.gates.enabled(gateKubeletCrashLoopBackOffMax) {
+	if v.gates.Enabled(gateKubeletCrashLoopBackOffMax) {
 		if restart == nil {
 			v.add(field.Required(restartPath(), "required when feature gate "+gateKubeletCrashLoopBackOffMax+" is enabled"))
 		} else if ms := restart.Duration.Milliseconds(); ms < 1000 || ms > 300000 {
@@ -102,14 +102,14 @@ func (v *validator) validateRuntime() {
 	if f := kc.MemoryThrottlingFactor; f != nil {
 		// 0.9, the default of earlier releases, stays accepted without the
 		// gate so that old config files keep working.
-		if !v.gates.enabled(gateMemoryQoS) && *f != previousMemoryThrottlingFactor {
+		if !v.gates.Enabled(gateMemoryQoS) && *f != previousMemoryThrottlingFactor {
 			v.add(field.Forbidden(field.NewPath("memoryThrottlingFactor"), "requires feature gate "+gateMemoryQoS))
 		}
 		if math.IsNaN(*f) || *f <= 0 || *f > 1 {
 			v.add(field.Invalid(field.NewPath("memoryThrottlingFactor"), *f, "must be greater than 0 and at most 1.0"))
 		}
 	}
-	if kc.MemoryReservationPolicy == kubeletv1beta1.TieredReservationMemoryReservationPolicy && !v.gates.enabled(gateMemoryQoS) {
+	if kc.MemoryReservationPolicy == kubeletv1beta1.TieredReservationMemoryReservationPolicy && !v.gates.Enabled(gateMemoryQoS) {
 		v.add(field.Forbidden(field.NewPath("memoryReservationPolicy"), "TieredReservation requires feature gate "+gateMemoryQoS))
 	}
 	oneOf(v, "memoryReservationPolicy", kc.MemoryReservationPolicy,
@@ -130,7 +130,7 @@ func (v *validator) validateImageCredentialPolicy() {
 	policy := kc.ImagePullCredentialsVerificationPolicy
 	allowlist := kc.PreloadedImagesVerificationAllowlist
 	listPath := func() *field.Path { return field.NewPath("preloadedImagesVerificationAllowlist") }
-	if !v.gates.enabled(gateKubeletEnsureSecretPulledImages) {
+	if !v.gates.Enabled(gateKubeletEnsureSecretPulledImages) {
 		if policy != "" {
 			v.add(field.Forbidden(field.NewPath("imagePullCredentialsVerificationPolicy"), "requires feature gate "+gateKubeletEnsureSecretPulledImages))
 		}
@@ -234,7 +234,7 @@ func (v *validator) validateLogsAndHandlers() {
 	}
 
 	if boolean(kc.EnableSystemLogQuery) {
-		if !v.gates.enabled(gateNodeLogQuery) {
+		if !v.gates.Enabled(gateNodeLogQuery) {
 			v.add(field.Forbidden(field.NewPath("enableSystemLogQuery"), "requires feature gate "+gateNodeLogQuery))
 		}
 		if !boolean(kc.EnableSystemLogHandler) {

@@ -2,12 +2,13 @@ package kubelet
 
 import (
 	"math"
-	"slices"
 	"testing"
 	"time"
 
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 type mutation = func(kc *kubeletv1beta1.KubeletConfiguration)
@@ -26,10 +27,8 @@ func TestValidateShutdown(t *testing.T) {
 			kc.FeatureGates = map[string]bool{}
 			for _, n := range names {
 				kc.FeatureGates[n] = false
-				for dependent, deps := range gateDependencies {
-					if slices.Contains(deps, n) {
-						kc.FeatureGates[dependent] = false
-					}
+				for _, dependent := range featuregates.Dependents(n) {
+					kc.FeatureGates[dependent] = false
 				}
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // validateServer checks the kubelet's serving endpoints, TLS and
@@ -50,7 +52,7 @@ func (v *validator) validateServer() {
 	oneOf(v, "authorization.mode", kc.Authorization.Mode,
 		kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow, kubeletv1beta1.KubeletAuthorizationModeWebhook)
 
-	if kc.ServerTLSBootstrap && !v.gates.enabled(gateRotateKubeletServerCertificate) {
+	if kc.ServerTLSBootstrap && !v.gates.Enabled(gateRotateKubeletServerCertificate) {
 		v.add(field.Forbidden(field.NewPath("serverTLSBootstrap"), "requires feature gate "+gateRotateKubeletServerCertificate))
 	}
 	// A certificate without its key (or the reverse) fails when the kubelet
@@ -130,8 +132,8 @@ func (v *validator) validateLogging() {
 	switch c.Format {
 	case logsapi.DefaultLogFormat:
 	case logsapi.JSONLogFormat:
-		if !v.gates.enabled(gateLoggingBetaOptions) {
-			v.add(field.Forbidden(path.Child("format"), "the json format requires feature gate "+gateLoggingBetaOptions))
+		if !v.gates.Enabled(featuregates.LoggingBetaOptions) {
+			v.add(field.Forbidden(path.Child("format"), "the json format requires feature gate "+featuregates.LoggingBetaOptions))
 		}
 	default:
 		v.add(field.NotSupported(path.Child("format"), c.Format, []string{logsapi.DefaultLogFormat, logsapi.JSONLogFormat}))
@@ -154,7 +156,7 @@ func (v *validator) validateLogging() {
 			v.add(field.Invalid(itemPath.Child("verbosity"), item.Verbosity, fmt.Sprintf("must be at most %d", math.MaxInt32)))
 		}
 	}
-	if v.gates.enabled(gateLoggingAlphaOptions) {
+	if v.gates.Enabled(featuregates.LoggingAlphaOptions) {
 		return
 	}
 	for _, f := range []struct {
@@ -162,10 +164,10 @@ func (v *validator) validateLogging() {
 		o    *logsapi.OutputRoutingOptions
 	}{{"text", &c.Options.Text.OutputRoutingOptions}, {"json", &c.Options.JSON.OutputRoutingOptions}} {
 		if f.o.SplitStream {
-			v.add(field.Forbidden(path.Child("options", f.name, "splitStream"), "requires feature gate "+gateLoggingAlphaOptions))
+			v.add(field.Forbidden(path.Child("options", f.name, "splitStream"), "requires feature gate "+featuregates.LoggingAlphaOptions))
 		}
 		if f.o.InfoBufferSize.Value() != 0 {
-			v.add(field.Forbidden(path.Child("options", f.name, "infoBufferSize"), "requires feature gate "+gateLoggingAlphaOptions))
+			v.add(field.Forbidden(path.Child("options", f.name, "infoBufferSize"), "requires feature gate "+featuregates.LoggingAlphaOptions))
 		}
 	}
 }

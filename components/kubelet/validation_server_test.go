@@ -10,6 +10,8 @@ import (
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 func TestValidateServer(t *testing.T) {
@@ -68,7 +70,7 @@ func TestValidateLogging(t *testing.T) {
 		{"json format", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.Logging.Format = "json" }, nil},
 		{"json format without beta gate", func(kc *kubeletv1beta1.KubeletConfiguration) {
 			kc.Logging.Format = "json"
-			kc.FeatureGates = map[string]bool{gateLoggingBetaOptions: false}
+			kc.FeatureGates = map[string]bool{featuregates.LoggingBetaOptions: false}
 		}, []fieldErr{forbidden("logging.format")}},
 		{"unknown format", func(kc *kubeletv1beta1.KubeletConfiguration) { kc.Logging.Format = "logfmt" },
 			[]fieldErr{notSupported("logging.format")}},
@@ -92,7 +94,7 @@ func TestValidateLogging(t *testing.T) {
 			kc.Logging.VModule = logsapi.VModuleConfiguration{{FilePattern: "x", Verbosity: 1}}
 		}, []fieldErr{forbidden("logging.vmodule")}},
 		{"output routing with alpha gate", func(kc *kubeletv1beta1.KubeletConfiguration) {
-			kc.FeatureGates = map[string]bool{gateLoggingAlphaOptions: true}
+			kc.FeatureGates = map[string]bool{featuregates.LoggingAlphaOptions: true}
 			kc.Logging.Options.JSON.SplitStream = true
 			kc.Logging.Options.JSON.InfoBufferSize = resource.QuantityValue{Quantity: resource.MustParse("64Ki")}
 		}, nil},

@@ -18,7 +18,7 @@ func (v *validator) validateDefaultPodSysctls() {
 		return
 	}
 	path := field.NewPath("defaultPodSysctls")
-	if !v.gates.enabled(gateDefaultPodSysctls) {
+	if !v.gates.Enabled(gateDefaultPodSysctls) {
 		v.add(field.Forbidden(path, "requires feature gate "+gateDefaultPodSysctls))
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // fieldErr is the part of a *field.Error a test pins down: which field, and
@@ -121,11 +123,11 @@ func TestConsultedGatesAreKnown(t *testing.T) {
 		gateCustomCPUCFSQuotaPeriod, gateDefaultPodSysctls, gateGracefulNodeShutdown,
 		gateGracefulNodeShutdownBasedOnPodPriority, gateImageMaximumGCAge, gateKubeletCrashLoopBackOffMax,
 		gateKubeletEnsureSecretPulledImages, gateMemoryQoS, gateNodeLogQuery, gateNodeSwap,
-		gateRotateKubeletServerCertificate, gateLoggingAlphaOptions, gateLoggingBetaOptions,
-		gateAllAlpha, gateAllBeta,
+		gateRotateKubeletServerCertificate, featuregates.LoggingAlphaOptions, featuregates.LoggingBetaOptions,
+		featuregates.AllAlpha, featuregates.AllBeta,
 	} {
-		if _, ok := gateDefault(name); !ok {
-			t.Errorf("feature gate %s is not in knownGates", name)
+		if _, ok := featuregates.Lookup(name); !ok {
+			t.Errorf("feature gate %s is not in the gate table (package featuregates)", name)
 		}
 	}
 }
@@ -171,7 +173,7 @@ func TestValidateFeatureGates(t *testing.T) {
 			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
 				// GracefulNodeShutdownBasedOnPodPriority stays on, its beta
 				// dependency goes off with AllBeta.
-				kc.FeatureGates = map[string]bool{gateAllBeta: false, gateGracefulNodeShutdownBasedOnPodPriority: true}
+				kc.FeatureGates = map[string]bool{featuregates.AllBeta: false, gateGracefulNodeShutdownBasedOnPodPriority: true}
 			},
 			want: []fieldErr{
 				invalid("featureGates[GracefulNodeShutdownBasedOnPodPriority]"),
@@ -194,6 +196,16 @@ func TestValidateFeatureGates(t *testing.T) {
 				kc.MemorySwap.SwapBehavior = "LimitedSwap"
 			},
 			want: []fieldErr{forbidden("featureGates[NodeSwap]")},
+		},
+		{
+			// NodeLogQuery is locked on: turning it off is one error, on
+			// featureGates, not a second one on the field it allows.
+			name: "a locked gate set off stays on for the rules that read it",
+			mutate: func(kc *kubeletv1beta1.KubeletConfiguration) {
+				kc.FeatureGates = map[string]bool{gateNodeLogQuery: false}
+				kc.EnableSystemLogQuery, kc.EnableSystemLogHandler = ptr.To(true), ptr.To(true)
+			},
+			want: []fieldErr{forbidden("featureGates[NodeLogQuery]")},
 		},
 	})
 }
@@ -342,4 +354,31 @@ func TestValidateEnums(t *testing.T) {
 		})
 	}
 	runValidationCases(t, cases)
+}
+
+// TestFeatureGateMessages pins the exact errors of featureGates, wording
+// included: each profile words them as its component does.
+func TestFeatureGateMessages(t *testing.T) {
+	at := field.NewPath("featureGates").Key
+	for _, tc := range []struct {
+		gates map[string]bool
+		want  field.ErrorList
+	}{
+		{map[string]bool{"SomeFutureGate": true, "nodeswap": true, gateImageMaximumGCAge: false}, field.ErrorList{
+			field.Forbidden(at(gateImageMaximumGCAge), "feature gate ImageMaximumGCAge is locked to true"),
+			field.Invalid(at("SomeFutureGate"), "SomeFutureGate", "not a feature gate of the kubelet of Kubernetes 1.37"),
+			field.Invalid(at("nodeswap"), "nodeswap", "not a feature gate of the kubelet of Kubernetes 1.37 (gate names are case-sensitive: did you mean NodeSwap?)"),
+		}},
+		{map[string]bool{gateGracefulNodeShutdown: false, "WindowsGracefulNodeShutdown": false}, field.ErrorList{
+			field.Invalid(at(gateGracefulNodeShutdown), false,
+				"feature gate GracefulNodeShutdownBasedOnPodPriority is enabled but depends on GracefulNodeShutdown, which the configuration disables"),
+		}},
+	} {
+		kc := &kubeletv1beta1.KubeletConfiguration{}
+		Default(kc)
+		kc.FeatureGates = tc.gates
+		if diff := cmp.Diff(tc.want, Validate(kc)); diff != "" {
+			t.Errorf("Validate() with featureGates %v (-want +got):\n%s", tc.gates, diff)
+		}
+	}
 }

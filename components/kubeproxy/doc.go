@@ -75,12 +75,12 @@
 //     localhost and all, in any combination (as the v1alpha1 field of
 //     Kubernetes 1.37 documents), each keyword once.
 //   - featureGates: each name a gate kube-proxy 1.37 registers (AllAlpha
-//     and AllBeta included; the table, zz_generated_gates.go, is generated
-//     from the packages of the kube-proxy binary, see
-//     test/conformance/kubeproxygates), a locked gate only at its value, no
-//     gate that 1.37 does not make available yet, and every enabled gate's
-//     dependencies enabled (AllAlpha/AllBeta count as component-base
-//     counts them).
+//     and AllBeta included; the table is the one the kubelet profile uses
+//     too, in components/internal/featuregates, because the kube-proxy
+//     binary registers the same gates, as test/conformance/kubeproxygates
+//     checks), a locked gate only at its value, no gate that 1.37 does not
+//     make available yet, and every enabled gate's dependencies enabled
+//     (AllAlpha/AllBeta count as component-base counts them).
 //   - logging: format text or json (json needs LoggingBetaOptions, on by
 //     default); flushFrequency > 0; verbosity fits an int32; vmodule only
 //     with text, each filePattern non-empty without '=' or ','; the alpha

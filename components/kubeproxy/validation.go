@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/kube-proxy/config/v1alpha1"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // Proxy modes and detect-local modes kube-proxy accepts on Linux.
@@ -27,12 +29,9 @@ const (
 	localModeInterfaceNamePrefix = "InterfaceNamePrefix"
 )
 
-// Feature gates read by the logging rules, with their defaults.
-const (
-	gateLoggingAlpha  = "LoggingAlphaOptions" // alpha, off by default
-	gateLoggingBeta   = "LoggingBetaOptions"  // beta, on by default
-	gateKubeProxyIPVS = "KubeProxyIPVS"       // deprecated, on by default
-)
+// gateKubeProxyIPVS allows the ipvs mode. The logging rules read the
+// logging gates of package featuregates, which the kubelet reads too.
+const gateKubeProxyIPVS = "KubeProxyIPVS"
 
 // The enumerations below are functions, not package variables, so that
 // nothing in the package is shared mutable state.
@@ -68,7 +67,9 @@ func (Profile) Validate(cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 		return field.ErrorList{field.Required(field.NewPath("KubeProxyConfiguration"), "must not be nil")}
 	}
 	var errs field.ErrorList
-	errs = validateFeatureGates(errs, cfg.FeatureGates)
+	// featureGates as kube-proxy checks them when it sets its gates
+	// (SetFromMap, in Options.Complete and in its Validate).
+	errs = featuregates.Gates(cfg.FeatureGates).Validate(errs, gateWording)
 	errs = validateClientConnection(errs, cfg)
 	errs = validateLogging(errs, &cfg.Logging, cfg.FeatureGates)
 	errs = validateAddresses(errs, cfg)
@@ -96,19 +97,6 @@ func (Profile) Validate(cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 	return errs
 }
 
-// gateEnabled resolves a logging gate the way component-base does: an
-// explicit entry wins, then AllAlpha/AllBeta for the gate's stage, then the
-// gate's default.
-func gateEnabled(gates map[string]bool, name, allStage string, def bool) bool {
-	if v, ok := gates[name]; ok {
-		return v
-	}
-	if v, ok := gates[allStage]; ok {
-		return v
-	}
-	return def
-}
-
 func validateClientConnection(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) field.ErrorList {
 	// "not >= 0" also catches NaN, which a flag overlay could produce.
 	if qps := cfg.ClientConnection.QPS; !(qps >= 0) {
@@ -120,13 +108,13 @@ func validateClientConnection(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfi
 	return errs
 }
 
-func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gates map[string]bool) field.ErrorList {
+func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gates featuregates.Gates) field.ErrorList {
 	switch l.Format {
 	case "", logsapi.DefaultLogFormat:
 	case logsapi.JSONLogFormat:
-		if !gateEnabled(gates, gateLoggingBeta, "AllBeta", true) {
+		if !gates.Enabled(featuregates.LoggingBetaOptions) {
 			errs = append(errs, field.Forbidden(field.NewPath("logging", "format"),
-				"the json format needs feature gate "+gateLoggingBeta))
+				"the json format needs feature gate "+featuregates.LoggingBetaOptions))
 		}
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("logging", "format"), l.Format, []string{logsapi.DefaultLogFormat, logsapi.JSONLogFormat}))
@@ -154,7 +142,7 @@ func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gate
 				item.Verbosity, fmt.Sprintf("must be at most %d", math.MaxInt32)))
 		}
 	}
-	if !gateEnabled(gates, gateLoggingAlpha, "AllAlpha", false) {
+	if !gates.Enabled(featuregates.LoggingAlphaOptions) {
 		errs = alphaRouting(errs, &l.Options.Text.OutputRoutingOptions, "text")
 		errs = alphaRouting(errs, &l.Options.JSON.OutputRoutingOptions, "json")
 	}
@@ -163,7 +151,7 @@ func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration, gate
 
 // alphaRouting rejects the alpha-only output routing options of one format.
 func alphaRouting(errs field.ErrorList, o *logsapi.OutputRoutingOptions, format string) field.ErrorList {
-	const why = "needs feature gate " + gateLoggingAlpha
+	const why = "needs feature gate " + featuregates.LoggingAlphaOptions
 	if o.SplitStream {
 		errs = append(errs, field.Forbidden(field.NewPath("logging", "options", format, "splitStream"), why))
 	}
@@ -214,8 +202,7 @@ func validateModes(errs field.ErrorList, cfg *v1alpha1.KubeProxyConfiguration) f
 	switch mode := string(cfg.Mode); mode {
 	case "", modeIPTables, modeNFTables:
 	case modeIPVS:
-		// Deprecated, on by default; AllBeta does not reach deprecated gates.
-		if v, set := cfg.FeatureGates[gateKubeProxyIPVS]; set && !v {
+		if !featuregates.Gates(cfg.FeatureGates).Enabled(gateKubeProxyIPVS) {
 			errs = append(errs, field.Forbidden(field.NewPath("mode"), "the ipvs mode needs feature gate "+gateKubeProxyIPVS))
 		}
 	default:
@@ -375,6 +362,12 @@ const (
 	release              = "1.37"
 	hiddenMetricsVersion = "1.36"
 )
+
+// gateWording is how kube-proxy 1.37 words its featureGates errors.
+var gateWording = featuregates.Wording{
+	Component: "kube-proxy " + release,
+	Release:   "kube-proxy " + release,
+}
 
 func allDigits(s string) bool {
 	if s == "" {

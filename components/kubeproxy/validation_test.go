@@ -14,6 +14,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/kube-proxy/config/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // fieldErr is the part of a field.Error the tests pin down: the kind of
@@ -516,5 +518,44 @@ func TestIPVSSchedulersAgree(t *testing.T) {
 				t.Errorf("scheduler %q rejected: %v", s, errs)
 			}
 		})
+	}
+}
+
+// TestFeatureGateMessages pins the exact errors of featureGates, wording
+// included: each profile words them as its component does.
+func TestFeatureGateMessages(t *testing.T) {
+	at := field.NewPath("featureGates").Key
+	names := defaulted(func(c *v1alpha1.KubeProxyConfiguration) {
+		c.FeatureGates = map[string]bool{"SomeFutureGate": true, "kubeProxyIPVS": true, "CPUManagerPolicyOptions": false}
+	})
+	dependency := defaulted(func(c *v1alpha1.KubeProxyConfiguration) { c.FeatureGates = map[string]bool{"WorkloadWithJob": true} })
+	for cfg, want := range map[*v1alpha1.KubeProxyConfiguration]field.ErrorList{
+		names: {
+			field.Forbidden(at("CPUManagerPolicyOptions"), "feature gate CPUManagerPolicyOptions is locked to true"),
+			field.Invalid(at("SomeFutureGate"), "SomeFutureGate", "not a feature gate of kube-proxy 1.37"),
+			field.Invalid(at("kubeProxyIPVS"), "kubeProxyIPVS", "not a feature gate of kube-proxy 1.37 (gate names are case-sensitive: did you mean KubeProxyIPVS?)"),
+		},
+		dependency: {
+			field.Invalid(at("WorkloadWithJob"), true, "feature gate WorkloadWithJob is enabled but depends on GenericWorkload, which the configuration disables"),
+		},
+	} {
+		if diff := cmp.Diff(want, (Profile{}).Validate(cfg)); diff != "" {
+			t.Errorf("Validate() with featureGates %v (-want +got):\n%s", cfg.FeatureGates, diff)
+		}
+	}
+}
+
+// TestConsultedGatesAreKnown: every gate this package's rules read is in the
+// gate table, at the stage and default the rules' documentation assumes (a
+// gate upstream removes or moves must be noticed here).
+func TestConsultedGatesAreKnown(t *testing.T) {
+	for name, want := range map[string]featuregates.Spec{
+		gateKubeProxyIPVS:                {Default: true, Stage: featuregates.Deprecated},
+		featuregates.LoggingAlphaOptions: {Default: false, Stage: featuregates.Alpha},
+		featuregates.LoggingBetaOptions:  {Default: true, Stage: featuregates.Beta},
+	} {
+		if got, ok := featuregates.Lookup(name); !ok || got != want {
+			t.Errorf("Lookup(%s) = %+v, %t; want %+v", name, got, ok, want)
+		}
 	}
 }

@@ -13,13 +13,17 @@
 //     same fields at fault. The differences allowed are the ones
 //     components/kubelet/doc.go lists, and TestKubeletDocumentedDifferences
 //     fails when those lists and the test's disagree.
-//   - TestGeneratedGatesAreCurrent: components/kubelet/zz_generated_gates.go
-//     is what the generator (kubeletgates, run by go generate
-//     ./components/kubelet) writes from the upstream code now;
-//     TestKubeletGateRegistrations checks that the generator sees every
-//     package of the kubelet binary that registers gates, and
+//   - TestGeneratedGatesAreCurrent: the gate table the kubelet and
+//     kube-proxy profiles share,
+//     components/internal/featuregates/zz_generated_gates.go, is what the
+//     generator (kubeletgates, run by go generate
+//     ./components/internal/featuregates) writes from the upstream code
+//     now; TestKubeletGateRegistrations checks that the generator sees every
+//     package of the kubelet binary that registers gates,
 //     TestKubeletGateSetMatchesKubelet that its table says what the kubelet
-//     does with featureGates maps.
+//     does with featureGates maps, and TestKubeProxyGateRegistrations that
+//     the kube-proxy binary registers the same gates (kubeproxygates); it
+//     fails, saying the profiles need separate tables, when it does not.
 //   - TestKubeletDropIns: merge.Pipeline with the kubelet profile against
 //     the kubelet's own config-file loading and --config-dir merge (its
 //     loader, eviction defaults, JSON merge patches and v1beta1 defaults,

@@ -14,21 +14,23 @@ import (
 	"github.com/dynconfig/dynconfig/test/conformance/kubeproxygates"
 )
 
-// TestGeneratedGatesAreCurrent fails when components/kubelet/zz_generated_gates.go
-// differs from what the generator writes from the upstream code this module
-// depends on now (after a k8s.io/kubernetes update, or an edit by hand). Fix
-// it with: go generate ./components/kubelet
+// TestGeneratedGatesAreCurrent fails when
+// components/internal/featuregates/zz_generated_gates.go, the gate table the
+// kubelet and kube-proxy profiles share, differs from what the generator
+// writes from the upstream code this module depends on now (after a
+// k8s.io/kubernetes update, or an edit by hand). Fix it with:
+// go generate ./components/internal/featuregates
 func TestGeneratedGatesAreCurrent(t *testing.T) {
 	want, err := kubeletgates.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("../../components/kubelet/zz_generated_gates.go")
+	got, err := os.ReadFile("../../components/internal/featuregates/zz_generated_gates.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("components/kubelet/zz_generated_gates.go is stale; run `go generate ./components/kubelet` (-generated +checked in):\n%s", diff)
+		t.Errorf("components/internal/featuregates/zz_generated_gates.go is stale; run `go generate ./components/internal/featuregates` (-generated +checked in):\n%s", diff)
 	}
 }
 
@@ -120,33 +122,20 @@ func gateRegistrations(t *testing.T, main string) map[string]bool {
 	return found
 }
 
-// TestGeneratedKubeProxyGatesAreCurrent fails when
-// components/kubeproxy/zz_generated_gates.go differs from what the generator
-// writes. Fix it with: go generate ./components/kubeproxy
-func TestGeneratedKubeProxyGatesAreCurrent(t *testing.T) {
-	want, err := kubeproxygates.Render()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../components/kubeproxy/zz_generated_gates.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("components/kubeproxy/zz_generated_gates.go is stale; run `go generate ./components/kubeproxy` (-generated +checked in):\n%s", diff)
-	}
-}
-
 // TestKubeProxyGateRegistrations lists the packages linked into the
 // kube-proxy binary (cmd/kube-proxy, Linux) that register feature gates:
-// they must be kubeproxygates.Registrations, and every registration of this
-// process (kubeletgates.Registrations) must be one of kube-proxy's or one
-// kubeproxygates.KubeletOnly says kube-proxy repeats; else the generated
-// table misses gates kube-proxy knows or holds gates it does not.
+// they must be kubeproxygates.Registrations, and every registration the
+// generator reproduces (kubeletgates.Registrations) must be one of
+// kube-proxy's or one kubeproxygates.KubeletOnly says kube-proxy repeats.
+// Together that says kube-proxy's gate set is the shared table's
+// (components/internal/featuregates); when it fails, the table misses gates
+// kube-proxy knows or holds gates it does not, and the kubelet and
+// kube-proxy profiles need separate tables.
 func TestKubeProxyGateRegistrations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over kube-proxy's ~1200 packages")
 	}
+	const separate = "kube-proxy no longer registers the kubelet's gates: the kubelet and kube-proxy profiles need separate gate tables (components/internal/featuregates holds one for both)"
 	found := gateRegistrations(t, "k8s.io/kubernetes/cmd/kube-proxy")
 	var want []string
 	for p := range kubeproxygates.Registrations {
@@ -154,14 +143,14 @@ func TestKubeProxyGateRegistrations(t *testing.T) {
 	}
 	slices.Sort(want)
 	if diff := cmp.Diff(want, sortedSet(found)); diff != "" {
-		t.Errorf("packages of the kube-proxy binary that register feature gates (-kubeproxygates.Registrations +found):\n%s", diff)
+		t.Errorf("packages of the kube-proxy binary that register feature gates (-kubeproxygates.Registrations +found):\n%s\nIf a package listed as found registers gates the kubelet's binary registers too, add it to kubeproxygates.Registrations; else %s", diff, separate)
 	}
 	for p := range kubeletgates.Registrations {
 		if found[p] {
 			continue
 		}
 		if by, ok := kubeproxygates.KubeletOnly[p]; !ok || !found[by] {
-			t.Errorf("%s registers gates in this process (for the kubelet) that kube-proxy may not know: list it in kubeproxygates.KubeletOnly with the kube-proxy package that registers the same", p)
+			t.Errorf("%s registers gates for the kubelet that kube-proxy may not know: if kube-proxy registers the same ones elsewhere, list it in kubeproxygates.KubeletOnly with that package; else %s", p, separate)
 		}
 	}
 }

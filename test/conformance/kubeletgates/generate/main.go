@@ -1,11 +1,9 @@
-// Command generate writes the feature gate table of a component from the
-// upstream code this module depends on: components/kubelet/zz_generated_gates.go
-// (-component kubelet, the default) or components/kubeproxy/zz_generated_gates.go
-// (-component kube-proxy). Run it with `go generate ./components/kubelet` or
-// `go generate ./components/kubeproxy` from the repository root (or
-// `go run ./conformance/kubeletgates/generate [-component C] -o FILE` from
-// test/). TestGeneratedGatesAreCurrent and
-// TestGeneratedKubeProxyGatesAreCurrent in test/conformance fail when a file
+// Command generate writes the feature gate table that the kubelet and
+// kube-proxy profiles share, components/internal/featuregates/zz_generated_gates.go,
+// from the upstream code this module depends on. Run it with
+// `go generate ./components/internal/featuregates` from the repository root
+// (or `go run ./conformance/kubeletgates/generate -o FILE` from test/).
+// TestGeneratedGatesAreCurrent in test/conformance fails when the file
 // checked in differs from what this writes.
 package main
 
@@ -15,19 +13,16 @@ import (
 	"os"
 
 	"github.com/dynconfig/dynconfig/test/conformance/kubeletgates"
-	"github.com/dynconfig/dynconfig/test/conformance/kubeproxygates"
 )
 
 func main() {
 	out := flag.String("o", "", "file to write (default: standard output)")
-	component := flag.String("component", "kubelet", "kubelet or kube-proxy")
 	flag.Parse()
-	render := map[string]func() ([]byte, error){"kubelet": kubeletgates.Render, "kube-proxy": kubeproxygates.Render}[*component]
-	if render == nil {
-		fmt.Fprintf(os.Stderr, "generate: -component %q: want kubelet or kube-proxy\n", *component)
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "generate: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
 	}
-	src, err := render()
+	src, err := kubeletgates.Render()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)
