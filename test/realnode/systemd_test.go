@@ -5,6 +5,7 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/pkg/cluster/ports"
+	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
@@ -799,5 +802,42 @@ func (n *systemdNode) shutdown() {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+}
+
+// TestRunRolePortsAreFree: the run role's --metrics-address in the
+// checked-in dynconfig-kubelet.service is on no Kubernetes component's
+// default port. It was kube-scheduler's 10259 (bound on 127.0.0.1 by
+// kubeadm's control-plane nodes): whichever of the two started second
+// could not serve, and a kube-scheduler that cannot bind exits.
+func TestRunRolePortsAreFree(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kubelet", "dynconfig-kubelet.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := map[int]string{
+		ports.KubeletHealthzPort: "kubelet healthz", ports.ProxyStatusPort: "kube-proxy metrics", ports.KubeletPort: "kubelet",
+		ports.KubeletReadOnlyPort: "kubelet read-only", ports.ProxyHealthzPort: "kube-proxy healthz",
+		ports.KubeControllerManagerPort: "kube-controller-manager", ports.CloudControllerManagerPort: "cloud-controller-manager",
+		ports.CloudControllerManagerWebhookPort: "cloud-controller-manager webhook", schedulerconfig.DefaultKubeSchedulerPort: "kube-scheduler",
+	}
+	found := false
+	for _, f := range strings.Fields(strings.ReplaceAll(string(data), "\\\n", " ")) {
+		v, ok := strings.CutPrefix(f, "--metrics-address=")
+		if !ok {
+			continue
+		}
+		found = true
+		_, p, err := net.SplitHostPort(v)
+		if err != nil {
+			t.Fatalf("--metrics-address=%s: %v", v, err)
+		}
+		port, _ := strconv.Atoi(p)
+		if who, ok := taken[port]; ok {
+			t.Errorf("dynconfig-kubelet.service: --metrics-address=%s is the default port of the %s", v, who)
+		}
+	}
+	if !found {
+		t.Fatal("dynconfig-kubelet.service sets no --metrics-address")
 	}
 }
