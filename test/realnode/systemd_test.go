@@ -261,6 +261,44 @@ func (n *systemdNode) sandboxed(pid string) {
 	if f := mounts["/tmp"]; f == nil || !strings.Contains(f[3], "systemd-private-") {
 		t.Errorf("PrivateTmp=: /tmp is %v", f)
 	}
+	// PrivateDevices=, ProtectKernelTunables=, ProtectControlGroups=.
+	if f := mounts["/dev"]; f == nil || f[len(f)-3] != "tmpfs" {
+		t.Errorf("PrivateDevices=: /dev is %v, want a tmpfs of its own", f)
+	}
+	for _, p := range []string{"/proc/sys", "/sys/fs/cgroup"} {
+		if !strings.Contains(opts(p), ",ro,") {
+			t.Errorf("%s is %q, want read-only", p, opts(p))
+		}
+	}
+	// And systemd read every directive as the unit file says: a misspelt
+	// key is only a warning in systemd's log.
+	want := map[string]string{}
+	for _, line := range strings.Split(n.checkedIn("dynconfig-kubelet.service"), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && (strings.HasPrefix(k, "Protect") || strings.HasPrefix(k, "Private") || strings.HasPrefix(k, "Restrict") ||
+			strings.HasPrefix(k, "StateDirectory") || k == "NoNewPrivileges" || k == "CapabilityBoundingSet") {
+			want[k] = v
+		}
+	}
+	if len(want) < 10 {
+		t.Errorf("dynconfig-kubelet.service: only %d sandboxing directives found: %v", len(want), want)
+	}
+	for k, v := range want {
+		got := n.show("dynconfig-kubelet.service", k)
+		if k == "RestrictAddressFamilies" { // a set
+			g, w := strings.Fields(got), strings.Fields(v)
+			sort.Strings(g)
+			sort.Strings(w)
+			got, v = strings.Join(g, " "), strings.Join(w, " ")
+		}
+		if got != v {
+			t.Errorf("systemd reads %s=%q, the unit says %q", k, got, v)
+		}
+	}
+	// 20-dynconfig.conf: no start limit for a crash-looping kubelet.
+	if got := n.show("kubelet.service", "StartLimitIntervalUSec"); got != "0" {
+		t.Errorf("kubelet.service: StartLimitIntervalUSec=%q, want 0 (20-dynconfig.conf)", got)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
