@@ -7,17 +7,22 @@
 // and pods from images built by the test (one layer holding busybox-static,
 // imported with ctr, imagePullPolicy Never; the sandbox image too).
 //
-// A small supervisor plays systemd's kubelet.service with the drop-in of
-// deploy/kubelet: ExecStartPre=dynconfig-kubelet prestart, then the
-// kubelet, Restart=always with a RestartSec. The run role is the
-// dynconfig-kubelet binary too, on the node's own credentials, restarting
-// the kubelet through --restart-command (the supervisor's stop-the-kubelet
-// signal) instead of systemd's D-Bus, which this machine does not have
-// (PID 1 is not systemd).
+// TestStockKubelet has a small supervisor play systemd's kubelet.service
+// with the drop-in of deploy/kubelet: ExecStartPre=dynconfig-kubelet
+// prestart, then the kubelet, Restart=always with a RestartSec. The run
+// role is the dynconfig-kubelet binary too, on the node's own credentials,
+// restarting the kubelet through --restart-command (the supervisor's
+// stop-the-kubelet signal). TestStockKubeletUnderSystemd runs real systemd
+// instead (PID 1 here is not systemd: it boots one as PID 1 of new PID,
+// mount and UTS namespaces) with the unit files of deploy/kubelet as
+// systemd reads them, and the run role restarts the kubelet over systemd's
+// D-Bus API.
 //
 // The tests skip, saying why, when they cannot run: not root, or
-// containerd, runc, the CNI plugins, busybox-static or bin/kubelet missing
-// (.ci/run installs the packages; ensure-bins.sh builds the kubelet). They
+// containerd, runc, the CNI plugins, busybox-static, bin/kubelet, or for
+// the systemd test systemd, unshare, nsenter or overlayfs missing (.ci/run
+// installs the packages; ensure-bins.sh builds the kubelet). They
 // undo their host side effects where they can: mounts under their temporary
-// directories, containerd's shims, the CNI bridge, the kubepods cgroups.
+// directories, containerd's shims, the CNI bridge, the kubepods cgroups,
+// systemd's namespaces and the cgroups it made.
 package realnode

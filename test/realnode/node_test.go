@@ -175,6 +175,7 @@ type realNode struct {
 	sup        *supervisor
 	follow     *exec.Cmd
 	followLog  string
+	describe   func() string // more to show when a wait fails (systemd_test.go)
 }
 
 func newRealNode(t *testing.T, cl *cluster.Cluster, kubeletBin string) *realNode {
@@ -249,12 +250,28 @@ func logFile(t *testing.T, path string) *os.File {
 	return f
 }
 
-// startContainerd starts the node's own containerd (socket, root and state
-// under the node's dir; restrict_oom_score_adj: root here lacks
-// CAP_SYS_RESOURCE) with a bridge CNI config, and imports the images once.
+// startContainerd starts the node's own containerd with containerdConfig,
+// and imports the images once.
 func (n *realNode) startContainerd(importImages bool) {
 	t := n.t
 	t.Helper()
+	cmd := exec.Command("containerd", "--config", n.containerdConfig())
+	f := logFile(t, filepath.Join(n.dir, "containerd.log"))
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.containerd = cmd
+	n.waitContainerd()
+	if importImages {
+		n.importImages()
+	}
+}
+
+// containerdConfig writes the config of the node's own containerd (socket,
+// root and state under the node's dir; restrict_oom_score_adj: root here
+// lacks CAP_SYS_RESOURCE) with a bridge CNI config, and returns its path.
+func (n *realNode) containerdConfig() string {
 	cniConf := filepath.Join(n.dir, "cni")
 	n.write(filepath.Join(cniConf, "10-dynconfig.conflist"), fmt.Sprintf(`{"cniVersion": "0.4.0", "name": "dynconfig-realnode", "plugins": [
  {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false,
@@ -275,23 +292,24 @@ state = %q
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
     runtime_type = "io.containerd.runc.v2"
 `, filepath.Join(n.dir, "containerd-root"), filepath.Join(n.dir, "containerd-state"), n.sock, pauseImage, cniBinDir, cniConf))
-	cmd := exec.Command("containerd", "--config", cfg)
-	f := logFile(t, filepath.Join(n.dir, "containerd.log"))
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	n.containerd = cmd
+	return cfg
+}
+
+func (n *realNode) waitContainerd() {
+	n.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for n.ctr("version") != nil {
 		if time.Now().After(deadline) {
-			t.Fatalf("containerd did not answer on %s", n.sock)
+			n.t.Fatalf("containerd did not answer on %s", n.sock)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if !importImages {
-		return
-	}
+}
+
+// importImages builds the app and sandbox images and imports them.
+func (n *realNode) importImages() {
+	t := n.t
+	t.Helper()
 	for _, im := range []struct {
 		name string
 		ep   []string
@@ -598,6 +616,9 @@ func (n *realNode) more() string {
 	}
 	if n.followLog != "" {
 		fmt.Fprintf(&b, "run role log:\n%s\n", tail(n.followLog, 40))
+	}
+	if n.describe != nil {
+		b.WriteString(n.describe())
 	}
 	return b.String()
 }
