@@ -2,24 +2,16 @@ package provision
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"reflect"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dynconfig/dynconfig/internal/jsonfields"
+	"github.com/dynconfig/dynconfig/internal/kubeletdoc"
 	"github.com/dynconfig/dynconfig/merge"
-)
-
-// The details of the problems findNulls reports.
-const (
-	nullMapValue    = "null is not a value: remove the key to leave it out (an empty map is {})"
-	nullListElement = "null is not a value: remove the element (an empty list is [])"
 )
 
 // parseTree reads a YAML or JSON document into an untyped tree
@@ -45,89 +37,21 @@ func parseTree(data []byte) map[string]any {
 }
 
 // findNulls returns a problem for every null that stands for a map value
-// or a list element in tree, a KubeletConfiguration document: only a
-// field's whole value may be null ("not set"). Keys are visited in sorted
-// order. Values of the wrong type and unknown fields are skipped: merge
-// reports those.
+// or a list element in tree, a KubeletConfiguration document (the rule of
+// kubeletdoc.Nulls: only a field's whole value may be null, "not set").
+// Values of the wrong type and unknown fields are skipped: merge reports
+// those.
 func findNulls(tree map[string]any) []merge.Problem {
+	return problems(kubeletdoc.Nulls(tree, kubeletdoc.Type, nil))
+}
+
+// problems reports nulls as merge reports an invalid value.
+func problems(nulls []kubeletdoc.Null) []merge.Problem {
 	var out []merge.Problem
-	walkNulls(tree, kubeletType, nil, &out)
+	for _, n := range nulls {
+		out = append(out, merge.Problem{Type: merge.ProblemInvalidValue, Path: n.Path.String(), Detail: n.Detail})
+	}
 	return out
-}
-
-var kubeletType = reflect.TypeFor[kubeletv1beta1.KubeletConfiguration]()
-
-func walkNulls(v any, t reflect.Type, path *field.Path, out *[]merge.Problem) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if customJSON(t) {
-		return
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return
-		}
-		fields := jsonfields.Of(t)
-		for _, k := range sortedKeys(obj) {
-			f, ok := fields[k]
-			if !ok || obj[k] == nil {
-				continue // unknown (merge's to report), or null: not set
-			}
-			walkNulls(obj[k], f, childPath(path, k), out)
-		}
-	case reflect.Map:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return
-		}
-		for _, k := range sortedKeys(obj) {
-			p := path.Key(k)
-			if obj[k] == nil {
-				*out = append(*out, merge.Problem{Type: merge.ProblemInvalidValue, Path: p.String(), Detail: nullMapValue})
-				continue
-			}
-			walkNulls(obj[k], t.Elem(), p, out)
-		}
-	case reflect.Slice, reflect.Array:
-		list, ok := v.([]any)
-		if !ok {
-			return
-		}
-		for i, e := range list {
-			p := path.Index(i)
-			if e == nil {
-				*out = append(*out, merge.Problem{Type: merge.ProblemInvalidValue, Path: p.String(), Detail: nullListElement})
-				continue
-			}
-			walkNulls(e, t.Elem(), p, out)
-		}
-	}
-}
-
-func childPath(path *field.Path, name string) *field.Path {
-	if path == nil {
-		return field.NewPath(name)
-	}
-	return path.Child(name)
-}
-
-// customJSON says whether t decodes itself (metav1.Duration,
-// resource.Quantity...): its JSON form is not its Go structure.
-func customJSON(t reflect.Type) bool {
-	pt := reflect.PointerTo(t)
-	return pt.Implements(reflect.TypeFor[json.Unmarshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // nullsError reports the null problems of the document name together with
@@ -179,13 +103,13 @@ func valueNulls(f Field) []merge.Problem {
 	if f.Value == nil {
 		return nil
 	}
-	t := kubeletType
+	t := kubeletdoc.Type
 	for _, seg := range splitPath(f.Path) {
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
 		switch {
-		case t.Kind() == reflect.Struct && !customJSON(t):
+		case t.Kind() == reflect.Struct && !kubeletdoc.CustomJSON(t):
 			ft, ok := jsonfields.Of(t)[seg]
 			if !ok {
 				return nil
@@ -207,7 +131,5 @@ func valueNulls(f Field) []merge.Problem {
 	if err := dec.Decode(&v); err != nil {
 		return nil
 	}
-	var out []merge.Problem
-	walkNulls(v, t, field.NewPath(f.Path), &out)
-	return out
+	return problems(kubeletdoc.Nulls(v, t, field.NewPath(f.Path)))
 }

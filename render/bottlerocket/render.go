@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dynconfig/dynconfig/internal/kubeletdoc"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
-	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 // settingsPrefix is the Bottlerocket API path every rendered setting lives under.
@@ -96,34 +96,16 @@ func Render(cfg *kubeletv1beta1.KubeletConfiguration) ([]byte, error) {
 // as a map value or list element is an error naming its path. Decoding
 // errors come back alone, before anything is rendered.
 func RenderDocument(doc []byte) ([]byte, error) {
-	j, err := yaml.YAMLToJSONStrict(doc)
+	cfg, j, err := kubeletdoc.DecodeStrict(doc)
 	if err != nil {
 		return nil, fmt.Errorf("bottlerocket: document: %w", err)
-	}
-	if t := bytes.TrimSpace(j); len(t) == 0 || t[0] != '{' {
-		return nil, errors.New("bottlerocket: document: not a YAML or JSON object")
-	}
-	var cfg kubeletv1beta1.KubeletConfiguration
-	strict, err := sigsjson.UnmarshalStrict(j, &cfg)
-	if err != nil {
-		return nil, fmt.Errorf("bottlerocket: document: %w", err)
-	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("bottlerocket: document: %w", errors.Join(strict...))
-	}
-	gv := kubeletv1beta1.SchemeGroupVersion.String()
-	if cfg.APIVersion != "" && cfg.APIVersion != gv {
-		return nil, fmt.Errorf("bottlerocket: document: apiVersion %q, want %q", cfg.APIVersion, gv)
-	}
-	if cfg.Kind != "" && cfg.Kind != "KubeletConfiguration" {
-		return nil, fmt.Errorf("bottlerocket: document: kind %q, want %q", cfg.Kind, "KubeletConfiguration")
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(j, &top); err != nil {
 		return nil, fmt.Errorf("bottlerocket: document: %w", err)
 	}
 	explicit := make(map[string]bool, len(top))
-	cv := reflect.ValueOf(&cfg).Elem()
+	cv := reflect.ValueOf(cfg).Elem()
 	index := fieldIndex(cv.Type())
 	var nulls []error
 	for _, k := range sortedKeys(top) {
@@ -147,7 +129,7 @@ func RenderDocument(doc []byte) ([]byte, error) {
 	if len(nulls) > 0 {
 		return nil, errors.Join(nulls...)
 	}
-	return render(&cfg, explicit)
+	return render(cfg, explicit)
 }
 
 // isPlainStruct says whether t (or what it points to) is a struct whose JSON
@@ -209,7 +191,7 @@ func nullEntries(name string, raw json.RawMessage) []error {
 		}
 		for _, k := range sortedKeys(m) {
 			if string(bytes.TrimSpace(m[k])) == "null" {
-				errs = append(errs, fmt.Errorf("bottlerocket: document: %s: null is not a value: remove the key to leave it out (an empty map is {})", field.NewPath(name).Key(k)))
+				errs = append(errs, fmt.Errorf("bottlerocket: document: %s: %s", field.NewPath(name).Key(k), kubeletdoc.NullMapValue))
 			}
 		}
 	case len(raw) > 0 && raw[0] == '[':
@@ -219,7 +201,7 @@ func nullEntries(name string, raw json.RawMessage) []error {
 		}
 		for i, e := range l {
 			if string(bytes.TrimSpace(e)) == "null" {
-				errs = append(errs, fmt.Errorf("bottlerocket: document: %s: null is not a value: remove the element (an empty list is [])", field.NewPath(name).Index(i)))
+				errs = append(errs, fmt.Errorf("bottlerocket: document: %s: %s", field.NewPath(name).Index(i), kubeletdoc.NullListElement))
 			}
 		}
 	}

@@ -1,21 +1,17 @@
 package kubeadm
 
 import (
-	"bytes"
-	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/dynconfig/dynconfig/internal/jsonfields"
+	"github.com/dynconfig/dynconfig/internal/kubeletdoc"
 )
 
 // Target is kubeadm's patch target for the kubelet's configuration file.
@@ -128,34 +124,18 @@ func RenderDocument(doc []byte, opts Options) (*Patch, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := yaml.YAMLToJSONStrict(doc)
+	_, j, err := kubeletdoc.DecodeStrict(doc)
 	if err != nil {
 		return nil, fmt.Errorf("kubeadm: document: %w", err)
-	}
-	if t := bytes.TrimSpace(j); len(t) == 0 || t[0] != '{' {
-		return nil, errors.New("kubeadm: document: not a YAML or JSON object")
-	}
-	var typed kubeletv1beta1.KubeletConfiguration
-	strict, err := sigsjson.UnmarshalStrict(j, &typed)
-	if err != nil {
-		return nil, fmt.Errorf("kubeadm: document: %w", err)
-	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("kubeadm: document: %w", errors.Join(strict...))
-	}
-	gv := kubeletv1beta1.SchemeGroupVersion.String()
-	if typed.APIVersion != "" && typed.APIVersion != gv {
-		return nil, fmt.Errorf("kubeadm: document: apiVersion %q, want %q", typed.APIVersion, gv)
-	}
-	if typed.Kind != "" && typed.Kind != "KubeletConfiguration" {
-		return nil, fmt.Errorf("kubeadm: document: kind %q, want %q", typed.Kind, "KubeletConfiguration")
 	}
 	var tree map[string]any
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &tree); err != nil {
 		return nil, fmt.Errorf("kubeadm: document: %w", err)
 	}
 	var nulls []error
-	dropNulls(tree, configType, nil, &nulls)
+	for _, n := range kubeletdoc.DropNulls(tree, kubeletdoc.Type, nil) {
+		nulls = append(nulls, fmt.Errorf("kubeadm: document: %s: %s", n.Path, n.Detail))
+	}
 	if len(nulls) > 0 {
 		return nil, errors.Join(nulls...)
 	}
@@ -214,68 +194,6 @@ func pruneZero(set, zero map[string]any) {
 	}
 }
 
-// configType is the type every document and configuration here has.
-var configType = reflect.TypeFor[kubeletv1beta1.KubeletConfiguration]()
-
-// dropNulls walks v, a value of Go type t at path (nil: the document):
-// it deletes the null fields of objects, and the objects that held only
-// null fields, and records an error for every null map value or list
-// element. Explicitly empty objects and lists stay. It reports whether v is
-// an object it emptied, for the caller to delete.
-func dropNulls(v any, t reflect.Type, path *field.Path, errs *[]error) bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if customJSON(t) {
-		return false
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok || len(obj) == 0 {
-			return false // an explicitly empty object stays
-		}
-		fields := jsonfields.Of(t)
-		for _, k := range sortedKeys(obj) {
-			if obj[k] == nil {
-				delete(obj, k)
-				continue
-			}
-			if ft, ok := fields[k]; ok && dropNulls(obj[k], ft, childPath(path, k), errs) {
-				delete(obj, k)
-			}
-		}
-		return len(obj) == 0
-	case reflect.Map:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return false
-		}
-		for _, k := range sortedKeys(obj) {
-			p := path.Key(k)
-			if obj[k] == nil {
-				*errs = append(*errs, fmt.Errorf("kubeadm: document: %s: null is not a value: remove the key to leave it out (an empty map is {})", p))
-				continue
-			}
-			dropNulls(obj[k], t.Elem(), p, errs)
-		}
-	case reflect.Slice, reflect.Array:
-		list, ok := v.([]any)
-		if !ok {
-			return false
-		}
-		for i, e := range list {
-			p := path.Index(i)
-			if e == nil {
-				*errs = append(*errs, fmt.Errorf("kubeadm: document: %s: null is not a value: remove the element (an empty list is [])", p))
-				continue
-			}
-			dropNulls(e, t.Elem(), p, errs)
-		}
-	}
-	return false
-}
-
 // addExplicitEmpties adds to tree, the JSON form of v (a struct), the maps
 // and lists of v that are empty but not nil, which encoding/json leaves out
 // under omitempty, at any depth of nested structs. Elements of maps and
@@ -316,7 +234,7 @@ func addExplicitEmpties(tree map[string]any, v reflect.Value) {
 				tree[name] = []any{}
 			}
 		case reflect.Struct:
-			if customJSON(fv.Type()) {
+			if kubeletdoc.CustomJSON(fv.Type()) {
 				continue
 			}
 			sub, ok := tree[name].(map[string]any)
@@ -329,28 +247,4 @@ func addExplicitEmpties(tree map[string]any, v reflect.Value) {
 			}
 		}
 	}
-}
-
-// customJSON says whether t has its own JSON form (metav1.Duration,
-// resource.Quantity...), which is not its Go structure.
-func customJSON(t reflect.Type) bool {
-	pt := reflect.PointerTo(t)
-	return pt.Implements(reflect.TypeFor[json.Unmarshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) ||
-		pt.Implements(reflect.TypeFor[json.Marshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextMarshaler]())
-}
-
-func childPath(path *field.Path, name string) *field.Path {
-	if path == nil {
-		return field.NewPath(name)
-	}
-	return path.Child(name)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
