@@ -108,12 +108,18 @@ type want struct {
 	current      string // the UID current points at; "" is local
 	lkg          string // the UID last-known-good points at; "" is local
 	anyLKG       bool   // do not look at last-known-good
+	// collected waits for the garbage collection that follows a
+	// promotion: no checkpoint left that neither pointer references.
+	collected bool
 }
 
 func (w want) String() string {
 	s := fmt.Sprintf("ConfigOK %s, reason %q..., message %q from the running component; current %s", w.status, w.reasonPrefix, w.message, orLocal(w.current))
 	if !w.anyLKG {
 		s += ", last-known-good " + orLocal(w.lkg)
+	}
+	if w.collected {
+		s += ", no other checkpoint"
 	}
 	return s
 }
@@ -139,7 +145,8 @@ func (w want) matches(s snapshot) bool {
 	return s.statusErr == nil && st.PID != 0 && st.PID == s.livePID && st.Running != nil && st.Condition != nil &&
 		st.Condition.Status == w.status && strings.HasPrefix(st.Condition.Reason, w.reasonPrefix) &&
 		st.Condition.Message == w.message &&
-		s.state.Current.uid() == w.current && (w.anyLKG || s.state.LastKnownGood.uid() == w.lkg)
+		s.state.Current.uid() == w.current && (w.anyLKG || s.state.LastKnownGood.uid() == w.lkg) &&
+		(!w.collected || s.state.onlyReferenced())
 }
 
 // describe words a snapshot for a failure message.
@@ -442,7 +449,7 @@ func run(ctx context.Context, out io.Writer) (err error) {
 			want: want{status: corev1.ConditionTrue, reasonPrefix: status.ReasonAllChecksPassed, message: current(good2), current: good2.uid, anyLKG: true},
 		}, {
 			intro:     fmt.Sprintf("Wait for the %s trial to pass: after that much uptime, %s is promoted to last-known-good.", good2.trial, good2.name),
-			want:      want{status: corev1.ConditionTrue, reasonPrefix: status.ReasonAllChecksPassed, message: current(good2), current: good2.uid, lkg: good2.uid},
+			want:      want{status: corev1.ConditionTrue, reasonPrefix: status.ReasonAllChecksPassed, message: current(good2), current: good2.uid, lkg: good2.uid, collected: true},
 			stateOnly: true,
 			outro:     "Checkpoints that neither current nor last-known-good references were garbage-collected.",
 		}},

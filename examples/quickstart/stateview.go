@@ -63,6 +63,17 @@ type stateView struct {
 	Problems   []string
 }
 
+// onlyReferenced reports whether every checkpoint on disk is one that
+// current or last-known-good names (what garbage collection leaves).
+func (v stateView) onlyReferenced() bool {
+	for _, c := range v.Checkpoints {
+		if c.UID != v.Current.uid() && c.UID != v.LastKnownGood.uid() {
+			return false
+		}
+	}
+	return true
+}
+
 // readState reads the state dir dir, and the tracking dir of component
 // version version, with checkpoint.Inspect. A state dir that does not exist
 // yet is an empty view.
