@@ -27,6 +27,10 @@
 //     Ready condition: Healthy) for a trial, and reports ConfigOK and the
 //     ConfigStatus of component "kubelet" (dynconfig.RunExternal).
 //
+// A node drop-in that sorts after dynconfig's file wins over the assigned
+// config for every field it sets, as in the kubelet; Build logs a warning
+// naming each such field and the file that wins.
+//
 // Decoding follows the kubelet where the node's files are concerned: its
 // base config and its other drop-ins are decoded leniently (an unknown field
 // is ignored, as the kubelet ignores it), while the assigned config is

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -74,12 +75,13 @@ func NewLayers(f Files, log logr.Logger) (dynconfig.Layers[Config], error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeletdropin: %w", err)
 	}
-	return &layers{files: f, p: p}, nil
+	return &layers{files: f, p: p, log: log}, nil
 }
 
 type layers struct {
 	files Files
 	p     *merge.Pipeline[Config]
+	log   logr.Logger
 }
 
 // HasInitConfig reports whether the kubelet has a --config file.
@@ -116,8 +118,56 @@ func (l *layers) Build(candidate *dynconfig.Document) (*Config, error) {
 		if len(ignored) > 0 {
 			return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: errors.New(strings.Join(ignored, "; "))}
 		}
+		if over := l.overridden(ls, candidate, res.Provenance); len(over) > 0 {
+			l.log.Info("Warning: node drop-ins that sort after dynconfig's file set fields of the assigned config again; the kubelet runs their values, not the assigned ones",
+				"config", candidate.Name, "file", l.files.Path(), "overridden", over)
+		}
 	}
 	return res.Object, nil
+}
+
+// overridden returns, sorted, "field (by FILE)" for every field the
+// candidate sets that a node drop-in sorting after dynconfig's file sets
+// again: the kubelet merges that file last, so its value, not the
+// assigned one, is what runs (an operator changing evictionHard on many
+// nodes wants to know where the change does not take). placed is the
+// provenance of the merge with the candidate in its place; the fields the
+// candidate sets are those it wins when merged last.
+func (l *layers) overridden(ls merge.Layers, candidate *dynconfig.Document, placed map[string]string) []string {
+	n := len(ls.DropIns)
+	if n == 0 || ls.DropIns[n-1].Name == candidate.Name {
+		return nil // nothing sorts after it
+	}
+	last := ls
+	last.DropIns = make([]merge.Document, 0, n)
+	for _, d := range ls.DropIns {
+		if d.Name != candidate.Name {
+			last.DropIns = append(last.DropIns, d)
+		}
+	}
+	last.DropIns = append(last.DropIns, *candidate)
+	// Merged last, the candidate may not validate (it may set a locked
+	// gate the later file sets back): validation errors carry the
+	// provenance too.
+	var prov map[string]string
+	res, err := l.p.Merge(last)
+	var me *merge.Error
+	switch {
+	case err == nil:
+		prov = res.Provenance
+	case errors.As(err, &me) && len(me.Decode) == 0 && me.Validation != nil:
+		prov = me.Validation.Provenance
+	default:
+		return nil
+	}
+	var out []string
+	for path, layer := range prov {
+		if layer == candidate.Name && placed[path] != candidate.Name {
+			out = append(out, fmt.Sprintf("%s (by %s)", path, placed[path]))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // place returns docs (the config dir's drop-ins, in the kubelet's order)
