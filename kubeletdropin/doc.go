@@ -29,7 +29,8 @@
 //
 // A node drop-in that sorts after dynconfig's file wins over the assigned
 // config for every field it sets, as in the kubelet; Build logs a warning
-// naming each such field and the file that wins.
+// naming each such field and the file that wins, and the run role records
+// it as a Warning Event (status.EventReasonConfigOverridden) on the Node.
 //
 // Decoding follows the kubelet where the node's files are concerned: its
 // base config and its other drop-ins are decoded leniently (an unknown field

@@ -82,6 +82,9 @@ type layers struct {
 	files Files
 	p     *merge.Pipeline[Config]
 	log   logr.Logger
+	// overriddenHook, when set, is told of every Build that finds fields
+	// of the candidate overridden (Run records them as a Node Event).
+	overriddenHook func(config string, fields []string)
 }
 
 // HasInitConfig reports whether the kubelet has a --config file.
@@ -121,6 +124,9 @@ func (l *layers) Build(candidate *dynconfig.Document) (*Config, error) {
 		if over := l.overridden(ls, candidate, res.Provenance); len(over) > 0 {
 			l.log.Info("Warning: node drop-ins that sort after dynconfig's file set fields of the assigned config again; the kubelet runs their values, not the assigned ones",
 				"config", candidate.Name, "file", l.files.Path(), "overridden", over)
+			if l.overriddenHook != nil {
+				l.overriddenHook(candidate.Name, over)
+			}
 		}
 	}
 	return res.Object, nil
@@ -162,6 +168,9 @@ func (l *layers) overridden(ls merge.Layers, candidate *dynconfig.Document, plac
 	}
 	var out []string
 	for path, layer := range prov {
+		if path == "apiVersion" || path == "kind" {
+			continue // every document says them
+		}
 		if layer == candidate.Name && placed[path] != candidate.Name {
 			out = append(out, fmt.Sprintf("%s (by %s)", path, placed[path]))
 		}

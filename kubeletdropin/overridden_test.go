@@ -1,14 +1,20 @@
 package kubeletdropin
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/status"
 )
 
 // TestOverriddenFieldsAreLogged: a field the assigned config sets that a
@@ -62,7 +68,8 @@ func TestOverriddenFieldsAreLogged(t *testing.T) {
 			t.Errorf("warning %s does not name %q", warned[0], want)
 		}
 	}
-	if strings.Contains(warned[0], "imageGCHighThresholdPercent") || strings.Contains(warned[0], "10-early.conf") {
+	if strings.Contains(warned[0], "imageGCHighThresholdPercent") || strings.Contains(warned[0], "10-early.conf") ||
+		strings.Contains(warned[0], "apiVersion") || strings.Contains(warned[0], "kind") {
 		t.Errorf("warning names a field that takes effect, or a file sorting before dynconfig's: %s", warned[0])
 	}
 
@@ -81,5 +88,56 @@ func TestOverriddenFieldsAreLogged(t *testing.T) {
 		if strings.Contains(l, "sort after dynconfig's file") {
 			t.Errorf("a warning without a later drop-in: %s", l)
 		}
+	}
+}
+
+// TestOverriddenEvents: the run role's hook records each new set of
+// overridden fields as one Warning ConfigOverridden Event on the Node, and
+// a repeat of the same set (Build runs on every sync) records nothing.
+func TestOverriddenEvents(t *testing.T) {
+	client := fake.NewClientset()
+	events, err := status.NewEventReporter(status.EventReporterOptions{Client: client, NodeName: "node-a", Component: "kubelet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := overriddenEvents(context.Background(), events)
+	hook("configmap ns/c key kubelet", []string{"maxPods (by /etc/kubernetes/kubelet.conf.d/zz.conf)"})
+	hook("configmap ns/c key kubelet", []string{"maxPods (by /etc/kubernetes/kubelet.conf.d/zz.conf)"})
+	var many []string
+	for i := 0; i < 12; i++ {
+		many = append(many, fmt.Sprintf("featureGates[G%02d] (by zz.conf)", i))
+	}
+	hook("configmap ns/c key kubelet", many)
+	list, err := client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 {
+		t.Fatalf("%d Events, want 2 (the repeat records nothing): %+v", len(list.Items), list.Items)
+	}
+	for _, ev := range list.Items {
+		if ev.Type != corev1.EventTypeWarning || ev.Reason != status.EventReasonConfigOverridden || ev.InvolvedObject.Name != "node-a" || ev.Count != 1 {
+			t.Errorf("event %s %s about %s, count %d", ev.Type, ev.Reason, ev.InvolvedObject.Name, ev.Count)
+		}
+		if strings.Contains(ev.Message, "G10") || (strings.Contains(ev.Message, "G09") && !strings.Contains(ev.Message, "and 2 more")) {
+			t.Errorf("message %q: want at most 10 fields named, then how many more", ev.Message)
+		}
+	}
+}
+
+// The layers call the hook with what they log.
+func TestOverriddenHookIsCalled(t *testing.T) {
+	n := newNode(t, "maxPods: 10\n", map[string]string{"zz.conf": "maxPods: 70\n"})
+	l, err := NewLayers(n.files, funcr.New(func(string, string) {}, funcr.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	l.(*layers).overriddenHook = func(config string, fields []string) { got = append(got, config+": "+strings.Join(fields, ", ")) }
+	if _, err := l.Build(&dynconfig.Document{Name: "cm", Data: []byte(head + "maxPods: 50\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "cm: maxPods (by " + filepath.Join(n.files.ConfigDir, "zz.conf") + ")"; len(got) != 1 || got[0] != want {
+		t.Fatalf("hook saw %q, want [%q]", got, want)
 	}
 }

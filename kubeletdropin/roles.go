@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +22,7 @@ import (
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/lkg"
 	"github.com/dynconfig/dynconfig/nodeapi"
+	"github.com/dynconfig/dynconfig/status"
 )
 
 // Common names the state both roles share; they must agree on every field.
@@ -157,6 +160,32 @@ type RunOptions struct {
 	ResyncPeriod time.Duration
 }
 
+// overriddenEvents returns the hook that records, as a Warning Event on the
+// Node (status.EventReasonConfigOverridden), which fields of the assigned
+// config a later node drop-in overrides: once for each new message (Build
+// runs again on every sync; a repeat of the last message records nothing,
+// and across restarts the reporter counts repeats in one Event).
+func overriddenEvents(ctx context.Context, events *status.EventReporter) func(config string, fields []string) {
+	var mu sync.Mutex
+	last := ""
+	return func(config string, fields []string) {
+		if len(fields) > 10 {
+			fields = append(fields[:10:10], fmt.Sprintf("and %d more", len(fields)-10))
+		}
+		msg := fmt.Sprintf("%s: fields set again by node drop-ins that sort after dynconfig's file, so the node's values run: %s",
+			config, strings.Join(fields, ", "))
+		mu.Lock()
+		defer mu.Unlock()
+		if msg == last {
+			return
+		}
+		last = msg
+		if err := events.RecordWarning(ctx, status.EventReasonConfigOverridden, msg); err != nil {
+			klog.FromContext(ctx).Error(err, "Recording an event", "reason", status.EventReasonConfigOverridden)
+		}
+	}
+}
+
 // DefaultHealthzURL is the kubelet's default healthz endpoint.
 const DefaultHealthzURL = "http://127.0.0.1:10248/healthz"
 
@@ -174,6 +203,14 @@ func Run(ctx context.Context, o RunOptions) error {
 		o.HealthzURL = DefaultHealthzURL
 	}
 	opts.Cluster = &dynconfig.Cluster{Client: o.Client, NodeName: o.NodeName}
+	events, err := status.NewEventReporter(status.EventReporterOptions{Client: o.Client, NodeName: o.NodeName, Component: opts.Component})
+	if err != nil {
+		return fmt.Errorf("kubeletdropin: %w", err)
+	}
+	opts.Events = events
+	if l, ok := opts.Layers.(*layers); ok {
+		l.overriddenHook = overriddenEvents(ctx, events)
+	}
 	opts.Registerer = o.Registerer
 	opts.ResyncPeriod = o.ResyncPeriod
 	opts.External = &dynconfig.External{

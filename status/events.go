@@ -41,6 +41,11 @@ const (
 	// another config runs, could not be used if a rollback needed it; the
 	// node would fall back to its local config. Type Warning.
 	EventReasonLastKnownGoodUnusable = "LastKnownGoodUnusable"
+	// EventReasonConfigOverridden: fields the assigned config sets are set
+	// again by a node file the component merges after it (a kubelet
+	// drop-in that sorts after dynconfig's), so the node's values run, not
+	// the assigned ones. Type Warning.
+	EventReasonConfigOverridden = "ConfigOverridden"
 )
 
 // DefaultEventComponent is the event source component when
