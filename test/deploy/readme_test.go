@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"slices"
 
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -268,17 +267,6 @@ func execOut(bin string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// freeAddr returns a free loopback address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startController runs dynconfig-rollout as the Deployment's Pod would:
 // its arguments, its ServiceAccount, POD_NAME and POD_NAMESPACE; metrics on
 // a free loopback port. It waits for /readyz.
@@ -295,7 +283,7 @@ func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir
 	}
 	kubeconfig := filepath.Join(dir, "controller.kubeconfig")
 	writeKubeconfig(t, saCfg, kubeconfig)
-	addr := freeAddr(t)
+	addr := cluster.FreeAddr(t)
 	args := []string{"--kubeconfig=" + kubeconfig}
 	for _, a := range c.Args {
 		if strings.HasPrefix(a, "--metrics-address=") {

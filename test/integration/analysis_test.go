@@ -23,6 +23,7 @@ import (
 	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
+	"github.com/dynconfig/dynconfig/test/cluster"
 	"github.com/dynconfig/dynconfig/test/promserver"
 )
 
@@ -43,7 +44,7 @@ func startHollowKubelet(ctx context.Context, t *testing.T, h *harness, name stri
 		"--dynamic-config-dir=" + r.stateDir,
 		"--root-dir=" + filepath.Join(dir, "root"),
 		"--config-dir=" + confDir,
-		fmt.Sprintf("--port=%d", freePort(t)),
+		fmt.Sprintf("--port=%d", cluster.FreePort(t)),
 	}, nil)
 	r.waitNode(ctx, t, "the hollow kubelet's Node Ready on the local config", localDefaultReport(), 110)
 	return r

@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,17 +57,6 @@ func kubernetesVersion(t *testing.T) string {
 		t.Fatal("test/go.mod requires no k8s.io/kubernetes")
 	}
 	return string(m[1])
-}
-
-// freePort returns a TCP port that nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // nodeHistory watches one Node and keeps what the test asserts about every
@@ -329,7 +317,7 @@ func TestHollowKubeletFork(t *testing.T) {
 	// Its status every 2s instead of every 5m when nothing changed, so
 	// scenario 3 sees several updates.
 	dir, kubeconfig, confDir := hollowKubeletDir(t, h)
-	port := freePort(t)
+	port := cluster.FreePort(t)
 	r := &hollowRun{h: h, nodeName: objectName(t, "hollow"), stateDir: filepath.Join(dir, "state"), seen: map[int]time.Time{}}
 	history := watchNode(ctx, t, h, r.nodeName)
 	t.Cleanup(func() { r.saveLogs(t) })

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -91,7 +90,7 @@ func TestPrometheusAlertFires(t *testing.T) {
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	write(t, kubeconfig, string(cl.KubeConfig))
-	ctlAddr, promAddr := freeAddr(t), freeAddr(t)
+	ctlAddr, promAddr := cluster.FreeAddr(t), cluster.FreeAddr(t)
 	ctl := proctest.Start(t, bin, []string{"--kubeconfig=" + kubeconfig, "--leader-elect=false",
 		"--metrics-address=" + ctlAddr, "--metrics-auth=delegated", "--status-heartbeat-interval=1s"}, nil)
 
@@ -260,14 +259,4 @@ func write(t *testing.T, path, data string) {
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

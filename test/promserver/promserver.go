@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
 // Prometheus is a running Prometheus.
@@ -76,7 +77,7 @@ func Start(ctx context.Context, t testing.TB, targets ...string) *Prometheus {
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := cluster.FreeAddr(t)
 	p := &Prometheus{URL: "http://" + addr, log: &lockedBuffer{}}
 	p.cmd = exec.Command(bin,
 		"--config.file="+cfgPath,
@@ -159,16 +160,6 @@ func (p *Prometheus) WaitSeries(ctx context.Context, t testing.TB, query string)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // lockedBuffer collects a process's output.

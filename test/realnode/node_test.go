@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,16 +71,6 @@ func requirements(t *testing.T) string {
 		t.Skipf("realnode: %s missing: run test/hack/ensure-bins.sh", kubelet)
 	}
 	return kubelet
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // buildDynconfigKubelet builds cmd/dynconfig-kubelet of the working tree
@@ -193,8 +182,8 @@ func newRealNode(t *testing.T, cl *cluster.Cluster, kubeletBin string) *realNode
 		confDir:     filepath.Join(dir, "kubelet.conf.d"),
 		baseConfig:  filepath.Join(dir, "kubelet-config.yaml"),
 		rootDir:     filepath.Join(dir, "kubelet-root"),
-		port:        freePort(t),
-		healthzPort: freePort(t),
+		port:        cluster.FreePort(t),
+		healthzPort: cluster.FreePort(t),
 	}
 	t.Cleanup(n.cleanup)
 	n.dynBin = buildDynconfigKubelet(t, dir)
@@ -496,7 +485,7 @@ func (n *realNode) unitArgs(file, directive string) []string {
 			case "--kubelet-unit":
 				continue // no systemd here: --restart-command instead
 			case "--metrics-address":
-				value = fmt.Sprintf("127.0.0.1:%d", freePort(n.t))
+				value = fmt.Sprintf("127.0.0.1:%d", cluster.FreePort(n.t))
 			case "--timeout":
 			default:
 				n.t.Fatalf("%s: flag %s unknown to this test: map it to the test node", file, name)

@@ -82,7 +82,7 @@ func (n *realNode) startFleet(ctx context.Context, hollows int) *fleet {
 		proctest.StartLoop(t, filepath.Join(binDir, "hollow-kubelet"), []string{
 			"--kubeconfig=" + filepath.Join(dir, "kubeconfig"), "--node-name=" + name,
 			"--dynamic-config-dir=" + filepath.Join(dir, "state"), "--root-dir=" + filepath.Join(dir, "root"),
-			"--config-dir=" + filepath.Join(dir, "kubelet.conf.d"), fmt.Sprintf("--port=%d", freePort(t)),
+			"--config-dir=" + filepath.Join(dir, "kubelet.conf.d"), fmt.Sprintf("--port=%d", cluster.FreePort(t)),
 		}, nil)
 		f.hollow = append(f.hollow, name)
 	}

@@ -506,7 +506,7 @@ ExecStart=%s --kubelet-healthz-url=http://127.0.0.1:%d/healthz --metrics-address
 RestartSec=1
 StandardOutput=append:DIR/follow.log
 StandardError=inherit
-`, n.unitLine("dynconfig-kubelet.service", "ExecStart="), n.healthzPort, freePort(n.t)),
+`, n.unitLine("dynconfig-kubelet.service", "ExecStart="), n.healthzPort, cluster.FreePort(n.t)),
 		"containerd.service": fmt.Sprintf(`[Unit]
 Description=containerd of the dynconfig test
 Before=kubelet.service
