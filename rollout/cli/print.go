@@ -98,17 +98,25 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Message", Type: "string"},
 }
 
+// rolloutItems returns the objects of obj, a ConfigRollout or a list of
+// them (unstructured, as the dynamic client returns them); how says how
+// they were to be printed, for the error about anything else.
+func rolloutItems(obj runtime.Object, how string) ([]unstructured.Unstructured, error) {
+	switch o := obj.(type) {
+	case *unstructured.UnstructuredList:
+		return o.Items, nil
+	case *unstructured.Unstructured:
+		return []unstructured.Unstructured{*o}, nil
+	}
+	return nil, fmt.Errorf("cannot print %T %s", obj, how)
+}
+
 // rolloutTable turns a ConfigRollout or a list of them (unstructured, as
 // the dynamic client returns them) into a table.
 func rolloutTable(obj runtime.Object, now time.Time) (*metav1.Table, error) {
-	var items []unstructured.Unstructured
-	switch o := obj.(type) {
-	case *unstructured.UnstructuredList:
-		items = o.Items
-	case *unstructured.Unstructured:
-		items = []unstructured.Unstructured{*o}
-	default:
-		return nil, fmt.Errorf("cannot print %T as a ConfigRollout table", obj)
+	items, err := rolloutItems(obj, "as a ConfigRollout table")
+	if err != nil {
+		return nil, err
 	}
 	t := &metav1.Table{ColumnDefinitions: columns}
 	for i := range items {
@@ -177,14 +185,9 @@ func customColumns(spec string, noHeaders bool) (printers.ResourcePrinter, error
 	}
 	printedHeader := false
 	return printers.ResourcePrinterFunc(func(obj runtime.Object, out io.Writer) error {
-		var items []unstructured.Unstructured
-		switch o := obj.(type) {
-		case *unstructured.UnstructuredList:
-			items = o.Items
-		case *unstructured.Unstructured:
-			items = []unstructured.Unstructured{*o}
-		default:
-			return fmt.Errorf("cannot print %T with custom-columns", obj)
+		items, err := rolloutItems(obj, "with custom-columns")
+		if err != nil {
+			return err
 		}
 		w := printers.GetNewTabWriter(out)
 		if !noHeaders && !printedHeader {
