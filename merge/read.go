@@ -57,9 +57,21 @@ func ReadFile(path string) ([]byte, error) {
 	case fi.Size() > MaxDocumentSize:
 		return nil, fail(fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), MaxDocumentSize))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxDocumentSize+1))
-	if err != nil {
-		return nil, fail(err)
+	// Sized by the stat, one byte over to see the end at once; a file that
+	// grows meanwhile is read on, up to one byte past the limit.
+	data := make([]byte, 0, fi.Size()+1)
+	for len(data) <= MaxDocumentSize {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := f.Read(data[len(data):min(cap(data), MaxDocumentSize+1)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fail(err)
+		}
 	}
 	if len(data) > MaxDocumentSize {
 		return nil, fail(fmt.Errorf("%w: grew beyond the limit of %d bytes while it was read", ErrTooLarge, MaxDocumentSize))

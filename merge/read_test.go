@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -168,6 +169,21 @@ func TestReadDropInsRefusesHostileEntries(t *testing.T) {
 		err := within(t, "ReadDropIns("+dir+")", func() error { _, err := p.ReadDropIns(dir); return err })
 		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not a directory") {
 			t.Errorf("ReadDropIns(%s) = %v; want an error: not a directory", dir, err)
+		}
+	}
+}
+
+// BenchmarkReadFile reads a 4 KiB config file, as every start reads its
+// local layers.
+func BenchmarkReadFile(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "kubelet.yaml")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("a: b\n"), 820), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if data, err := ReadFile(path); err != nil || len(data) != 4100 {
+			b.Fatal(len(data), err)
 		}
 	}
 }
