@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -148,7 +149,7 @@ func (a *analyzer) inputs(key string, ro *v1alpha1.ConfigRollout, nodes []plan.N
 			}
 			out.Failed = failed
 		}
-		for _, name := range sortedKeys(gn.checks) {
+		for _, name := range slices.Sorted(maps.Keys(gn.checks)) {
 			cs := gn.checks[name]
 			if out.Failed == "" && cs.failed != "" {
 				out.Failed = cs.failed
@@ -767,7 +768,7 @@ func labelsOf(m map[string]string) string {
 		return ""
 	}
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s=%q", k, m[k]))
 	}
 	return " at {" + strings.Join(parts, ",") + "}"
@@ -812,13 +813,4 @@ func (a *analyzer) checkWebhook(ctx context.Context, w *v1alpha1.WebhookCheck, j
 		return "", nil
 	}
 	return fmt.Sprintf("webhook %s: no-go (HTTP %d): %s", w.Name, resp.StatusCode, cut(string(answer))), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -595,6 +595,41 @@ func tail(path string, lines int) string {
 }
 
 // more is what a failed wait shows.
+// offlineRollback waits, after a reboot in the middle of a crash loop on the
+// reboot config (maxPods 30) with the API server down, until the kubelet is
+// healthy on last-known-good (maxPods 50), and checks that the pre-start
+// role alone took it there: threshold+1 starts on the bad config in all
+// (one before the reboot, threshold-1 after), then last-known-good. dropIns
+// returns dynconfig's drop-in as each kubelet start since the reboot saw it.
+func (n *realNode) offlineRollback(threshold int, dropIns func() []string) {
+	n.t.Helper()
+	n.eventually("the kubelet healthy on last-known-good, offline", func() (bool, string) {
+		st := dropIns()
+		if len(st) == 0 || !strings.Contains(st[len(st)-1], "maxPods: 50") {
+			return false, fmt.Sprintf("%d starts since the reboot", len(st))
+		}
+		return n.healthz()
+	})
+	st := dropIns()
+	if len(st) != threshold+1 {
+		n.t.Fatalf("after the reboot: %d starts, want %d (two more on the bad config, then last-known-good)\n%s", len(st), threshold+1, n.more())
+	}
+	for i, d := range st[:threshold] {
+		if !strings.Contains(d, "maxPods: 30") {
+			n.t.Fatalf("start %d after the reboot ran %q, want the bad config", i, d)
+		}
+	}
+}
+
+// dropInsOf lists what each start saw of dynconfig's drop-in.
+func dropInsOf[S any](starts []S, dropIn func(S) string) []string {
+	out := make([]string, len(starts))
+	for i, s := range starts {
+		out[i] = dropIn(s)
+	}
+	return out
+}
+
 func (n *realNode) more() string {
 	var b strings.Builder
 	if n.sup != nil {

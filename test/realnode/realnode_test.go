@@ -131,23 +131,7 @@ func TestStockKubelet(t *testing.T) {
 	t.Log("reboot: kubelet, run role and containerd killed, runtime state wiped, API server stopped")
 	n.startContainerd(false)
 	n.startSupervisor()
-	n.eventually("the kubelet healthy on last-known-good, offline", func() (bool, string) {
-		st := n.sup.startsSoFar()
-		if len(st) == 0 || !strings.Contains(st[len(st)-1].dropIn, "maxPods: 50") {
-			return false, fmt.Sprintf("%d starts since the reboot", len(st))
-		}
-		return n.healthz()
-	})
-	st := n.sup.startsSoFar()
-	// threshold+1 starts on it in all: one before the reboot, two after.
-	if len(st) != threshold+1 {
-		t.Fatalf("after the reboot: %d starts, want %d (two more on the bad config, then last-known-good)\n%s", len(st), threshold+1, n.more())
-	}
-	for i, s := range st[:threshold] {
-		if !strings.Contains(s.dropIn, "maxPods: 30") {
-			t.Fatalf("start %d after the reboot ran %q, want the bad config", i, s.dropIn)
-		}
-	}
+	n.offlineRollback(threshold, func() []string { return dropInsOf(n.sup.startsSoFar(), func(s start) string { return s.dropIn }) })
 	if err := cl.RestartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
