@@ -843,7 +843,8 @@ func goesFirst(o Other, r *v1alpha1.ConfigRollout) bool {
 }
 
 // configMapChanged halts the rollout when its ConfigMap is gone, replaced
-// or edited since it started.
+// or had its data edited since it started (SameConfig: a new
+// resourceVersion of an immutable ConfigMap is the same config).
 func (p *planner) configMapChanged() bool {
 	cm, pinned := p.in.ConfigMap, p.st.ConfigMap
 	name := p.r.Namespace + "/" + p.r.Spec.ConfigMapName
@@ -853,7 +854,11 @@ func (p *planner) configMapChanged() bool {
 		why = fmt.Sprintf("ConfigMap %s (UID %s) was deleted while the rollout was active", name, pinned.UID)
 	case cm.UID != pinned.UID:
 		why = fmt.Sprintf("ConfigMap %s was replaced while the rollout was active (UID %s, now %s)", name, pinned.UID, cm.UID)
-	case cm.ResourceVersion != pinned.ResourceVersion:
+	case cm.ResourceVersion != pinned.ResourceVersion && !cm.Immutable:
+		// An immutable ConfigMap's new resourceVersion is an edit of its
+		// metadata (a label, an annotation): its config cannot change,
+		// the nodes do not take it for a new config (they keep running
+		// the checkpoint they have), so the rollout goes on with it.
 		why = fmt.Sprintf("ConfigMap %s was edited while the rollout was active (resourceVersion %s, now %s); roll out a new ConfigMap instead of editing one",
 			name, pinned.ResourceVersion, cm.ResourceVersion)
 	default:
