@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -227,6 +226,7 @@ type planner struct {
 	badClaim map[string]string // nodes whose claim annotation does not decode: why
 	ours     *corev1.NodeConfigSource
 	oursJSON string
+	oursErr  error // why ours does not encode (an edited spec)
 	deadline time.Duration
 	conflict string // why the rollout is refused, "" when it is not
 	blocked  []string
@@ -381,8 +381,9 @@ func (p *planner) migrate() {
 
 func (p *planner) setOurs(uid types.UID) {
 	p.ours = Assignment(p.r, uid)
-	b, _ := json.Marshal(p.ours) // a NodeConfigSource always encodes
-	p.oursJSON = string(b)
+	// Valid once started (the ConfigMap exists and holds the key), unless
+	// the spec was edited since: decide halts on oursErr.
+	p.oursJSON, p.oursErr = nodeapi.EncodeAssignment(p.ours)
 }
 
 func (p *planner) event(warning bool, reason, format string, args ...any) {
@@ -615,6 +616,10 @@ func (p *planner) decide() {
 		return
 	}
 	if p.configMapChanged() {
+		return
+	}
+	if p.oursErr != nil {
+		p.halt("InvalidSpec", fmt.Sprintf("the assignment would be invalid: %v", p.oursErr))
 		return
 	}
 	if p.tooManyFailures() {
@@ -1146,8 +1151,11 @@ func (p *planner) reverts() {
 		case p.ours != nil && p.carries(v.n, p.ours):
 			pt.ClaimOnly = false
 			if prev := v.claim.Previous; prev != nil {
-				b, _ := json.Marshal(prev)
-				s := string(b)
+				s, err := nodeapi.EncodeAssignment(prev) // valid: the claim decoded
+				if err != nil {
+					p.event(true, "NodeFailed", "node %s cannot be reverted: %v", name, err)
+					continue
+				}
 				pt.Value = &s
 			}
 		case p.carries(v.n, v.claim.Previous):
