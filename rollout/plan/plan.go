@@ -138,7 +138,8 @@ type Patch struct {
 	// Claim is the claim annotation's new value; nil removes it.
 	Claim *string
 	// Revert is true when the patch lets the node go (puts a previous
-	// source back, or only removes the claim).
+	// source back, or only removes the claim); Claim is then nil, or the
+	// claim this rollout replaced (Claim.PreviousClaim), put back.
 	Revert bool
 }
 
@@ -1057,7 +1058,8 @@ func (p *planner) assign(target, selected int) {
 			}
 		}
 		prev, ok := parseAssignmentMemo(p.in.Memo, n.Assignment)
-		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep}
+		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep,
+			PreviousClaim: p.restorable(p.foreign[name])}
 		v := &view{n: n, claim: c, state: v1alpha1.NodeTrial, fresh: true}
 		room--
 		pt := Patch{Node: name, ResourceVersion: n.ResourceVersion}
@@ -1164,6 +1166,13 @@ func (p *planner) reverts() {
 				p.event(true, "NodeSuperseded", "node %s is not reverted: its assignment was changed by someone else (now %s)", name, describeAnnotation(v.n.Assignment))
 			}
 		}
+		if pc := p.restorable(v.claim.PreviousClaim); pc != nil && p.revertMode() {
+			// The claim this rollout replaced goes back with the
+			// assignment, so that its rollout still holds the node.
+			if enc, err := nodeapi.EncodeClaim(pc); err == nil {
+				pt.Claim = &enc
+			}
+		}
 		// Remove any old record-turned-claim patch asked in this plan.
 		p.res.Patches = slices.DeleteFunc(p.res.Patches, func(o Patch) bool { return o.Node == name && !o.Revert })
 		p.res.Patches = append(p.res.Patches, pt)
@@ -1172,6 +1181,21 @@ func (p *planner) reverts() {
 	if patched > 0 {
 		p.requeue(30 * time.Second)
 	}
+}
+
+// restorable returns the first claim of c's chain (c, its PreviousClaim,
+// ...) whose rollout still exists: what a revert puts back on the node
+// with its previous assignment. nil: none (a claim of a deleted rollout
+// would never be taken off).
+func (p *planner) restorable(c *nodeapi.Claim) *nodeapi.Claim {
+	for ; c != nil; c = c.PreviousClaim {
+		for _, o := range p.in.Others {
+			if o.UID == c.UID && c.UID != p.r.UID {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // count fills the counts and the failures. Once the rollout ended, the
