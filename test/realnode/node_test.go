@@ -70,6 +70,7 @@ func requirements(t *testing.T) string {
 	if _, err := os.Stat(kubelet); err != nil {
 		t.Skipf("realnode: %s missing: run test/hack/ensure-bins.sh", kubelet)
 	}
+	lockHost(t)
 	return kubelet
 }
 
