@@ -1,19 +1,22 @@
 package dynconfig
 
-// The power-loss oracle (issue 21). SIGKILL keeps the page cache; a power
-// cut does not. A child process runs the state dir's write paths (adoption,
-// first run, promotion, mark-bad, forget-bad, quarantine, GC, reset) under
-// strace, which records every openat, write, fsync, rename, unlink and mkdir
-// it makes. The parent replays that record into a model of a file system
-// that keeps, for each file and directory, what it holds now and what an
-// fsync made durable, and materialises the states a power cut after each
-// system call could leave: everything unsynced lost; directory entries kept
-// but unsynced data lost, or torn; the entries of one directory kept and
-// the others lost; and nothing lost (a SIGKILL). Bootstrap runs on each:
-// it must succeed and run the last-known-good config that was durable when
-// the operation in progress began, or the one it was making durable; never
-// the local config in place of a remote last-known-good, never one that
-// does not verify. The idea is bbolt's dm-flakey and etcd's LazyFS tests,
+// The power-loss oracle (issues 21 and 30). SIGKILL keeps the page cache;
+// a power cut does not. A child process runs every write path of the state
+// dir (powerLossSteps) under strace, which records every openat, write,
+// fsync, rename, unlink and mkdir it makes. The parent replays that record
+// into a model of a file system that keeps, for each file and directory,
+// what it holds now and what an fsync made durable, and builds the states a
+// power cut after each system call could leave: everything unsynced lost;
+// directory entries kept but unsynced data lost, or torn; the entries of
+// one directory kept and the others lost; and nothing lost (a SIGKILL).
+// Each must keep every durable file and directory as it was or as the step
+// in progress made it (a write that returned is never lost, torn or
+// reverted), and Bootstrap on it must succeed and run the last-known-good
+// config that was durable when the step in progress began, or the one it
+// was making durable; never the local config in place of a remote
+// last-known-good, never one that does not verify.
+// test/hack/model-mutations.sh removes each fsync in turn and shows this
+// test catch it. The idea is bbolt's dm-flakey and etcd's LazyFS tests,
 // without root or device-mapper. Needs strace; skipped without it.
 
 import (

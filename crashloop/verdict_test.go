@@ -204,6 +204,12 @@ func TestClockStepBackDoesNotHideCrashes(t *testing.T) {
 			in:   Input{Startups: stamps(-s, h-s, s, 2*s, 3*s), Since: at(h), Now: at(3 * s), Trial: trial, Threshold: 2},
 		},
 		{
+			// make mutate: "the adopting start is not pinned" survived
+			// every other case.
+			name: "pinned: adopted at t0+1h, step back to t0, the clock has passed t0+1h again: the restarts stamped before it still count",
+			in:   Input{Startups: stamps(-s, h, s, 2*s, 3*s), Since: at(h), Now: at(h + time.Minute), Trial: 2 * h, Threshold: 2},
+		},
+		{
 			name: "a step back by a day: stamps before it are in the future of now, still in the window",
 			in:   Input{Startups: stamps(0, s, 2*s, 3*s), Since: t0, Now: at(-24*h + s), Trial: trial, Threshold: 2},
 		},

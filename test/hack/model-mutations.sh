@@ -45,7 +45,7 @@ judge() {
 		if [[ $test == TestLifecycleModel ]]; then
 			echo "$name: CAUGHT by $(grep -c -- "$failmark" <<<"$out") of the default sequences; first: $(grep -m1 -o -- "$msg" <<<"$out" | cut -c1-300)"
 		else
-			echo "$name: CAUGHT: $(grep -m1 -o -- "$msg" <<<"$out" | cut -c1-400)"
+			echo "$name: CAUGHT: $( (grep -m1 -o -- "LOST: .*" <<<"$out" || grep -m1 -o -- "$msg" <<<"$out") | cut -c1-400)"
 		fi
 	else
 		survived=$((survived + 1))

@@ -66,7 +66,7 @@ mutant "lkg: the confirmation deadline expires one tick late" lkg/confirm.go 's/
 mutant "lkg: the confirmation deadline ignores the process's uptime" lkg/confirm.go 's/elapsed = max\(elapsed, in\.Now\.Sub\(in\.Running\.Since\)\)/_ = in.Running.Since/'
 # crashloop: the verdict.
 mutant "crashloop: the threshold trips one restart early" crashloop/verdict.go 's/return n > threshold/return n >= threshold/'
-mutant "crashloop: no trial window" crashloop/verdict.go 's/if s\.After\(windowStart\) \{/if true {/'
+mutant "crashloop: no trial window" crashloop/verdict.go 's/if s\.After\(windowStart\) \{/if _ = windowStart; true {/'
 mutant "crashloop: the adopting start is not pinned" crashloop/verdict.go 's/if startups\[i\]\.Equal\(since\) \{/if false {/'
 mutant "crashloop: startups stamped later than now count" crashloop/verdict.go 's/if presentRun \&\& s\.After\(in\.Now\) \{/if false \&\& presentRun {/'
 # nodeapi: the decoders of what nodes and rollouts write.
