@@ -42,6 +42,16 @@ bench:
 fuzz-smoke:
 	GO=$(GO) test/hack/fuzz-smoke.sh
 
+## mutate: mutants of the decision code (lkg, crashloop, the nodeapi decoders,
+## rollout/plan's gates, known-bad memory and windows, forget-bad), each built
+## through -overlay (the worktree is never written) and judged by its package's
+## `go test -short`; reports the tests that kill each and the kill rate (not
+## part of `test`). test/hack/model-mutations.sh does the same for the models
+## (every fsync of the state dir against TestPowerLossOracle; the lifecycle model).
+.PHONY: mutate
+mutate:
+	GO=$(GO) test/hack/mutate.sh
+
 ## images: one OCI image (an OCI layout in a tar) per binary that runs in a
 ## cluster, FROM scratch, static (CGO_ENABLED=0), non-root (65532), built
 ## without a container engine by test/cmd/mkimage: $(IMAGES_DIR)/NAME.oci.tar,

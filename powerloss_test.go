@@ -1,25 +1,29 @@
 package dynconfig
 
-// The power-loss oracle (issue 21). SIGKILL keeps the page cache; a power
-// cut does not. A child process runs the state dir's write paths (adoption,
-// first run, promotion, mark-bad, forget-bad, quarantine, GC, reset) under
-// strace, which records every openat, write, fsync, rename, unlink and mkdir
-// it makes. The parent replays that record into a model of a file system
-// that keeps, for each file and directory, what it holds now and what an
-// fsync made durable, and materialises the states a power cut after each
-// system call could leave: everything unsynced lost; directory entries kept
-// but unsynced data lost, or torn; the entries of one directory kept and
-// the others lost; and nothing lost (a SIGKILL). Bootstrap runs on each:
-// it must succeed and run the last-known-good config that was durable when
-// the operation in progress began, or the one it was making durable; never
-// the local config in place of a remote last-known-good, never one that
-// does not verify. The idea is bbolt's dm-flakey and etcd's LazyFS tests,
+// The power-loss oracle (issues 21 and 30). SIGKILL keeps the page cache;
+// a power cut does not. A child process runs every write path of the state
+// dir (powerLossSteps) under strace, which records every openat, write,
+// fsync, rename, unlink and mkdir it makes. The parent replays that record
+// into a model of a file system that keeps, for each file and directory,
+// what it holds now and what an fsync made durable, and builds the states a
+// power cut after each system call could leave: everything unsynced lost;
+// directory entries kept but unsynced data lost, or torn; the entries of
+// one directory kept and the others lost; and nothing lost (a SIGKILL).
+// Each must keep every durable file and directory as it was or as the step
+// in progress made it (a write that returned is never lost, torn or
+// reverted), and Bootstrap on it must succeed and run the last-known-good
+// config that was durable when the step in progress began, or the one it
+// was making durable; never the local config in place of a remote
+// last-known-good, never one that does not verify.
+// test/hack/model-mutations.sh removes each fsync in turn and shows this
+// test catch it. The idea is bbolt's dm-flakey and etcd's LazyFS tests,
 // without root or device-mapper. Needs strace; skipped without it.
 
 import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,109 +33,238 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
 )
 
 const envPowerLossWorkload = "DYNCONFIG_POWERLOSS_WORKLOAD"
 
-// powerLossOps are the operations of the workload, each with the value of
-// the last-known-good config once it returned (0: local).
-var powerLossOps = []struct {
-	name string
-	lkg  int
-}{
-	{"create the state dir", 0},
-	{"adopt a", 0},
-	{"first run of a", 0},
-	{"promote a", 1},
-	{"gc", 1},
-	{"adopt b", 1},
-	{"mark b bad", 1},
-	{"forget b's mark", 1},
-	{"quarantine a damaged checkpoint of b", 1},
-	{"adopt and promote c, gc", 3},
-	{"reset to local, gc", 0},
+// powerLossEnv is what the steps of the workload share.
+type powerLossEnv struct {
+	dir      string
+	s        *checkpoint.Store
+	firstRun checkpoint.Pointer
 }
 
-func powerLossConfigMap(name string, uid types.UID, value int) *corev1.ConfigMap {
+// powerLossStep is one call of the workload: a write of the Store, or
+// (external) a change made behind its back (bit rot, files of an older
+// version), made durable by the workload itself. lkg is the value of the
+// last-known-good config once the step returned (0: local).
+type powerLossStep struct {
+	name     string
+	lkg      int
+	external bool
+	run      func(e *powerLossEnv) error
+}
+
+// powerLossEvidence names the steps that write a damaged or foreign file,
+// with its content: from the next step on, every crash state must hold it
+// in some file (in its place, or moved aside), since the quarantine keeps
+// what it moves.
+var powerLossEvidence = map[string]string{
+	"a file in the quarantine directory's place": "not a directory",
+	"bit rot in b's checkpoint":                  "rot",
+}
+
+func powerLossConfigMap(name string, uid types.UID, rv string, value int) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, UID: uid, ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, UID: uid, ResourceVersion: rv},
 		Data:       map[string]string{"config": fmt.Sprintf("{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: %d}", value)},
 	}
 }
 
 func powerLossSource(cm *corev1.ConfigMap) *corev1.NodeConfigSource {
+	if cm == nil {
+		return nil
+	}
 	return &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 		Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: "config"}}
 }
 
+var (
+	plA  = powerLossConfigMap("a", "uid-a", "1", 1)
+	plB  = powerLossConfigMap("b", "uid-b", "1", 2)
+	plC  = powerLossConfigMap("c", "uid-c", "1", 3)
+	plD1 = powerLossConfigMap("d", "uid_d", "1", 4) // "_" in the UID: the nested layout
+	plD2 = powerLossConfigMap("d", "uid_d", "2", 4)
+	plD3 = powerLossConfigMap("d", "uid_d", "3", 4)
+	plE  = powerLossConfigMap("e", "uid-e", "1", 5)
+	plG  = powerLossConfigMap("g", "uid_g", "1", 6)
+)
+
+func plSave(cm *corev1.ConfigMap) func(*powerLossEnv) error {
+	return func(e *powerLossEnv) error { _, err := e.s.Save(cm); return err }
+}
+func plSetCurrent(cm *corev1.ConfigMap) func(*powerLossEnv) error {
+	return func(e *powerLossEnv) error { return e.s.SetCurrent(powerLossSource(cm)) }
+}
+func plSetLastKnownGood(cm *corev1.ConfigMap) func(*powerLossEnv) error {
+	return func(e *powerLossEnv) error { return e.s.SetLastKnownGood(powerLossSource(cm)) }
+}
+func plGC(e *powerLossEnv) error { _, err := e.s.GC(); return err }
+func plRecordStartup(e *powerLossEnv) error {
+	_, err := e.s.RecordStartup()
+	return err
+}
+func plRecordFirstRun(e *powerLossEnv) error {
+	p, err := e.s.RecordFirstRun()
+	e.firstRun = p
+	return err
+}
+func plOpen(version string) func(*powerLossEnv) error {
+	return func(e *powerLossEnv) error {
+		if e.s != nil {
+			if err := e.s.Close(); err != nil {
+				return err
+			}
+		}
+		s, err := checkpoint.Open(checkpoint.Options{Dir: e.dir, ComponentVersion: version})
+		e.s = s
+		return err
+	}
+}
+
+// plWriteDurably writes path behind the Store's back (O_TRUNC when it
+// exists) and fsyncs it and its directory.
+func plWriteDurably(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return plSyncDir(filepath.Dir(path))
+}
+
+func plSyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// powerLossSteps is the workload: every write path of the state dir (every
+// file and directory checkpoint/ writes durably, and every fsync it makes),
+// in order. Among them: Open creating the layout, both pointers and the
+// envelopes-only marker; Save (flat, and nested for a UID holding "_",
+// which creates the UID directory); SetCurrent, SetLastKnownGood;
+// RecordStartup (startups.json); RecordFirstRun (the current pointer);
+// ConfirmCurrent (meta/confirmed); MarkBad and ForgetBad (bad-configs.json,
+// and the current pointer's first run); the quarantine of a damaged
+// checkpoint, with a file in the quarantine directory's place first; GC of
+// flat and nested checkpoints, a UID directory left non-empty and one
+// removed; Remove of a flat and a nested checkpoint; and an Open that
+// migrates an older version's plain tracking files.
+var powerLossSteps = []powerLossStep{
+	{"create the state dir", 0, false, plOpen("v1.0.0")},
+	{"save a", 0, false, plSave(plA)},
+	{"set current to a", 0, false, plSetCurrent(plA)},
+	{"record a startup", 0, false, plRecordStartup},
+	{"record a's first run", 0, false, plRecordFirstRun},
+	{"confirm a's run", 0, false, func(e *powerLossEnv) error {
+		_, err := e.s.ConfirmCurrent(e.firstRun, e.firstRun.FirstRun.Add(time.Second))
+		return err
+	}},
+	{"promote a", 1, false, plSetLastKnownGood(plA)},
+	{"gc", 1, false, plGC},
+	{"save b", 1, false, plSave(plB)},
+	{"set current to b", 1, false, plSetCurrent(plB)},
+	{"record a startup of b", 1, false, plRecordStartup},
+	{"record b's first run", 1, false, plRecordFirstRun},
+	{"mark b bad", 1, false, func(e *powerLossEnv) error {
+		return e.s.MarkBad(powerLossSource(plB), checkpoint.BadMark{Reason: "failed to validate current (UID: uid-b)", Problem: "ValidateFailed"})
+	}},
+	{"forget b's mark (and b's first run)", 1, false, func(e *powerLossEnv) error {
+		forgotten, err := e.s.ForgetBad("uid-b")
+		if err == nil && len(forgotten) != 1 {
+			err = fmt.Errorf("forgot %q; want b's mark", forgotten)
+		}
+		return err
+	}},
+	{"a file in the quarantine directory's place", 1, true, func(e *powerLossEnv) error {
+		return plWriteDurably(filepath.Join(e.dir, checkpoint.QuarantineDir), []byte("not a directory"))
+	}},
+	{"reopen: the file goes into a new quarantine directory", 1, false, plOpen("v1.0.0")},
+	{"bit rot in b's checkpoint", 1, true, func(e *powerLossEnv) error {
+		return plWriteDurably(filepath.Join(e.dir, "checkpoints", "uid-b_1"), []byte("rot"))
+	}},
+	{"load b: quarantined", 1, false, func(e *powerLossEnv) error {
+		if _, err := e.s.Load(checkpoint.KeyOf(plB)); !errors.Is(err, checkpoint.ErrCorrupt) {
+			return fmt.Errorf("loading a damaged checkpoint: %v; want it corrupt", err)
+		}
+		return nil
+	}},
+	{"save c", 1, false, plSave(plC)},
+	{"set current to c", 1, false, plSetCurrent(plC)},
+	{"promote c", 3, false, plSetLastKnownGood(plC)},
+	{"gc: a and b go", 3, false, plGC},
+	{"save d/1 (nested)", 3, false, plSave(plD1)},
+	{"save d/2 (nested)", 3, false, plSave(plD2)},
+	{"save d/3 (nested)", 3, false, plSave(plD3)},
+	{"set current to d/2", 3, false, plSetCurrent(plD2)},
+	{"remove d/3, d's directory stays", 3, false, func(e *powerLossEnv) error { return e.s.Remove(checkpoint.KeyOf(plD3)) }},
+	{"gc: d/1 goes, d's directory stays", 3, false, plGC},
+	{"save e", 3, false, plSave(plE)},
+	{"remove e", 3, false, func(e *powerLossEnv) error { return e.s.Remove(checkpoint.KeyOf(plE)) }},
+	{"save g (nested)", 3, false, plSave(plG)},
+	{"remove g and its directory", 3, false, func(e *powerLossEnv) error { return e.s.Remove(checkpoint.KeyOf(plG)) }},
+	{"set current to c", 3, false, plSetCurrent(plC)},
+	{"gc: d/2 and d's directory go", 3, false, plGC},
+	{"reset current to local", 3, false, plSetCurrent(nil)},
+	{"reset last-known-good to local", 0, false, plSetLastKnownGood(nil)},
+	{"gc: c goes", 0, false, plGC},
+	{"an older version's plain tracking files", 0, true, func(e *powerLossEnv) error {
+		tdir := filepath.Join(e.dir, "tracking", "v0.9.0")
+		if err := os.Mkdir(tdir, 0o700); err != nil {
+			return err
+		}
+		if err := plSyncDir(filepath.Dir(tdir)); err != nil {
+			return err
+		}
+		if err := plWriteDurably(filepath.Join(tdir, checkpoint.StartupsFile), []byte(`["2026-01-01T00:00:00Z"]`)); err != nil {
+			return err
+		}
+		return plWriteDurably(filepath.Join(tdir, checkpoint.BadConfigsFile), []byte(`{}`))
+	}},
+	{"open as v0.9.0: migrate its tracking files", 0, false, plOpen("v0.9.0")},
+}
+
 // TestPowerLossWorkload is the child: it runs only under strace, started
-// by TestPowerLossOracle.
+// by TestPowerLossOracle, and writes "STEP-DONE i" once step i returned.
 func TestPowerLossWorkload(t *testing.T) {
 	dir := os.Getenv(envPowerLossWorkload)
 	if dir == "" {
 		t.Skip("the child of TestPowerLossOracle")
 	}
-	done := func(i int) { fmt.Fprintf(os.Stdout, "OP-DONE %d\n", i) }
-	must := func(err error) {
-		if err != nil {
-			t.Fatal(err)
+	e := &powerLossEnv{dir: dir}
+	defer func() {
+		if e.s != nil {
+			e.s.Close()
 		}
+	}()
+	for i, step := range powerLossSteps {
+		if err := step.run(e); err != nil {
+			t.Fatalf("step %d (%s): %v", i, step.name, err)
+		}
+		fmt.Fprintf(os.Stdout, "STEP-DONE %d\n", i)
 	}
-	s, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1.0.0"})
-	must(err)
-	defer s.Close()
-	done(0)
-	a, b, c := powerLossConfigMap("a", "uid-a", 1), powerLossConfigMap("b", "uid-b", 2), powerLossConfigMap("c", "uid-c", 3)
-	_, err = s.Save(a)
-	must(err)
-	must(s.SetCurrent(powerLossSource(a)))
-	done(1)
-	_, err = s.RecordStartup()
-	must(err)
-	_, err = s.RecordFirstRun()
-	must(err)
-	done(2)
-	must(s.SetLastKnownGood(powerLossSource(a)))
-	done(3)
-	_, err = s.GC()
-	must(err)
-	done(4)
-	_, err = s.Save(b)
-	must(err)
-	must(s.SetCurrent(powerLossSource(b)))
-	done(5)
-	_, err = s.RecordStartup()
-	must(err)
-	must(s.MarkBad(powerLossSource(b), checkpoint.BadMark{Reason: "failed to validate current (UID: uid-b)", Problem: "ValidateFailed"}))
-	done(6)
-	_, err = s.ForgetBad("uid-b")
-	must(err)
-	done(7)
-	// Bit rot (not synced, as rot is not), found by a read: moved aside.
-	path := filepath.Join(dir, "checkpoints", "uid-b_1")
-	must(os.WriteFile(path, []byte("rot"), 0o600))
-	if _, err := s.Load(checkpoint.KeyOf(b)); err == nil {
-		t.Fatal("a damaged checkpoint loaded")
-	}
-	done(8)
-	_, err = s.Save(c)
-	must(err)
-	must(s.SetCurrent(powerLossSource(c)))
-	must(s.SetLastKnownGood(powerLossSource(c)))
-	_, err = s.GC()
-	must(err)
-	done(9)
-	must(s.SetCurrent(nil))
-	must(s.SetLastKnownGood(nil))
-	_, err = s.GC()
-	must(err)
-	done(10)
 }
 
 // fsNode is a file or directory of the model: what it holds now, and what
@@ -195,8 +328,15 @@ func (m *fsModel) parent(path string) (*fsNode, string) {
 }
 
 var (
-	straceLine = regexp.MustCompile(`^\d+\s+(\w+)\((.*)\) = (-?\d+)`)
-	straceArg  = regexp.MustCompile(`(AT_FDCWD|\d+)<([^>]*)>|"((?:\\x[0-9a-f]{2})*)"|([A-Z_|0-9]+)`)
+	// straceLinePID is the PID prefix of a line of strace -f: "1234 " as
+	// -o writes it, "[pid 1234] " as stderr does.
+	straceLinePID = regexp.MustCompile(`^(?:\[pid\s+(\d+)\]|(\d+))\s+(.*)$`)
+	// straceCallLine is one whole call: its name, its arguments, and its
+	// result after padding (strace aligns results at column 40, and a
+	// resumed call keeps the padding: "<... fsync resumed>)   = 0").
+	straceCallLine = regexp.MustCompile(`^(\w+)\((.*)\)\s*=\s*(-?\d+|\?)`)
+	straceResumed  = regexp.MustCompile(`^<\.\.\. (\w+) resumed>(.*)$`)
+	straceArg      = regexp.MustCompile(`(AT_FDCWD|\d+)<([^>]*)>|"((?:\\x[0-9a-f]{2})*)"|([A-Z_|0-9]+)`)
 )
 
 func unhex(s string) []byte {
@@ -224,55 +364,74 @@ type straceArgv struct {
 	kind byte   // 'f' fd, 's' string, 'w' word
 }
 
-func parseStrace(t *testing.T, log []byte) []straceCall {
+// parseStrace returns the successful calls of a strace -f -y -xx record,
+// in the order they returned. A call the scheduler split is two lines of
+// one PID, "fsync(3</p> <unfinished ...>" and, later, perhaps after other
+// PIDs' lines, "<... fsync resumed>) = 0": they are joined, so no call is
+// lost. Signals and exits are skipped; a line of any other form, a resumed
+// call that was never begun, or a call begun and never resumed is an
+// error, so that the record replayed is exact or the test fails.
+func parseStrace(log []byte) ([]straceCall, error) {
 	var calls []straceCall
-	pending := map[string]string{} // pid: the start of an unfinished call
+	pending := map[string]string{} // PID: the start of its unfinished call
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		pid, _, _ := strings.Cut(line, " ")
-		if i := strings.Index(line, " <unfinished ...>"); i >= 0 {
-			pending[pid] = line[:i]
-			continue
-		}
-		if i := strings.Index(line, "<... "); i >= 0 {
-			j := strings.Index(line[i:], " resumed>")
-			if j < 0 {
-				continue
-			}
-			line = pending[pid] + line[i+j+len(" resumed>"):]
-			delete(pending, pid)
-		}
-		m := straceLine.FindStringSubmatch(line)
+	for n := 1; sc.Scan(); n++ {
+		m := straceLinePID.FindStringSubmatch(sc.Text())
 		if m == nil {
+			return nil, fmt.Errorf("strace line %d has no PID: %.200q", n, sc.Text())
+		}
+		pid, body := m[1]+m[2], m[3]
+		if strings.HasPrefix(body, "--- ") || strings.HasPrefix(body, "+++ ") {
+			continue // a signal, an exit
+		}
+		if start, ok := strings.CutSuffix(body, " <unfinished ...>"); ok {
+			if prev, ok := pending[pid]; ok {
+				return nil, fmt.Errorf("strace line %d: PID %s begins a call while %.80q is unfinished", n, pid, prev)
+			}
+			pending[pid] = start
 			continue
 		}
-		ret, _ := strconv.Atoi(m[3])
-		if ret < 0 {
-			continue // failed: changed nothing
+		if r := straceResumed.FindStringSubmatch(body); r != nil {
+			start, ok := pending[pid]
+			if !ok || !strings.HasPrefix(start, r[1]+"(") {
+				return nil, fmt.Errorf("strace line %d: PID %s resumes %s, which it did not begin (pending: %.80q)", n, pid, r[1], start)
+			}
+			delete(pending, pid)
+			body = start + r[2]
 		}
-		c := straceCall{name: m[1], ret: ret}
-		for _, a := range straceArg.FindAllStringSubmatch(m[2], -1) {
+		c := straceCallLine.FindStringSubmatch(body)
+		if c == nil {
+			return nil, fmt.Errorf("strace line %d is no call: %.200q", n, body)
+		}
+		if c[3] == "?" || strings.HasPrefix(c[3], "-") {
+			continue // failed or interrupted (and restarted): changed nothing
+		}
+		ret, _ := strconv.Atoi(c[3])
+		call := straceCall{name: c[1], ret: ret}
+		for _, a := range straceArg.FindAllStringSubmatch(c[2], -1) {
 			switch {
 			case a[1] != "":
 				fd := -1
 				if a[1] != "AT_FDCWD" {
 					fd, _ = strconv.Atoi(a[1])
 				}
-				c.args = append(c.args, straceArgv{kind: 'f', fd: fd, path: string(unhex(a[2]))})
+				call.args = append(call.args, straceArgv{kind: 'f', fd: fd, path: string(unhex(a[2]))})
 			case a[0] != "" && a[0][0] == '"':
-				c.args = append(c.args, straceArgv{kind: 's', str: unhex(a[3])})
+				call.args = append(call.args, straceArgv{kind: 's', str: unhex(a[3])})
 			default:
-				c.args = append(c.args, straceArgv{kind: 'w', word: a[4]})
+				call.args = append(call.args, straceArgv{kind: 'w', word: a[4]})
 			}
 		}
-		calls = append(calls, c)
+		calls = append(calls, call)
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return calls
+	for pid, start := range pending {
+		return nil, fmt.Errorf("strace: PID %s began %.80q and never returned", pid, start)
+	}
+	return calls, nil
 }
 
 func resolve(base straceArgv, name []byte) string {
@@ -283,7 +442,7 @@ func resolve(base straceArgv, name []byte) string {
 }
 
 // apply replays one call; it returns whether it changed the model, and
-// the op number when it is a workload's OP-DONE marker.
+// the step number when it is a workload's STEP-DONE marker.
 func (m *fsModel) apply(c straceCall) (changed bool, marker int) {
 	marker = -1
 	switch c.name {
@@ -309,8 +468,8 @@ func (m *fsModel) apply(c straceCall) (changed bool, marker int) {
 	case "close":
 		delete(m.fds, c.args[0].fd)
 	case "write":
-		if c.args[0].fd == 1 && bytes.HasPrefix(c.args[1].str, []byte("OP-DONE ")) {
-			marker, _ = strconv.Atoi(strings.TrimSpace(string(c.args[1].str[len("OP-DONE "):])))
+		if c.args[0].fd == 1 && bytes.HasPrefix(c.args[1].str, []byte("STEP-DONE ")) {
+			marker, _ = strconv.Atoi(strings.TrimSpace(string(c.args[1].str[len("STEP-DONE "):])))
 			return false, marker
 		}
 		if f := m.fds[c.args[0].fd]; f != nil && !f.node.dir {
@@ -443,42 +602,148 @@ func sameEntries(a, b map[string]*fsNode) bool {
 	return len(a) == len(b)
 }
 
-// materialise writes the view of the state dir (name under root) to dir
-// and returns a digest of what it wrote.
-func materialise(t *testing.T, root *fsNode, name string, v crashView, dir string) string {
-	h := sha256.New()
-	var write func(n *fsNode, path, rel string)
-	write = func(n *fsNode, path, rel string) {
-		if n.dir {
-			if err := os.Mkdir(path, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			entries := v.entries(n)
-			names := make([]string, 0, len(entries))
-			for k := range entries {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			for _, k := range names {
-				fmt.Fprintf(h, "%s/%s\n", rel, k)
-				write(entries[k], filepath.Join(path, k), rel+"/"+k)
-			}
+// files returns what the view v of the state dir (name under root) holds:
+// for each path below it, "dir" or "file " and the data. The lock file and
+// temporary files are left out: no write promises anything of them.
+func files(root *fsNode, name string, v crashView) map[string]string {
+	out := map[string]string{}
+	var walk func(n *fsNode, rel string)
+	walk = func(n *fsNode, rel string) {
+		if !n.dir {
+			out[rel] = "file " + string(v.data(n))
 			return
 		}
-		data := v.data(n)
-		fmt.Fprintf(h, "%q\n", data)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
+		out[rel] = "dir"
+		for k, e := range v.entries(n) {
+			if strings.HasPrefix(k, atomicfile.TempPrefix) || (rel == "." && k == "lock") {
+				continue
+			}
+			walk(e, filepath.Join(rel, k))
 		}
 	}
-	state := v.entries(root)[name]
-	if state == nil {
-		return "no state dir"
+	if state := v.entries(root)[name]; state != nil {
+		walk(state, ".")
 	}
-	write(state, dir, "")
+	return out
+}
+
+// digest names the content of a files map.
+func digest(fs map[string]string) string {
+	names := make([]string, 0, len(fs))
+	for k := range fs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, k := range names {
+		fmt.Fprintf(h, "%q %q\n", k, fs[k])
+	}
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
+// materialise writes the files of a view to dir.
+func materialise(t *testing.T, fs map[string]string, dir string) {
+	names := make([]string, 0, len(fs))
+	for k := range fs {
+		names = append(names, k)
+	}
+	sort.Strings(names) // parents first
+	for _, k := range names {
+		path := filepath.Join(dir, k)
+		var err error
+		if fs[k] == "dir" {
+			err = os.Mkdir(path, 0o700)
+		} else {
+			err = os.WriteFile(path, []byte(strings.TrimPrefix(fs[k], "file ")), 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// describeContent says briefly what a path holds.
+func describeContent(content string, ok bool) string {
+	switch {
+	case !ok:
+		return "absent"
+	case content == "dir":
+		return "a directory"
+	}
+	data := strings.TrimPrefix(content, "file ")
+	return fmt.Sprintf("%d bytes %.60q", len(data), data)
+}
+
+// notAllowed returns the paths of got whose content is none of what they
+// held in allowed (the SIGKILL states since the last step returned), each
+// with what it held and what was allowed.
+func notAllowed(got map[string]string, allowed []map[string]string) []string {
+	paths := map[string]bool{}
+	for p := range got {
+		paths[p] = true
+	}
+	for _, a := range allowed {
+		for p := range a {
+			paths[p] = true
+		}
+	}
+	var bad []string
+	for p := range paths {
+		g, gok := got[p]
+		var want []string
+		seen := map[string]bool{}
+		match := false
+		for _, a := range allowed {
+			c, ok := a[p]
+			if c == g && ok == gok {
+				match = true
+				break
+			}
+			if d := describeContent(c, ok); !seen[d] {
+				seen[d] = true
+				want = append(want, d)
+			}
+		}
+		if !match {
+			bad = append(bad, fmt.Sprintf("%s is %s; allowed: %s", p, describeContent(g, gok), strings.Join(want, " or ")))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// missingEvidence returns what of evidence no file of fs holds.
+func missingEvidence(fs map[string]string, evidence []string) string {
+	var miss []string
+	for _, e := range evidence {
+		found := false
+		for _, c := range fs {
+			if c == "file "+e {
+				found = true
+				break
+			}
+		}
+		if !found {
+			miss = append(miss, fmt.Sprintf("no file holds %q", e))
+		}
+	}
+	return strings.Join(miss, "; ")
+}
+
+// TestPowerLossOracle replays the workload's record and, after each
+// state-changing system call, checks every crash state of the model:
+//
+//   - every durable file and directory of the state dir (the pointers, the
+//     confirmation record, the bad marks, the startups, the envelopes-only
+//     marker, the checkpoints, the quarantine and what was moved there, the
+//     layout's directories) holds what a SIGKILL would have left at some
+//     instant since the last step returned: its old content or a new one
+//     the step in progress wrote, never a lost, torn or reverted write of a
+//     step that returned (steps that change the dir behind the Store's
+//     back are not held to this);
+//   - Bootstrap, with the remote unreachable, succeeds and runs the
+//     last-known-good that was durable before the step in progress or the
+//     one it made durable.
 func TestPowerLossOracle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs hundreds of Bootstraps")
@@ -495,68 +760,194 @@ func TestPowerLossOracle(t *testing.T) {
 		os.Args[0], "-test.run=^TestPowerLossWorkload$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envPowerLossWorkload+"="+stateDir)
 	out, err := cmd.CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte(fmt.Sprintf("OP-DONE %d", len(powerLossOps)-1))) {
+	if err != nil || !bytes.Contains(out, []byte(fmt.Sprintf("STEP-DONE %d", len(powerLossSteps)-1))) {
 		t.Fatalf("the workload under strace: %v\n%s", err, out)
 	}
 	record, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := parseStrace(t, record)
+	calls, err := parseStrace(record)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	m := &fsModel{root: newDir(), base: parent, fds: map[int]*openFile{}}
-	op := 0 // the operation in progress
+	step := 0 // the step in progress
+	sigkill := crashView{"nothing lost (SIGKILL)", currentEntries, currentData}
+	// allowed holds what a SIGKILL would have left since the last step
+	// returned: the durable state after a power cut must be one of them,
+	// file by file.
+	allowed := []map[string]string{files(m.root, "state", sigkill)}
 	seen := map[string]bool{}
-	states, distinct, syscalls := 0, 0, 0
+	states, distinct, syscalls, lost := 0, 0, 0, 0
+	firstLost := ""
+	var evidence []string // contents of damaged files that must not vanish
 	n := newNode(t, "")
 	check := func(when string) {
+		name := powerLossSteps[min(step, len(powerLossSteps)-1)].name
 		for _, v := range m.views() {
 			states++
-			dir := filepath.Join(t.TempDir(), "state")
-			digest := materialise(t, m.root, "state", v, dir)
-			// The same state after the same operation needs no second
+			fs := files(m.root, "state", v)
+			// A rename between two directories is one change to the
+			// journal of the file systems the store supports; the views
+			// that keep one directory's entries and not the other's split
+			// it, and would lose any file moved whatever was fsynced. The
+			// evidence is checked where the directories are as the code
+			// synced them.
+			if miss := missingEvidence(fs, evidence); len(miss) > 0 && !strings.HasPrefix(v.name, "only pending directory") {
+				lost++
+				if lost == 1 {
+					firstLost = fmt.Sprintf("%s (power cut %s during %q, %s)", miss, when, name, v.name)
+				}
+				if lost <= 20 {
+					t.Errorf("power cut %s during %q (%s): a file moved aside is nowhere: %s", when, name, v.name, miss)
+				}
+			}
+			if step < len(powerLossSteps) && !powerLossSteps[step].external {
+				if bad := notAllowed(fs, allowed); len(bad) > 0 {
+					lost++
+					if lost == 1 {
+						firstLost = fmt.Sprintf("%s (power cut %s during %q, %s)", bad[0], when, name, v.name)
+					}
+					if lost <= 20 {
+						t.Errorf("power cut %s during %q (%s): a write lost or torn:\n\t%s", when, name, v.name, strings.Join(bad, "\n\t"))
+					}
+				}
+			}
+			// The same state after the same step needs no second
 			// Bootstrap.
-			key := fmt.Sprintf("%d/%s", op, digest)
-			if seen[key] {
+			key := fmt.Sprintf("%d/%s", step, digest(fs))
+			if seen[key] || len(fs) == 0 {
 				continue
 			}
 			seen[key] = true
 			distinct++
+			dir := filepath.Join(t.TempDir(), "state")
+			materialise(t, fs, dir)
 			n.stateDir = dir
 			c := n.controller(func(o *Options[testConfig]) { o.Remote = unreachable() })
 			cfg, err := c.Bootstrap(n.ctx())
 			c.Close()
 			before := 0
-			if op > 0 {
-				before = powerLossOps[op-1].lkg
+			if step > 0 {
+				before = powerLossSteps[step-1].lkg
 			}
-			after := powerLossOps[min(op, len(powerLossOps)-1)].lkg
+			after := powerLossSteps[min(step, len(powerLossSteps)-1)].lkg
 			switch {
 			case err != nil:
-				t.Errorf("power cut %s during %q (%s): Bootstrap: %v", when, powerLossOps[min(op, len(powerLossOps)-1)].name, v.name, err)
+				t.Errorf("power cut %s during %q (%s): Bootstrap: %v", when, name, v.name, err)
 			case cfg.Value != before && cfg.Value != after:
 				t.Errorf("power cut %s during %q (%s): ran value %d; want the last-known-good that was durable, %d or %d",
-					when, powerLossOps[min(op, len(powerLossOps)-1)].name, v.name, cfg.Value, before, after)
+					when, name, v.name, cfg.Value, before, after)
 			}
 		}
 	}
 	for _, c := range calls {
 		changed, marker := m.apply(c)
 		if marker >= 0 {
-			op = marker + 1
+			if marker != step {
+				t.Fatalf("step %d returned during step %d", marker, step)
+			}
+			if e := powerLossEvidence[powerLossSteps[marker].name]; e != "" {
+				evidence = append(evidence, e)
+			}
+			step = marker + 1
+			allowed = allowed[:0]
+			allowed = append(allowed, files(m.root, "state", sigkill))
 			continue
 		}
 		if changed {
 			syscalls++
+			allowed = append(allowed, files(m.root, "state", sigkill))
 			check(fmt.Sprintf("after system call %d (%s)", syscalls, c.name))
 		}
 	}
-	if op != len(powerLossOps) {
-		t.Fatalf("replayed %d operations of %d", op, len(powerLossOps))
+	if lost > 0 {
+		// One line for test/hack/model-mutations.sh.
+		t.Errorf("LOST: %d crash states lost or tore a write; first: %s", lost, firstLost)
 	}
-	t.Logf("power-loss oracle: %d state-changing system calls, %d crash states (%d distinct Bootstraps) over %d operations",
-		syscalls, states, distinct, len(powerLossOps))
+	if step != len(powerLossSteps) {
+		t.Fatalf("replayed %d steps of %d", step, len(powerLossSteps))
+	}
+	t.Logf("power-loss oracle: %d state-changing system calls, %d crash states (%d distinct Bootstraps) over %d steps",
+		syscalls, states, distinct, len(powerLossSteps))
 	if syscalls < 50 {
 		t.Errorf("only %d state-changing system calls recorded: the trace is not what it should be", syscalls)
+	}
+}
+
+// hexPath is a path as strace -xx prints it.
+func hexPath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		fmt.Fprintf(&b, `\x%02x`, p[i])
+	}
+	return b.String()
+}
+
+// TestParseStrace replays lines of the form strace -f -y -xx -o wrote in
+// runs of TestPowerLossWorkload (paths shortened), among them calls that Go's
+// preemption split in two, which the first parser dropped: 3 of 19 oracle
+// runs then failed.
+func TestParseStrace(t *testing.T) {
+	dir, tmp, cur := hexPath("/s/meta"), hexPath("/s/meta/.tmp-current-1"), hexPath("/s/meta/current")
+	log := strings.Join([]string{
+		`27148 openat(AT_FDCWD<` + hexPath("/w") + `>, "` + tmp + `", O_RDWR|O_CREAT|O_EXCL|O_CLOEXEC, 0600) = 9<` + tmp + `>`,
+		`27148 write(9<` + tmp + `>, "\x61\x62", 2) = 2`,
+		// Split calls of two PIDs, interleaved with each other, a signal
+		// and a whole call.
+		`27148 fsync(9<` + tmp + `> <unfinished ...>`,
+		`27151 renameat(AT_FDCWD<` + hexPath("/w") + `>, "` + tmp + `", AT_FDCWD<` + hexPath("/w") + `>, "` + cur + `" <unfinished ...>`,
+		`27148 --- SIGURG {si_signo=SIGURG, si_code=SI_TKILL, si_pid=27148, si_uid=0} ---`,
+		`27160 close(3<` + hexPath("/x") + `>)             = 0`,
+		`27148 <... fsync resumed>)              = 0`,
+		`27151 <... renameat resumed>)           = 0`,
+		// A failed call changed nothing; stderr's PID form is read too.
+		`[pid 27148] unlinkat(AT_FDCWD<` + hexPath("/w") + `>, "` + cur + `", 0) = -1 ENOENT (No such file or directory)`,
+		`[pid 27148] fsync(10<` + dir + `>) = 0`,
+		`27148 +++ exited with 0 +++`,
+	}, "\n")
+	calls, err := parseStrace([]byte(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range calls {
+		var args []string
+		for _, a := range c.args {
+			switch a.kind {
+			case 'f':
+				args = append(args, fmt.Sprintf("%d<%s>", a.fd, a.path))
+			case 's':
+				args = append(args, fmt.Sprintf("%q", a.str))
+			default:
+				args = append(args, a.word)
+			}
+		}
+		got = append(got, fmt.Sprintf("%s(%s) = %d", c.name, strings.Join(args, ", "), c.ret))
+	}
+	want := []string{
+		`openat(-1</w>, "/s/meta/.tmp-current-1", O_RDWR|O_CREAT|O_EXCL|O_CLOEXEC, 0600) = 9`,
+		`write(9</s/meta/.tmp-current-1>, "ab", 2) = 2`,
+		`close(3</x>) = 0`,
+		`fsync(9</s/meta/.tmp-current-1>) = 0`,
+		`renameat(-1</w>, "/s/meta/.tmp-current-1", -1</w>, "/s/meta/current") = 0`,
+		`fsync(10</s/meta>) = 0`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("parsed calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	for name, bad := range map[string]string{
+		"a resumed call never begun": `1 <... fsync resumed>) = 0`,
+		"a call never resumed":       `1 fsync(3</x> <unfinished ...>`,
+		"a line that is no call":     `1 fsync(3</x>`,
+		"a line without a PID":       `fsync(3</x>) = 0`,
+		"a resumed call of another":  "1 fsync(3</x> <unfinished ...>\n1 <... close resumed>) = 0",
+	} {
+		if _, err := parseStrace([]byte(bad)); err == nil {
+			t.Errorf("%s: parsed without an error: %q", name, bad)
+		}
 	}
 }

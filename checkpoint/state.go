@@ -79,10 +79,12 @@ func (s *Store) quarantine(path string) (string, error) {
 	if err := os.Rename(path, to); err != nil {
 		return "", fmt.Errorf("move %s to the quarantine: %w", path, err)
 	}
-	if err := atomicfile.SyncDir(filepath.Dir(path), s.sync...); err != nil {
+	// The new entry first: a power cut between the two fsyncs then leaves
+	// the file in both places, never in none.
+	if err := atomicfile.SyncDir(qdir, s.sync...); err != nil {
 		return to, err
 	}
-	if err := atomicfile.SyncDir(qdir, s.sync...); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(path), s.sync...); err != nil {
 		return to, err
 	}
 	s.log.Info("Moved a corrupt or foreign file to the quarantine", "path", path, "movedTo", to)
@@ -143,6 +145,12 @@ func (s *Store) ensureQuarantineDir() error {
 	if err := os.Rename(qdir, parked); err != nil {
 		return fmt.Errorf("%s is not a directory (mode %v) and cannot be moved aside: %w", qdir, fi.Mode(), err)
 	}
+	// Each move is made durable where it lands before it is made durable
+	// where it left (mkdirDurable syncs the state dir), so a power cut
+	// never leaves the moved thing in no directory.
+	if err := atomicfile.SyncDir(filepath.Join(s.dir, tmpDir), s.sync...); err != nil {
+		return err
+	}
 	if _, err := s.mkdirDurable(qdir); err != nil {
 		return err
 	}
@@ -150,10 +158,10 @@ func (s *Store) ensureQuarantineDir() error {
 	if err := os.Rename(parked, to); err != nil {
 		return fmt.Errorf("move %s into the quarantine: %w", parked, err)
 	}
-	if err := atomicfile.SyncDir(filepath.Join(s.dir, tmpDir), s.sync...); err != nil {
+	if err := atomicfile.SyncDir(qdir, s.sync...); err != nil {
 		return err
 	}
-	if err := atomicfile.SyncDir(qdir, s.sync...); err != nil {
+	if err := atomicfile.SyncDir(filepath.Join(s.dir, tmpDir), s.sync...); err != nil {
 		return err
 	}
 	s.log.Info("Moved what was in place of the quarantine directory into it", "mode", fi.Mode(), "movedTo", to)

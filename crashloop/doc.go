@@ -70,13 +70,23 @@
 //     one recorded before the adoption is never counted, however far in the
 //     future its stamp is.
 //  3. The trial window keeps the crash restarts stamped after Now minus the
-//     trial; a startup stamped in the future of Now (before a backward step)
-//     is inside it. A forward step ages the startups before it as if that
-//     time had passed: restarts spread wider than a trial are not a crash
-//     loop, and a crash loop that goes on after the step is found within
-//     Threshold+1 more starts.
+//     trial. A startup stamped in the future of Now counts only for a
+//     config adopted in the future of Now too (Since after Now: the run
+//     began before a backward step, and its restarts before the step are
+//     its crashes). For a config adopted in the present (Since not after
+//     Now), startups later than now are no crashes of the current run:
+//     they are the stamps of a clock that ran ahead and was corrected (an
+//     RTC wrong at boot), and counting them would find a config crash-
+//     looping at its first start. Had those starts been a crash loop, each
+//     of them decided with its own clock, as far ahead, and found it. A
+//     forward step ages the startups before it as if that time had passed:
+//     restarts spread wider than a trial are not a crash loop, and a crash
+//     loop that goes on after the step is found within Threshold+1 more
+//     starts.
 //
 // So a backward step neither makes old startups count against a new config
 // (TestClockStepBackDoesNotInventCrashes) nor hides crash restarts stamped
-// before or after it (TestClockStepBackDoesNotHideCrashes).
+// before or after it (TestClockStepBackDoesNotHideCrashes), and stamps from
+// a clock that ran ahead are no crashes of a config adopted after it was
+// corrected (TestStartupsInTheFutureOfNow).
 package crashloop

@@ -44,15 +44,24 @@ type Input struct {
 
 // CrashLooping reports whether the config described by in is crash-looping:
 // the startups recorded after the adopting one (the crash restarts) and
-// stamped within one Trial before Now exceed Threshold. It does no I/O.
+// stamped within one Trial before Now exceed Threshold; when the config was
+// adopted in the present (Since not after Now), startups stamped later
+// than Now are no crashes of it. It does no I/O.
 func CrashLooping(in Input) bool {
 	if in.Since.IsZero() {
 		return false
 	}
 	threshold := min(max(in.Threshold, 0), MaxThreshold)
 	windowStart := in.Now.Add(-in.Trial)
+	// A run adopted in the present (Since not after Now) has no startup
+	// stamped later than now: such a stamp is a clock that ran ahead (an
+	// RTC at boot, corrected since), not a crash of this run.
+	presentRun := !in.Since.After(in.Now)
 	n := 0
 	for _, s := range in.Startups[adopting(in.Startups, in.Since, in.Now)+1:] {
+		if presentRun && s.After(in.Now) {
+			continue
+		}
 		if s.After(windowStart) {
 			n++
 		}

@@ -108,11 +108,6 @@ func TestCrashLooping(t *testing.T) {
 			want: true,
 		},
 		{
-			name: "startups in the future of now are counted",
-			in:   Input{Startups: stamps(2*time.Minute, 3*time.Minute), Since: t0, Now: at(1 * s), Trial: trial, Threshold: 1},
-			want: true,
-		},
-		{
 			name: "set time in the future of now is within the trial",
 			in:   Input{Startups: stamps(2*s, 3*s), Since: at(1 * s), Now: at(-time.Hour), Trial: trial, Threshold: 1},
 			want: true,
@@ -209,6 +204,12 @@ func TestClockStepBackDoesNotHideCrashes(t *testing.T) {
 			in:   Input{Startups: stamps(-s, h-s, s, 2*s, 3*s), Since: at(h), Now: at(3 * s), Trial: trial, Threshold: 2},
 		},
 		{
+			// make mutate: "the adopting start is not pinned" survived
+			// every other case.
+			name: "pinned: adopted at t0+1h, step back to t0, the clock has passed t0+1h again: the restarts stamped before it still count",
+			in:   Input{Startups: stamps(-s, h, s, 2*s, 3*s), Since: at(h), Now: at(h + time.Minute), Trial: 2 * h, Threshold: 2},
+		},
+		{
 			name: "a step back by a day: stamps before it are in the future of now, still in the window",
 			in:   Input{Startups: stamps(0, s, 2*s, 3*s), Since: t0, Now: at(-24*h + s), Trial: trial, Threshold: 2},
 		},
@@ -216,6 +217,70 @@ func TestClockStepBackDoesNotHideCrashes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if !CrashLooping(tc.in) {
 				t.Errorf("CrashLooping(%+v) = false: crash restarts across the clock step were hidden", tc.in)
+			}
+		})
+	}
+}
+
+// Startups stamped later than now are no crashes of a config adopted in the
+// present: a real-time clock that ran ahead at boot and was corrected
+// (issue 30). Six startups 100 years ahead once made a config on trial
+// crash-looping at its first start.
+func TestStartupsInTheFutureOfNow(t *testing.T) {
+	const trial = 10 * time.Minute
+	s := time.Second
+	century := 100 * 365 * 24 * time.Hour
+	ahead := func(n int) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = century + time.Duration(i)*s
+		}
+		return out
+	}
+	join := func(parts ...[]time.Duration) []time.Time {
+		var all []time.Duration
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return stamps(all...)
+	}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want bool
+	}{
+		{
+			name: "pinned: adopted at t0, six boots 100 years ahead, one start after the correction",
+			in:   Input{Startups: join([]time.Duration{0}, ahead(6), []time.Duration{5 * s}), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 2},
+		},
+		{
+			name: "unpinned (a reload at t0): six boots 100 years ahead, one start after the correction",
+			in:   Input{Startups: join([]time.Duration{-s}, ahead(6), []time.Duration{5 * s}), Since: t0, Now: at(5 * s), Trial: trial, Threshold: 2},
+		},
+		{
+			name: "a clock a few minutes ahead, corrected: no crashes either",
+			in:   Input{Startups: stamps(2*time.Minute, 3*time.Minute), Since: t0, Now: at(1 * s), Trial: trial, Threshold: 1},
+		},
+		{
+			name: "the crash restarts after the correction still count",
+			in:   Input{Startups: join([]time.Duration{0}, ahead(6), []time.Duration{5 * s, 6 * s, 7 * s}), Since: t0, Now: at(7 * s), Trial: trial, Threshold: 2},
+			want: true,
+		},
+		{
+			name: "while the clock is still ahead, the restarts stamped then are crashes",
+			in:   Input{Startups: join([]time.Duration{0}, ahead(3)), Since: t0, Now: at(century + 3*s), Trial: trial, Threshold: 2},
+			want: true,
+		},
+		{
+			name: "adopted while the clock was ahead: its restarts before the correction count",
+			in:   Input{Startups: join([]time.Duration{-s}, ahead(4), []time.Duration{5 * s}), Since: at(century), Now: at(5 * s), Trial: trial, Threshold: 2},
+			want: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CrashLooping(tc.in); got != tc.want {
+				t.Errorf("CrashLooping(Startups: %v, Since: %v, Now: %v, Threshold: %d) = %v, want %v",
+					tc.in.Startups, tc.in.Since, tc.in.Now, tc.in.Threshold, got, tc.want)
 			}
 		})
 	}

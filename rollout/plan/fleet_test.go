@@ -203,7 +203,8 @@ func TestKnownBadRefused(t *testing.T) {
 	w.others = []Other{completed}
 	w.plan()
 	w.wantPhase(v1alpha1.PhaseProgressing)
-	for _, o := range []Other{haltedOn("edited", "ConfigMapChanged", string(cmUID), "10"), haltedOn("other", "TooManyFailures", "other-uid", "10")} {
+	for _, o := range []Other{haltedOn("edited", "ConfigMapChanged", string(cmUID), "10"), haltedOn("invalid", "InvalidSpec", string(cmUID), "10"),
+		haltedOn("other", "TooManyFailures", "other-uid", "10")} {
 		w = newWorld(t, 2, percentStep("100%"))
 		w.others = []Other{o}
 		w.plan()
