@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
@@ -24,23 +25,14 @@ type containerd struct {
 	ns     string
 }
 
-// needRoot skips (or, on CI, fails) when the test cannot run containers.
+// needRoot skips (or, in CI, fails: testenv.Missing) when the test cannot
+// run containers.
 func needRoot(t *testing.T) {
 	t.Helper()
-	var missing []string
 	for _, b := range []string{"containerd", "ctr", "runc"} {
-		if _, err := exec.LookPath(b); err != nil {
-			missing = append(missing, b)
-		}
+		testenv.LookPath(t, b, "apt-get install containerd runc")
 	}
-	switch {
-	case len(missing) > 0 && os.Getenv("CI") != "":
-		t.Fatalf("%v not found on CI: .ci/run installs Debian's containerd and runc", missing)
-	case len(missing) > 0:
-		t.Skipf("%v not found: apt-get install containerd runc (.ci/run does)", missing)
-	case os.Geteuid() != 0:
-		t.Skip("running containers needs root")
-	}
+	testenv.Root(t, "to run containers")
 }
 
 // startContainerd starts containerd and stops it when the test ends.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -39,13 +40,7 @@ func TestPrometheusAlertFires(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver, the controller and Prometheus")
 	}
-	prom, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("prometheus not found on CI: .ci/run must install Debian's prometheus package: %v", err)
-		}
-		t.Skip("prometheus not found: apt-get install prometheus (.ci/run does)")
-	}
+	prom := testenv.LookPath(t, "prometheus", "apt-get install prometheus")
 	cl := cluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -45,30 +46,27 @@ const (
 	waitTimeout = 90 * time.Second
 )
 
-// requirements skips the test, saying why, when this machine cannot run a
-// real node; it returns the kubelet binary.
+// requirements skips the test (fails it in CI: testenv.Missing), saying
+// why, when this machine cannot run a real node; it returns the kubelet
+// binary.
 func requirements(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("realnode: needs root (containerd, runc, cgroups, mounts)")
-	}
+	testenv.Root(t, "for a real node: containerd, runc, cgroups, mounts")
 	for _, bin := range []string{"containerd", "ctr", "runc", "containerd-shim-runc-v2"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("realnode: %s not found (apt-get install containerd runc): %v", bin, err)
-		}
+		testenv.LookPath(t, bin, "apt-get install containerd runc")
 	}
 	for _, f := range []string{filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback"), busyboxPath} {
 		if _, err := os.Stat(f); err != nil {
-			t.Skipf("realnode: %s missing (apt-get install containernetworking-plugins busybox-static): %v", f, err)
+			testenv.Missing(t, f, "apt-get install containernetworking-plugins busybox-static")
 		}
 	}
 	binDir, err := cluster.DefaultBinDir()
 	if err != nil {
-		t.Skipf("realnode: %v", err)
+		t.Fatal(err)
 	}
 	kubelet := filepath.Join(binDir, "kubelet")
 	if _, err := os.Stat(kubelet); err != nil {
-		t.Skipf("realnode: %s missing: run test/hack/ensure-bins.sh", kubelet)
+		testenv.Missing(t, kubelet, "run test/hack/ensure-bins.sh (make bins)")
 	}
 	return kubelet
 }

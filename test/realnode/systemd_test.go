@@ -22,6 +22,7 @@ import (
 	"k8s.io/kubernetes/pkg/cluster/ports"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -288,20 +289,19 @@ func (n *systemdNode) sandboxed(pid string) {
 	}
 }
 
-// systemdRequirements skips the test, saying why, when this machine cannot
-// boot systemd in namespaces of its own.
+// systemdRequirements skips the test (fails it in CI: testenv.Missing),
+// saying why, when this machine cannot boot systemd in namespaces of its
+// own.
 func systemdRequirements(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(systemdBin); err != nil {
-		t.Skipf("realnode: %s missing (apt-get install systemd): %v", systemdBin, err)
+		testenv.Missing(t, systemdBin, "apt-get install systemd")
 	}
 	for _, bin := range []string{"unshare", "nsenter", "systemctl"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("realnode: %s not found (apt-get install util-linux systemd): %v", bin, err)
-		}
+		testenv.LookPath(t, bin, "apt-get install util-linux systemd")
 	}
 	if fs, _ := os.ReadFile("/proc/filesystems"); !strings.Contains(string(fs), "\toverlay\n") {
-		t.Skip("realnode: the kernel has no overlay file system (the test overlays /etc and /usr in its mount namespace)")
+		testenv.Missing(t, "the kernel's overlay file system (the test overlays /etc and /usr in its mount namespace)", "a kernel with overlayfs (modprobe overlay)")
 	}
 }
 
