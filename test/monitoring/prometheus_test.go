@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,12 +76,7 @@ func TestPrometheusAlertFires(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dynconfig-rollout")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/dynconfig-rollout")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := rolloutBin.Build(t)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	write(t, kubeconfig, string(cl.KubeConfig))
 	ctlAddr, promAddr := cluster.FreeAddr(t), cluster.FreeAddr(t)

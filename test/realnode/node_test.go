@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/internal/proctest"
 	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -71,16 +72,13 @@ func requirements(t *testing.T) string {
 	return kubelet
 }
 
-// buildDynconfigKubelet builds cmd/dynconfig-kubelet of the working tree
-// (the test module's replace makes it buildable from here).
-func buildDynconfigKubelet(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "dynconfig-kubelet")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/dynconfig/dynconfig/cmd/dynconfig-kubelet").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build dynconfig-kubelet: %v\n%s", err, out)
-	}
-	return bin
+// dynconfigKubelet is cmd/dynconfig-kubelet of the working tree, built by
+// TestMain in the library's module before any test starts a clock. The
+// tests run it under -short too.
+var dynconfigKubelet = proctest.Binary{Name: "dynconfig-kubelet", Package: "./cmd/dynconfig-kubelet", Dir: "../..", Short: true}
+
+func TestMain(m *testing.M) {
+	os.Exit(dynconfigKubelet.RunTests(m))
 }
 
 // imageArchive writes a one-layer image (busybox-static as /bin/busybox,
@@ -184,7 +182,7 @@ func newRealNode(t *testing.T, cl *cluster.Cluster, kubeletBin string) *realNode
 		healthzPort: cluster.FreePort(t),
 	}
 	t.Cleanup(n.cleanup)
-	n.dynBin = buildDynconfigKubelet(t, dir)
+	n.dynBin = dynconfigKubelet.Build(t)
 	nc, err := cl.NodeConfig(n.name)
 	if err != nil {
 		t.Fatal(err)
