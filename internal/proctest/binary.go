@@ -57,7 +57,7 @@ func Main(m *testing.M, bins ...*Binary) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	if os.Getenv(envParent) != strconv.Itoa(os.Getppid()) {
+	if !rerun() {
 		for _, b := range bins {
 			if b.Short || !testing.Short() {
 				b.build()
@@ -71,6 +71,10 @@ func Main(m *testing.M, bins ...*Binary) int {
 	}
 	return code
 }
+
+// rerun reports whether this test binary was started by a test of a test
+// binary that built its binaries (Main set envParent to its process ID).
+func rerun() bool { return os.Getenv(envParent) == strconv.Itoa(os.Getppid()) }
 
 // RunTests is Main(m, b).
 func (b *Binary) RunTests(m *testing.M) int { return Main(m, b) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,22 @@ func TestBinaryBuild(t *testing.T) {
 	defer bad.Remove()
 	if path, r := build(bad); path != "" || !strings.Contains(r.fatal, "go build -o") || !strings.Contains(r.fatal, "./testdata/nosuch") {
 		t.Fatalf("Build after a failed build: %q, fatal %q", path, r.fatal)
+	}
+}
+
+// TestRerun: a test binary its parent test binary started (envParent is
+// the parent's process ID) builds nothing; any other does.
+func TestRerun(t *testing.T) {
+	t.Setenv(envParent, "")
+	if rerun() {
+		t.Fatal("rerun with no parent recorded")
+	}
+	t.Setenv(envParent, strconv.Itoa(os.Getpid()))
+	if rerun() {
+		t.Fatal("rerun when this process, not its parent, built")
+	}
+	t.Setenv(envParent, strconv.Itoa(os.Getppid()))
+	if !rerun() {
+		t.Fatal("not a rerun when the parent built")
 	}
 }
