@@ -57,8 +57,9 @@ func haveCommit(t *testing.T, repo, commit string) {
 		t.Logf("fetched commit %s from origin (the clone lacked it)", commit)
 		return
 	}
-	testenv.Missing(t, fmt.Sprintf("commit %s, the previous version TestVersionSkew builds (not in this clone, and git fetch origin failed: %v %s)",
-		commit, err, strings.TrimSpace(string(out))), "git fetch --depth=1 origin "+commit+", or a clone with the history")
+	t.Logf("the clone lacks commit %s; git fetch origin: %v\n%s", commit, err, out)
+	testenv.Missing(t, "commit "+commit+" of the git history (the previous version; git fetch origin failed)",
+		"git fetch --depth=1 origin "+commit+", or a clone with the history")
 }
 
 // checkout extracts commit of the repository at repo into a new directory,
