@@ -13,7 +13,7 @@ GO ?= go
 SKIP_LOG ?= $(CURDIR)/bin/skipped-tests.log
 test:
 	@mkdir -p $(dir $(SKIP_LOG)) && : >$(SKIP_LOG)
-	@DYNCONFIG_SKIP_LOG=$(SKIP_LOG) $(MAKE) --no-print-directory test-steps; rc=$$?; \
+	@DYNCONFIG_SKIP_LOG=$(abspath $(SKIP_LOG)) $(MAKE) --no-print-directory test-steps; rc=$$?; \
 	  test/hack/skip-summary.sh $(SKIP_LOG); exit $$rc
 
 ## test-steps: the steps of test, without the list of skips at the end.
