@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
@@ -158,6 +159,11 @@ func (c *Controller[T]) adopt(ctx context.Context, v *view, a source.Assignment)
 		delete(v.loads, key)
 		return false, nil
 	}
+	if v.currentErr == nil && c.sameImmutable(ctx, v, src, a.ConfigMap) {
+		klog.FromContext(ctx).V(2).Info("The assigned ConfigMap is immutable and only its metadata changed: it is the config already current",
+			"current", describe(v.current.Source), "resourceVersion", src.ConfigMap.ResourceVersion)
+		return false, nil
+	}
 	if src != nil {
 		if _, err := c.store.Save(a.ConfigMap); err != nil {
 			return false, fmt.Errorf("checkpoint ConfigMap %s/%s: %w", a.ConfigMap.Namespace, a.ConfigMap.Name, err)
@@ -171,4 +177,38 @@ func (c *Controller[T]) adopt(ctx context.Context, v *view, a source.Assignment)
 	v.current, v.currentErr = c.store.Current()
 	klog.FromContext(ctx).Info("New config assigned", "current", describe(src))
 	return true, nil
+}
+
+// sameImmutable reports whether the assignment src (its ConfigMap cm) is
+// the current config under a new resourceVersion that cannot be a new
+// config: the same namespace, name, UID and payload key, and both cm and
+// the checkpoint current was made from are immutable, with the same data.
+// An immutable ConfigMap's data cannot change, so its new resourceVersion
+// is an edit of its labels or annotations; restarting the component,
+// checkpointing it again and starting a new trial for it would disrupt the
+// node for nothing. The trial settings (dynconfig.io/ annotations) stay
+// those of the checkpoint: an immutable ConfigMap is one config, settings
+// included, and a new trial is rolled out as a new ConfigMap. A checkpoint
+// made before the ConfigMap was made immutable is not trusted to hold the
+// same data, and a mutable ConfigMap keeps the rule that every
+// resourceVersion is a new config.
+func (c *Controller[T]) sameImmutable(ctx context.Context, v *view, src *corev1.NodeConfigSource, cm *corev1.ConfigMap) bool {
+	cur := v.current.Source
+	if src == nil || src.ConfigMap == nil || cur == nil || cur.ConfigMap == nil || cm == nil {
+		return false
+	}
+	a, b := *src.ConfigMap, *cur.ConfigMap
+	a.ResourceVersion, b.ResourceVersion = "", ""
+	if a != b || cm.Immutable == nil || !*cm.Immutable {
+		return false
+	}
+	key, ok := checkpoint.KeyFromSource(cur)
+	if !ok {
+		return false
+	}
+	old, err := c.load(ctx, v, key)
+	if err != nil || old.Immutable == nil || !*old.Immutable {
+		return false
+	}
+	return apiequality.Semantic.DeepEqual(old.Data, cm.Data) && apiequality.Semantic.DeepEqual(old.BinaryData, cm.BinaryData)
 }

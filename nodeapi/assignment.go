@@ -3,12 +3,10 @@ package nodeapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	sigsjson "sigs.k8s.io/json"
 )
 
 // The proposal's wording for an assignment with no subfield set.
@@ -41,12 +39,8 @@ func DecodeAssignment(value string) (*corev1.NodeConfigSource, error) {
 		return nil, nil
 	}
 	var src corev1.NodeConfigSource
-	strict, err := sigsjson.UnmarshalStrict(data, &src)
-	if err != nil {
+	if err := decodeStrict(data, &src); err != nil {
 		return nil, err
-	}
-	if len(strict) > 0 {
-		return nil, errors.Join(strict...)
 	}
 	return &src, nil
 }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	sigsjson "sigs.k8s.io/json"
 )
 
 // ClaimAnnotation is the kubelet's claim annotation: the ConfigRollout that
@@ -55,7 +54,20 @@ type Claim struct {
 	// Failed is why the Node failed the rollout (its component's error, a
 	// deadline); empty while it did not.
 	Failed string `json:"failed,omitempty"`
+	// PreviousClaim is the claim this one replaced: the claim of an
+	// earlier rollout that had ended, and still exists, when this one
+	// took the Node. A revert restores it with Previous, so that the
+	// earlier rollout still holds the Node it had moved (an undo of it
+	// puts the Node back). nil: none. It nests at most MaxPreviousClaims
+	// deep; EncodeClaim and DecodeClaim drop the oldest beyond.
+	PreviousClaim *Claim `json:"previousClaim,omitempty"`
 }
+
+// MaxPreviousClaims bounds how many claims a Claim carries in its
+// PreviousClaim chain, so that rollouts taking a Node over one after
+// another cannot grow its annotation without end. A revert restores the
+// claim before; what a fourth revert in a row would have restored is gone.
+const MaxPreviousClaims = 3
 
 // Holder names the claiming rollout as "namespace/name".
 func (c *Claim) Holder() string { return c.Namespace + "/" + c.Name }
@@ -90,29 +102,69 @@ func (c *Claim) Validate() error {
 	if err := Validate(c.Previous); err != nil {
 		errs = append(errs, fmt.Errorf("previous: %w", err))
 	}
+	if c.PreviousClaim != nil {
+		if err := c.PreviousClaim.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("previousClaim: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
-// DecodeClaim strictly decodes a claim annotation value (no unknown or
-// duplicate fields, case-sensitive names, nothing after the object) and
-// validates it. A blank value or "null" is no claim: nil and no error.
+// trimPrevious returns c with its PreviousClaim chain cut to
+// MaxPreviousClaims (copies where it changes; c is not modified).
+func trimPrevious(c *Claim) *Claim {
+	depth, p := 0, c.PreviousClaim
+	for p != nil && depth < MaxPreviousClaims {
+		depth, p = depth+1, p.PreviousClaim
+	}
+	if p == nil {
+		return c
+	}
+	var cut func(c *Claim, left int) *Claim
+	cut = func(c *Claim, left int) *Claim {
+		cc := *c
+		if left == 0 {
+			cc.PreviousClaim = nil
+		} else {
+			cc.PreviousClaim = cut(c.PreviousClaim, left-1)
+		}
+		return &cc
+	}
+	return cut(c, MaxPreviousClaims)
+}
+
+// claimEnvelope is a Claim as decoded: with its formatVersion.
+type claimEnvelope struct {
+	Claim
+	formatVersion
+}
+
+// DecodeClaim decodes a claim annotation value that any supported version
+// of the rollout controller wrote (the skew rule in doc.go): field names
+// match case-sensitively, a duplicate key and trailing data are errors,
+// unknown fields are ignored; a formatVersion above FormatVersion is an
+// error wrapping ErrNewerFormat. The claim is validated, and its
+// PreviousClaim chain cut to MaxPreviousClaims. A blank value or "null" is
+// no claim: nil and no error.
 func DecodeClaim(value string) (*Claim, error) {
 	data := bytes.TrimSpace([]byte(value))
 	if len(data) == 0 || string(data) == "null" {
 		return nil, nil
 	}
-	var c Claim
-	strict, err := sigsjson.UnmarshalStrict(data, &c)
-	if err != nil {
-		return nil, fmt.Errorf("invalid rollout claim: %w", bound(err))
+	var e claimEnvelope
+	if err := decodeLenient(data, &e); err != nil {
+		return nil, fmt.Errorf("invalid rollout claim: %w", err)
 	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("invalid rollout claim: %w", bound(errors.Join(strict...)))
+	if err := e.check(); errors.Is(err, ErrNewerFormat) {
+		return nil, fmt.Errorf("rollout claim: %w", err)
+	} else if err != nil {
+		return nil, fmt.Errorf("invalid rollout claim: %w", err)
 	}
+	c := trimPrevious(&e.Claim)
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid rollout claim: %w", err)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // ReadClaim returns the claim a Node carries for a component (nil when
@@ -130,17 +182,12 @@ func ReadClaim(node *corev1.Node, component string) (*Claim, error) {
 	return c, nil
 }
 
-// EncodeClaim encodes a valid claim as an annotation value; a Failed
-// reason longer than MaxClaimReason is cut to fit.
+// EncodeClaim encodes a valid claim as an annotation value, in format
+// version 1 (no formatVersion field); a Failed reason longer than
+// MaxClaimReason is cut to fit (in the previous claims too), and the
+// PreviousClaim chain to MaxPreviousClaims.
 func EncodeClaim(c *Claim) (string, error) {
-	cc := *c
-	if len(cc.Failed) > MaxClaimReason {
-		cut := MaxClaimReason - len("...")
-		for cut > 0 && !utf8.RuneStart(cc.Failed[cut]) {
-			cut--
-		}
-		cc.Failed = cc.Failed[:cut] + "..."
-	}
+	cc := *cutReasons(trimPrevious(c))
 	if err := cc.Validate(); err != nil {
 		return "", fmt.Errorf("rollout claim: %w", err)
 	}
@@ -149,4 +196,21 @@ func EncodeClaim(c *Claim) (string, error) {
 		return "", fmt.Errorf("encoding the rollout claim: %w", err)
 	}
 	return string(b), nil
+}
+
+// cutReasons returns c with every Failed reason of its chain cut to
+// MaxClaimReason (copies; c is not modified).
+func cutReasons(c *Claim) *Claim {
+	cc := *c
+	if len(cc.Failed) > MaxClaimReason {
+		cut := MaxClaimReason - len("...")
+		for cut > 0 && !utf8.RuneStart(cc.Failed[cut]) {
+			cut--
+		}
+		cc.Failed = cc.Failed[:cut] + "..."
+	}
+	if cc.PreviousClaim != nil {
+		cc.PreviousClaim = cutReasons(cc.PreviousClaim)
+	}
+	return &cc
 }

@@ -13,11 +13,61 @@
 //     Validate (the NodeConfigSource rules that need no API server),
 //     ParseAssignment (both), EncodeAssignment, and DescribeSource;
 //   - ConfigStatus, the status annotation a component publishes, with its
-//     phases and its strict decoder.
+//     phases, its decoder (ParseConfigStatus) and encoder;
+//   - Claim, the rollout's claim annotation (DecodeClaim, EncodeClaim).
 //
 // The node (packages source, status and the Controller), the rollout
 // planner and controller, and dynconfigctl all read and write Nodes through
 // this package, so that they cannot disagree about what a value means. It
 // imports only k8s.io/api and k8s.io/apimachinery, and is pure: no I/O, no
 // clock, no globals that change.
+//
+// # Skew: what versions may meet on a Node
+//
+// The values on a Node are written and read by dynconfig processes that
+// are upgraded separately: a component's agent on every node (a DaemonSet
+// or host units, rolled one node at a time), the rollout controller (one
+// Deployment), dynconfigctl on an operator's laptop. Supported skew: any
+// two versions from N-2 to N, agent and controller, in both directions;
+// nothing halts, reverts or is marked bad because two versions met. The
+// rule, from the commit that wrote it here:
+//
+//   - Fields are added, never repurposed, renamed or removed, and never
+//     required: an absent field means what the version before the field
+//     did. A writer omits a field that is empty.
+//   - Readers of ConfigStatus and Claim ignore fields they do not know.
+//   - A phase a reader does not know was written by a newer component and
+//     means "wait": it is no verdict (ConfigPhase.Known; Bad is false),
+//     as Trial is not; the rollout's progress deadline still bounds the
+//     wait. Every phase is a CamelCase word (MaxPhaseLength). A writer
+//     writes only the phases it knows.
+//   - A change that cannot be additive (a field whose absence an older
+//     reader would misread) raises formatVersion (FormatVersion). Writers
+//     of format 1 never write the field, so that readers from before the
+//     rule read them; a reader refuses a higher version with
+//     ErrNewerFormat, never misreading it nor calling it damage: the
+//     rollout planner waits on such a status and leaves a Node with such
+//     a claim alone. A version reads its own format and the two before.
+//   - The assignment annotation is written by people (dynconfigctl,
+//     kubectl) as well as the planner, and stays strict: an unknown field
+//     is an error there, since it is a typo more often than a newer
+//     writer.
+//   - One set of JSON rules for every decoder (sigs.k8s.io/json, as the
+//     API server decodes): names match case-sensitively (a name in
+//     another case is an unknown field), a duplicate key and anything
+//     after the value are errors.
+//   - Every writer goes through this package's encoders (EncodeAssignment,
+//     ConfigStatus.MarshalAnnotation, EncodeClaim); nobody else spells
+//     these values.
+//
+// Readers from before this rule (every commit up to 0a61e24) refuse
+// unknown fields and phases: a value with a field added after the rule is
+// unreadable to them. Claim.PreviousClaim is the first such field; only a
+// controller writes it, and only when one rollout takes a Node over from
+// another, so only a downgrade of the controller to such a version meets
+// it (the Node is then left alone as one whose claim is unreadable).
+// testdata/golden.jsonl holds what the encoders of earlier commits wrote,
+// built from git history by testdata/golden.sh; TestGoldenValues decodes
+// every value of it, and checks that this version still writes what the
+// base commit wrote.
 package nodeapi

@@ -1,11 +1,10 @@
 package nodeapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,12 +40,19 @@ const (
 	PhaseSyncFailed ConfigPhase = "SyncFailed"
 )
 
-// phases lists every phase, in the order errors name them.
+// phases lists every phase this version knows, in the order errors name
+// them.
 var phases = []ConfigPhase{PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd, PhaseSyncFailed}
 
 // Bad reports whether the phase is a verdict that the assigned config is
-// bad: RolledBack or DeadEnd. SyncFailed is not.
+// bad: RolledBack or DeadEnd. SyncFailed is not, nor is a phase this
+// version does not know.
 func (p ConfigPhase) Bad() bool { return p == PhaseRolledBack || p == PhaseDeadEnd }
+
+// Known reports whether this version knows the phase. A phase it does not
+// know was written by a newer component, and means "wait": it is no
+// verdict (not Bad, not Promoted), as Trial is not.
+func (p ConfigPhase) Known() bool { return slices.Contains(phases, p) }
 
 // ConfigStatus is what a component publishes about its config, readable by
 // any process that can read the Node: what the old Node.status.config
@@ -97,14 +103,21 @@ func normalize(s *ConfigStatus) ConfigStatus {
 	return c
 }
 
-// Validate checks the phase and the sources, so that a reader never acts
-// on a status it does not understand.
+// MaxPhaseLength bounds a phase. Every phase, including those of later
+// versions, is a CamelCase word of ASCII letters and digits of at most
+// this many bytes, so that a reader can show one it does not know.
+const MaxPhaseLength = 63
+
+// Validate checks what a reader needs: a phase is set and has the form
+// every phase has (MaxPhaseLength); one this version does not know is
+// valid and means "wait" (ConfigPhase.Known); the sources are valid
+// assignments.
 func (s *ConfigStatus) Validate() error {
-	switch {
-	case s.Phase == "":
+	if s.Phase == "" {
 		return fmt.Errorf("phase: required (one of %s)", phaseList())
-	case !knownPhase(s.Phase):
-		return fmt.Errorf("phase: unknown phase %s (want one of %s)", echo(string(s.Phase)), phaseList())
+	}
+	if !phaseForm(s.Phase) {
+		return fmt.Errorf("phase %s: not a phase (1 to %d ASCII letters and digits; this version knows %s)", echo(string(s.Phase)), MaxPhaseLength, phaseList())
 	}
 	for _, f := range []struct {
 		name string
@@ -125,27 +138,40 @@ func phaseList() string {
 	return strings.Join(names, ", ")
 }
 
-func knownPhase(p ConfigPhase) bool {
-	for _, q := range phases {
-		if p == q {
-			return true
+// phaseForm reports whether p has the form of a phase (MaxPhaseLength).
+func phaseForm(p ConfigPhase) bool {
+	if len(p) > MaxPhaseLength {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
-// ParseConfigStatus decodes an annotation value strictly: unknown fields,
-// trailing data, an unknown phase and an invalid source are errors.
+// statusEnvelope is a ConfigStatus as decoded: with its formatVersion.
+type statusEnvelope struct {
+	ConfigStatus
+	formatVersion
+}
+
+// ParseConfigStatus decodes an annotation value that any supported version
+// of a component wrote (the skew rule in doc.go): field names match
+// case-sensitively, a duplicate key and trailing data are errors, unknown
+// fields are ignored, and a phase this version does not know is kept (it
+// means "wait"). A missing phase, an invalid source and a formatVersion
+// above FormatVersion (wrapping ErrNewerFormat) are errors.
 func ParseConfigStatus(value string) (*ConfigStatus, error) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
-	dec.DisallowUnknownFields()
-	var s ConfigStatus
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("decoding the config status: %w", bound(err))
+	var e statusEnvelope
+	if err := decodeLenient([]byte(value), &e); err != nil {
+		return nil, fmt.Errorf("decoding the config status: %w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("decoding the config status: trailing data after the JSON object")
+	if err := e.check(); err != nil {
+		return nil, fmt.Errorf("config status: %w", err)
 	}
+	s := e.ConfigStatus
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("config status: %w", err)
 	}
@@ -168,8 +194,13 @@ func ReadConfigStatus(node *corev1.Node, component string) (*ConfigStatus, error
 	return s, nil
 }
 
-// MarshalAnnotation encodes s as an annotation value.
+// MarshalAnnotation encodes s as an annotation value, in format version 1
+// (no formatVersion field). A writer writes only the phases it knows: an
+// unknown or missing phase is an error.
 func (s *ConfigStatus) MarshalAnnotation() (string, error) {
+	if !s.Phase.Known() {
+		return "", fmt.Errorf("encoding the config status: phase %s: not one of %s", echo(string(s.Phase)), phaseList())
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return "", fmt.Errorf("encoding the config status: %w", err)

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
@@ -58,6 +59,14 @@ type DirOptions struct {
 // not read); two files that are both read and both define it are an error.
 // Dot-files, other extensions and anything but regular files (or links to
 // one) are ignored.
+//
+// Every file is read with merge.ReadFile, the one reader of local config
+// paths: a link is followed to a regular file (a ConfigMap volume's files
+// are links); a FIFO, a device or a file larger than
+// merge.MaxDocumentSize (4 MiB, four times what the API server stores in a
+// ConfigMap) is an error naming the file, never a wait or a whole read. An
+// assignment.yaml that is a link to nothing is an error too, not the empty
+// assignment.
 //
 // Every file read is decoded strictly, as the config itself is: field
 // names are case-sensitive, and unknown fields, duplicate fields and a
@@ -110,7 +119,14 @@ func NewDir(opts DirOptions) (*Dir, error) {
 // not decode is an *InvalidError naming the file.
 func (d *Dir) Assigned(ctx context.Context) (Assignment, error) {
 	path := filepath.Join(d.opts.Path, AssignmentFile)
-	data, err := os.ReadFile(path)
+	data, err := merge.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A link to nothing is a broken assignment, not a missing one.
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(path)
+			return Assignment{}, fmt.Errorf("read assignment: %s is a link to %s, which does not exist", path, target)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		fi, serr := os.Stat(d.opts.Path)
 		switch {
@@ -279,7 +295,7 @@ func findIn(files []string, namespace, name string) (*corev1.ConfigMap, []string
 	var at string
 	held := make([]string, 0, len(files))
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := merge.ReadFile(f)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read ConfigMap file: %w", err)
 		}
@@ -373,8 +389,10 @@ func (d *Dir) fingerprint() string {
 	fmt.Fprintf(h, "entries %q\n", nearNames(d.opts.Path, func(string) bool { return true }))
 	files = append([]string{filepath.Join(d.opts.Path, AssignmentFile)}, files...)
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		fmt.Fprintf(h, "%s %d %v\n", f, len(data), err != nil)
+		// merge.ReadFile: a FIFO cannot stop the polling, nor a huge
+		// file be read whole every PollInterval.
+		data, err := merge.ReadFile(f)
+		fmt.Fprintf(h, "%s %d %v\n", f, len(data), err)
 		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
@@ -41,30 +43,80 @@ var dirFuzzSeeds = []string{
 	`{"metadata":{"namespace":"kube-system","name":"kubelet-a","uid":"uid-a","managedFields":[{"fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]},"data":{"kubelet":"x"}}`,
 }
 
+// The shapes FuzzDirFiles lays its files out in: what a folder given to
+// --source-dir may hold besides plain files.
+const (
+	shapePlain      = iota // two regular files
+	shapeLinked            // both files links through ..data, a ConfigMap volume's layout
+	shapeOversize          // the ConfigMap file grown (sparse) past merge.MaxDocumentSize
+	shapeFIFO              // assignment.yaml a FIFO nobody writes
+	shapeLinkToFIFO        // assignment.yaml a link to a FIFO
+	numShapes
+)
+
 // FuzzDirFiles writes an assignment file and a ConfigMap file named after
-// the ConfigMap the seeds assign, and reads them through a Dir source. It
-// must not panic; an error is one line that names the file it is about (or
-// is one of the assignment rules' own messages); a result is consistent
-// with the rules.
+// the ConfigMap the seeds assign, in one of the shapes above, and reads
+// them through a Dir source. It must not panic or hang; an error is one
+// line that names the file it is about (or is one of the assignment rules'
+// own messages); a result is consistent with the rules, and comes only
+// from regular files within the size limit.
 func FuzzDirFiles(f *testing.F) {
 	for _, a := range dirFuzzSeeds {
-		f.Add([]byte(a), []byte(cmYAML))
+		f.Add([]byte(a), []byte(cmYAML), uint8(shapePlain))
 	}
 	for _, c := range dirFuzzSeeds {
-		f.Add([]byte("configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a}"), []byte(c))
+		f.Add([]byte("configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a}"), []byte(c), uint8(shapePlain))
 	}
-	f.Fuzz(func(t *testing.T, assignment, configMap []byte) {
+	for shape := range uint8(numShapes) {
+		f.Add([]byte("configMap: {namespace: kube-system, name: kubelet-a, uid: uid-a}"), []byte(cmYAML), shape)
+	}
+	f.Fuzz(func(t *testing.T, assignment, configMap []byte, shape uint8) {
+		shape %= numShapes
 		dir := t.TempDir()
 		assignmentPath := filepath.Join(dir, AssignmentFile)
 		cmPath := filepath.Join(dir, ConfigMapsDir, "kubelet-a.yaml")
 		if err := os.MkdirAll(filepath.Dir(cmPath), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(assignmentPath, assignment, 0o644); err != nil {
+		// Where the files' content goes: beside the links in
+		// shapeLinked, else at their paths.
+		at := func(p string) string { return p }
+		if shape == shapeLinked {
+			data := filepath.Join(dir, "..data")
+			at = func(p string) string { return filepath.Join(data, strings.TrimPrefix(p, dir)) }
+			if err := os.MkdirAll(filepath.Join(data, ConfigMapsDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{assignmentPath, cmPath} {
+				if err := os.Symlink(at(p), p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		switch shape {
+		case shapeFIFO, shapeLinkToFIFO:
+			fifo := assignmentPath
+			if shape == shapeLinkToFIFO {
+				fifo = filepath.Join(dir, "fifo")
+				if err := os.Symlink(fifo, assignmentPath); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := os.WriteFile(at(assignmentPath), assignment, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(at(cmPath), configMap, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(cmPath, configMap, 0o644); err != nil {
-			t.Fatal(err)
+		if shape == shapeOversize {
+			if err := os.Truncate(cmPath, merge.MaxDocumentSize+1+int64(len(configMap))); err != nil {
+				t.Fatal(err)
+			}
 		}
 		d, err := NewDir(DirOptions{Path: dir, PayloadKey: "kubelet"})
 		if err != nil {
@@ -82,6 +134,14 @@ func FuzzDirFiles(f *testing.F) {
 				t.Fatalf("error names neither file nor is an assignment rule: %q", msg)
 			}
 			return
+		}
+		switch shape {
+		case shapeFIFO, shapeLinkToFIFO:
+			t.Fatalf("a FIFO as %s was read: %+v", AssignmentFile, a.Source)
+		case shapeOversize:
+			if a.ConfigMap != nil {
+				t.Fatalf("a ConfigMap file over %d bytes was read: %+v", merge.MaxDocumentSize, a.ConfigMap.ObjectMeta)
+			}
 		}
 		if a.Source == nil {
 			if a.ConfigMap != nil {

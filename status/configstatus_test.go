@@ -64,25 +64,3 @@ func TestNewNodeReporterRejectsBadComponent(t *testing.T) {
 		t.Fatalf("got %v, want prefix %q", err, want)
 	}
 }
-
-func FuzzParseConfigStatus(f *testing.F) {
-	for _, s := range []string{`{"phase":"Trial"}`, `{"phase":"Local","error":"x"}`,
-		`{"assigned":{"configMap":{"namespace":"a","name":"b","uid":"u","kubeletConfigKey":"k"}},"phase":"Promoted","trialEnds":"2026-01-01T00:00:00Z"}`,
-		``, `{`, `null`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		s, err := nodeapi.ParseConfigStatus(in)
-		if err != nil {
-			return
-		}
-		v, err := s.MarshalAnnotation()
-		if err != nil {
-			t.Fatalf("re-encoding %q: %v", in, err)
-		}
-		again, err := nodeapi.ParseConfigStatus(v)
-		if err != nil || !again.Equal(s) {
-			t.Fatalf("%q: re-encoded %q reads back as %+v, %v", in, v, again, err)
-		}
-	})
-}

@@ -198,15 +198,6 @@ func resolveConfigMap(s, namespace string) string {
 	return namespace + "/" + s
 }
 
-// assignmentJSON is the annotation value for src.
-func assignmentJSON(src *corev1.NodeConfigSource) (string, error) {
-	b, err := json.Marshal(src)
-	if err != nil {
-		return "", fmt.Errorf("encode NodeConfigSource: %w", err)
-	}
-	return string(b), nil
-}
-
 // annotationPatch is a JSON merge patch that sets the annotation to value,
 // or removes it when value is nil.
 func annotationPatch(key string, value *string) ([]byte, error) {
@@ -283,7 +274,7 @@ func runAssign(ctx context.Context, w io.Writer, client kubernetes.Interface, o 
 	if _, err := source.Resolve(src, cm, o.key); err != nil {
 		return fmt.Errorf("assignment of ConfigMap %s/%s would be invalid: %w", namespace, name, err)
 	}
-	value, err := assignmentJSON(src)
+	value, err := nodeapi.EncodeAssignment(src)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,8 @@
 //     without its lock through checkpoint.Inspect (checksums verified).
 //   - status reads the assignment annotation as the Node source does
 //     (strict; for the kubelet without one, the legacy spec.configSource)
-//     and the status with nodeapi.ReadConfigStatus; a row it cannot decode
+//     and the status with nodeapi.ReadConfigStatus (a phase of a newer
+//     component is shown as it is); a row it cannot decode
 //     is shown as <invalid> and named in the error, never skipped.
 //
 // # What it does not do

@@ -23,7 +23,7 @@ func BenchmarkStatus(b *testing.B) {
 		for _, output := range []string{outputTable, outputJSON} {
 			b.Run(fmt.Sprintf("nodes=%d/%s", n, map[string]string{"": "table", "json": "json"}[output]), func(b *testing.B) {
 				src := cmSource("kube-system", "kubelet-a", "uid-a", "11")
-				assignment, err := assignmentJSON(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "kubelet-a", UID: "uid-a", KubeletConfigKey: "kubelet"}})
+				assignment, err := nodeapi.EncodeAssignment(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "kubelet-a", UID: "uid-a", KubeletConfigKey: "kubelet"}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -28,7 +28,7 @@ func cmSource(ns, name, uid, rv string) *corev1.NodeConfigSource {
 // assignmentValue is an assignment annotation, as assign writes it.
 func assignmentValue(t *testing.T, ns, name, uid string) string {
 	t.Helper()
-	v, err := assignmentJSON(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: ns, Name: name, UID: types.UID(uid), KubeletConfigKey: "kubelet"}})
+	v, err := nodeapi.EncodeAssignment(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: ns, Name: name, UID: types.UID(uid), KubeletConfigKey: "kubelet"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +236,23 @@ func TestStatusBadInput(t *testing.T) {
 		{name: "missing nodes", args: []string{"n1", "n7", "n8"}, nodes: []*corev1.Node{good}, wantCode: exitError, wantStderr: "dynconfigctl: node n7 not found\nnode n8 not found\n"},
 		{
 			name: "undecodable status", nodes: []*corev1.Node{broken("n9", map[string]string{
-				"dynconfig.io/config-status": `{"phase":"Sleeping"}`,
+				"dynconfig.io/config-status": `{"phase":"Trial","phase":"Sleeping"}`,
 			})},
 			wantCode: exitError,
 			wantStdout: `NODE   COMPONENT   ASSIGNED   ACTIVE      LKG         CONDITION   PHASE
 n9     kubelet     local      <invalid>   <invalid>   <none>      <invalid>
 `,
-			wantStderr: "dynconfigctl: node \"n9\" annotation dynconfig.io/config-status: config status: phase: unknown phase \"Sleeping\" (want one of Local, Trial, Promoted, RolledBack, DeadEnd, SyncFailed)\n",
+			wantStderr: "dynconfigctl: node \"n9\" annotation dynconfig.io/config-status: decoding the config status: duplicate field \"phase\"\n",
+		},
+		{
+			// A newer component's phase and field (the skew rule of
+			// nodeapi): shown as it is, no error.
+			name: "status of a newer component", nodes: []*corev1.Node{broken("n9", map[string]string{
+				"dynconfig.io/config-status": `{"phase":"Sleeping","sleep":{"until":"never"}}`,
+			})},
+			wantStdout: `NODE   COMPONENT   ASSIGNED   ACTIVE   LKG     CONDITION   PHASE
+n9     kubelet     local      local    local   <none>      Sleeping
+`,
 		},
 		{
 			name: "assignment with a misspelt field", nodes: []*corev1.Node{broken("n9", map[string]string{
@@ -273,7 +283,7 @@ n1     kubelet     kube-system/kubelet-a   kube-system/kubelet-a   kube-system/k
 n8     kubelet     local                   <invalid>               <invalid>               <none>          <invalid>
 n9     kubelet     <invalid>               <none>                  <none>                  <none>          <none>
 `,
-			wantStderr: "dynconfigctl: node \"n8\" annotation dynconfig.io/config-status: decoding the config status: unexpected EOF\n" +
+			wantStderr: "dynconfigctl: node \"n8\" annotation dynconfig.io/config-status: decoding the config status: unexpected end of JSON input\n" +
 				"node \"n9\" annotation dynconfig.io/config-source: invalid NodeConfigSource: json: cannot unmarshal array into Go value of type v1.NodeConfigSource\n",
 		},
 	}

@@ -376,8 +376,10 @@ func (a *analyzer) runCheck(ctx context.Context, j job) {
 	case err != nil:
 		cs.errors++
 		cs.lastErr = err.Error()
-		if int32(cs.errors) >= limit {
-			cs.failed = fmt.Sprintf("%s: %d errors in a row (consecutiveErrorLimit %d), the last: %v", j.check, cs.errors, limit, err)
+		// As Argo Rollouts counts them: limit errors in a row are
+		// allowed, one more fails the node.
+		if int32(cs.errors) > limit {
+			cs.failed = fmt.Sprintf("%s: %d errors in a row, more than consecutiveErrorLimit %d, the last: %v", j.check, cs.errors, limit, err)
 			cs.at = now
 		}
 	default:
@@ -775,8 +777,10 @@ func labelsOf(m map[string]string) string {
 }
 
 // checkWebhook asks a webhook for go or no-go on a node: a 2xx answer is
-// go; any other is no-go, with the answer's start as the reason. No
-// answer (unreachable, a timeout) is an error.
+// go; a 4xx answer is an explicit no-go, with the answer's start as the
+// reason, except 408 and 429 (the webhook could not answer now). Those,
+// any other answer (a 5xx: the webhook failed) and no answer
+// (unreachable, a timeout) are errors (webhookAnswer).
 func (a *analyzer) checkWebhook(ctx context.Context, w *v1alpha1.WebhookCheck, j job) (string, error) {
 	ro := j.ro
 	phase := "Trial"
@@ -809,8 +813,19 @@ func (a *analyzer) checkWebhook(ctx context.Context, w *v1alpha1.WebhookCheck, j
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	return webhookAnswer(w.Name, resp.StatusCode, answer)
+}
+
+// webhookAnswer judges a webhook's answer: 2xx go, 4xx (but 408 and 429)
+// no-go; any other is an error that counts toward consecutiveErrorLimit,
+// as Argo Rollouts counts a web metric's non-2xx answer: a webhook that
+// fails or is overloaded says nothing about the node.
+func webhookAnswer(name string, code int, answer []byte) (failed string, err error) {
+	switch {
+	case code >= 200 && code < 300:
 		return "", nil
+	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
+		return fmt.Sprintf("webhook %s: no-go (HTTP %d): %s", name, code, cut(string(answer))), nil
 	}
-	return fmt.Sprintf("webhook %s: no-go (HTTP %d): %s", w.Name, resp.StatusCode, cut(string(answer))), nil
+	return "", fmt.Errorf("webhook %s: HTTP %d, no verdict: %s", name, code, cut(string(answer)))
 }

@@ -262,8 +262,76 @@ func TestExternalErrorsAreInconclusive(t *testing.T) {
 	for range 3 {
 		run()
 	}
-	if !strings.Contains(cs.failed, "webhook/smoke: 3 errors in a row (consecutiveErrorLimit 3)") || planned != 1 {
-		t.Fatalf("after 3 errors: %+v, planned %d", cs, planned)
+	if cs.failed != "" || planned != 0 {
+		t.Fatalf("after 3 errors, as many as consecutiveErrorLimit allows: %+v, planned %d", cs, planned)
+	}
+	run()
+	if !strings.Contains(cs.failed, "webhook/smoke: 4 errors in a row, more than consecutiveErrorLimit 3") || planned != 1 {
+		t.Fatalf("after 4 errors: %+v, planned %d", cs, planned)
+	}
+}
+
+// TestWebhookServerErrorsAreErrors (issue 29): a webhook that answers 5xx
+// (or 408, 429) failed, it did not judge the node: as Argo Rollouts counts
+// a web metric's non-2xx answer, each is an error toward
+// consecutiveErrorLimit (default 4: the fifth in a row fails the node),
+// and a go in between starts the count over. Only a 4xx answer is a
+// no-go, and fails the node at once. Before, any answer but 2xx failed the
+// node at once.
+func TestWebhookServerErrorsAreErrors(t *testing.T) {
+	var code atomic.Int32
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(int(code.Load()))
+		io.WriteString(w, "upstream said "+http.StatusText(int(code.Load())))
+	}))
+	defer s.Close()
+	clk := clocktesting.NewFakeClock(at0)
+	var planned int
+	a := newAnalyzer(nil, clk, func(string) { planned++ })
+	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid"}}
+	ro.Spec.Analysis = &v1alpha1.RolloutAnalysis{Webhooks: []v1alpha1.WebhookCheck{{ExternalCheck: v1alpha1.ExternalCheck{Name: "smoke"}, URL: s.URL}}}
+	gn := &gateNode{assignedAt: at0, checks: map[string]*checkState{"webhook/smoke": {}}}
+	cs := gn.checks["webhook/smoke"]
+	run := func(c int) {
+		code.Store(int32(c))
+		clk.Step(time.Minute)
+		a.runCheck(context.Background(), job{key: "ns/ro", node: "n1", check: "webhook/smoke", ro: ro, gn: gn, cs: cs})
+	}
+	for i, c := range []int{500, 502, 503, 408, 429, 504} {
+		if i == 3 {
+			run(200) // a go in between: the count starts over
+			if cs.errors != 0 || cs.failed != "" {
+				t.Fatalf("after a go: %+v", cs)
+			}
+		}
+		run(c)
+		if cs.failed != "" || planned != 0 {
+			t.Fatalf("HTTP %d failed the node: %q (planned %d); want an error toward consecutiveErrorLimit", c, cs.failed, planned)
+		}
+	}
+	if cs.errors != 3 || !strings.Contains(cs.lastErr, "webhook smoke: HTTP 504, no verdict: upstream said Gateway Timeout") {
+		t.Fatalf("errors %d, last %q", cs.errors, cs.lastErr)
+	}
+	run(500)
+	if cs.failed != "" {
+		t.Fatalf("4 errors in a row, as many as the default limit allows, failed the node: %q", cs.failed)
+	}
+	run(500)
+	if want := "webhook/smoke: 5 errors in a row, more than consecutiveErrorLimit 4, the last: webhook smoke: HTTP 500"; !strings.Contains(cs.failed, want) || planned != 1 {
+		t.Fatalf("after 5 errors: %q (planned %d), want %q", cs.failed, planned, want)
+	}
+
+	// An explicit no-go fails the node at once.
+	for _, c := range []int{400, 403, 404, 409, 412} {
+		got, err := webhookAnswer("smoke", c, []byte("no"))
+		if err != nil || got != fmt.Sprintf("webhook smoke: no-go (HTTP %d): no", c) {
+			t.Errorf("HTTP %d: %q, %v; want a no-go", c, got, err)
+		}
+	}
+	for _, c := range []int{100, 304, 408, 429, 500, 599} {
+		if got, err := webhookAnswer("smoke", c, nil); got != "" || err == nil {
+			t.Errorf("HTTP %d: %q, %v; want an error", c, got, err)
+		}
 	}
 }
 

@@ -28,6 +28,12 @@
 //     completed, aborted, reverted);
 //   - the failure count reaching maxFailures+1 halts the rollout in that
 //     result, and with revertOnHalt every node it claims is put back;
+//     a node it took over from an earlier rollout that ended (and still
+//     exists) gets that rollout's claim back with its assignment
+//     (nodeapi.Claim.PreviousClaim), so that an undo of it still puts the
+//     node back;
+//   - a status phase this version does not know (a newer agent's) is no
+//     verdict: the node waits in Trial until its progress deadline;
 //   - a ConfigMap whose UID or resourceVersion differs from the one the
 //     rollout started with halts it (the reason names both versions);
 //   - a rollout deleted while active reverts every node it changed; one

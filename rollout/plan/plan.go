@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -139,7 +138,8 @@ type Patch struct {
 	// Claim is the claim annotation's new value; nil removes it.
 	Claim *string
 	// Revert is true when the patch lets the node go (puts a previous
-	// source back, or only removes the claim).
+	// source back, or only removes the claim); Claim is then nil, or the
+	// claim this rollout replaced (Claim.PreviousClaim), put back.
 	Revert bool
 }
 
@@ -227,6 +227,7 @@ type planner struct {
 	badClaim map[string]string // nodes whose claim annotation does not decode: why
 	ours     *corev1.NodeConfigSource
 	oursJSON string
+	oursErr  error // why ours does not encode (an edited spec)
 	deadline time.Duration
 	conflict string // why the rollout is refused, "" when it is not
 	blocked  []string
@@ -381,8 +382,9 @@ func (p *planner) migrate() {
 
 func (p *planner) setOurs(uid types.UID) {
 	p.ours = Assignment(p.r, uid)
-	b, _ := json.Marshal(p.ours) // a NodeConfigSource always encodes
-	p.oursJSON = string(b)
+	// Valid once started (the ConfigMap exists and holds the key), unless
+	// the spec was edited since: decide halts on oursErr.
+	p.oursJSON, p.oursErr = nodeapi.EncodeAssignment(p.ours)
 }
 
 func (p *planner) event(warning bool, reason, format string, args ...any) {
@@ -617,6 +619,10 @@ func (p *planner) decide() {
 	if p.configMapChanged() {
 		return
 	}
+	if p.oursErr != nil {
+		p.halt("InvalidSpec", fmt.Sprintf("the assignment would be invalid: %v", p.oursErr))
+		return
+	}
 	if p.tooManyFailures() {
 		return
 	}
@@ -843,7 +849,8 @@ func goesFirst(o Other, r *v1alpha1.ConfigRollout) bool {
 }
 
 // configMapChanged halts the rollout when its ConfigMap is gone, replaced
-// or edited since it started.
+// or had its data edited since it started (SameConfig: a new
+// resourceVersion of an immutable ConfigMap is the same config).
 func (p *planner) configMapChanged() bool {
 	cm, pinned := p.in.ConfigMap, p.st.ConfigMap
 	name := p.r.Namespace + "/" + p.r.Spec.ConfigMapName
@@ -853,7 +860,11 @@ func (p *planner) configMapChanged() bool {
 		why = fmt.Sprintf("ConfigMap %s (UID %s) was deleted while the rollout was active", name, pinned.UID)
 	case cm.UID != pinned.UID:
 		why = fmt.Sprintf("ConfigMap %s was replaced while the rollout was active (UID %s, now %s)", name, pinned.UID, cm.UID)
-	case cm.ResourceVersion != pinned.ResourceVersion:
+	case cm.ResourceVersion != pinned.ResourceVersion && !cm.Immutable:
+		// An immutable ConfigMap's new resourceVersion is an edit of its
+		// metadata (a label, an annotation): its config cannot change,
+		// the nodes do not take it for a new config (they keep running
+		// the checkpoint they have), so the rollout goes on with it.
 		why = fmt.Sprintf("ConfigMap %s was edited while the rollout was active (resourceVersion %s, now %s); roll out a new ConfigMap instead of editing one",
 			name, pinned.ResourceVersion, cm.ResourceVersion)
 	default:
@@ -1052,7 +1063,8 @@ func (p *planner) assign(target, selected int) {
 			}
 		}
 		prev, ok := parseAssignmentMemo(p.in.Memo, n.Assignment)
-		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep}
+		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep,
+			PreviousClaim: p.restorable(p.foreign[name])}
 		v := &view{n: n, claim: c, state: v1alpha1.NodeTrial, fresh: true}
 		room--
 		pt := Patch{Node: name, ResourceVersion: n.ResourceVersion}
@@ -1146,14 +1158,24 @@ func (p *planner) reverts() {
 		case p.ours != nil && p.carries(v.n, p.ours):
 			pt.ClaimOnly = false
 			if prev := v.claim.Previous; prev != nil {
-				b, _ := json.Marshal(prev)
-				s := string(b)
+				s, err := nodeapi.EncodeAssignment(prev) // valid: the claim decoded
+				if err != nil {
+					p.event(true, "NodeFailed", "node %s cannot be reverted: %v", name, err)
+					continue
+				}
 				pt.Value = &s
 			}
 		case p.carries(v.n, v.claim.Previous):
 		default:
 			if v.claim.Failed == "" || !strings.HasPrefix(v.claim.Failed, "its assignment annotation is") {
 				p.event(true, "NodeSuperseded", "node %s is not reverted: its assignment was changed by someone else (now %s)", name, describeAnnotation(v.n.Assignment))
+			}
+		}
+		if pc := p.restorable(v.claim.PreviousClaim); pc != nil && p.revertMode() {
+			// The claim this rollout replaced goes back with the
+			// assignment, so that its rollout still holds the node.
+			if enc, err := nodeapi.EncodeClaim(pc); err == nil {
+				pt.Claim = &enc
 			}
 		}
 		// Remove any old record-turned-claim patch asked in this plan.
@@ -1164,6 +1186,21 @@ func (p *planner) reverts() {
 	if patched > 0 {
 		p.requeue(30 * time.Second)
 	}
+}
+
+// restorable returns the first claim of c's chain (c, its PreviousClaim,
+// ...) whose rollout still exists: what a revert puts back on the node
+// with its previous assignment. nil: none (a claim of a deleted rollout
+// would never be taken off).
+func (p *planner) restorable(c *nodeapi.Claim) *nodeapi.Claim {
+	for ; c != nil; c = c.PreviousClaim {
+		for _, o := range p.in.Others {
+			if o.UID == c.UID && c.UID != p.r.UID {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // count fills the counts and the failures. Once the rollout ended, the

@@ -415,7 +415,7 @@ func TestConfigMapChanged(t *testing.T) {
 		cm   *ConfigMap
 		want []string
 	}{
-		{"edited", &ConfigMap{UID: cmUID, ResourceVersion: "11", HasKey: true, Immutable: true}, []string{"edited", "resourceVersion 10, now 11", "new ConfigMap"}},
+		{"edited", &ConfigMap{UID: cmUID, ResourceVersion: "11", HasKey: true}, []string{"edited", "resourceVersion 10, now 11", "new ConfigMap"}},
 		{"replaced", &ConfigMap{UID: "other", ResourceVersion: "12", HasKey: true, Immutable: true}, []string{"replaced", "UID cm-uid-1, now other"}},
 		{"deleted", nil, []string{"deleted"}},
 	} {
@@ -438,6 +438,22 @@ func TestConfigMapChanged(t *testing.T) {
 				t.Errorf("reverts %v", got)
 			}
 		})
+	}
+}
+
+// TestImmutableMetadataEditDoesNotHalt: a new resourceVersion of the
+// rollout's immutable ConfigMap (a label edit) is the same config: the
+// rollout goes on, and the next step assigns the next nodes.
+func TestImmutableMetadataEditDoesNotHalt(t *testing.T) {
+	w := newWorld(t, 3, countStep(1), percentStep("100%"))
+	w.plan()
+	w.cm = &ConfigMap{UID: cmUID, ResourceVersion: "11", HasKey: true, Immutable: true}
+	w.plan()
+	if c := meta.FindStatusCondition(w.r.Status.Conditions, v1alpha1.ConditionHalted); c != nil && c.Status == metav1.ConditionTrue {
+		t.Fatalf("halted on a metadata edit of an immutable ConfigMap: %+v", c)
+	}
+	if got := w.reverting(); len(got) != 0 {
+		t.Fatalf("reverts %v", got)
 	}
 }
 

@@ -37,6 +37,7 @@ const deployDir = "../../deploy"
 var overlays = []string{
 	".",                      // config namespace, component RBAC, admission policies
 	"overlays/one-namespace", // the rollout controller, the default
+	"overlays/pod-analysis",  // opt-in: the pods health gate
 	"daemonset",              // kube-proxy-like on every node
 	"monitoring",             // alerts, scrape targets, dashboard
 	"overlays/cluster-wide",  // the variant, applied over the default
@@ -109,16 +110,7 @@ func TestOverlaysBuild(t *testing.T) {
 		if !slices.Contains(c.Args, "--namespace=dynconfig-configs") {
 			t.Errorf("Deployment args %v: want --namespace=dynconfig-configs", c.Args)
 		}
-		for _, o := range objs {
-			if o.GetKind() != "ClusterRole" || o.GetName() == "dynconfig:rollout-operator" {
-				continue
-			}
-			for _, r := range as[rbacv1.ClusterRole](t, o).Rules {
-				if slices.Contains(r.Resources, "configmaps") || slices.Contains(r.Resources, "configrollouts") {
-					t.Errorf("ClusterRole %s grants %v cluster-wide: the default must hold them to one namespace", o.GetName(), r.Resources)
-				}
-			}
-		}
+		// Its roles, with every other shipped one: TestShippedRolesLeastPrivilege.
 		checkController(t, objs, d)
 	})
 
@@ -329,6 +321,9 @@ func TestOverlaysApply(t *testing.T) {
 
 	t.Run("own-node policy holds an unlisted component", func(t *testing.T) {
 		ownNodeUnlisted(ctx, t, cl)
+	})
+	t.Run("every shipped role, with the API server's scopes", func(t *testing.T) {
+		checkShippedRoles(t, disk, discoveryScope(t, cl.Client.Discovery()))
 	})
 }
 

@@ -117,7 +117,7 @@ node-b   kubelet      kube-system/kubelet-a   <none>                  <none>    
 
 	// A status annotation nobody can decode: the row is shown, the error
 	// names node and annotation, exit 1.
-	patch := []byte(`{"metadata":{"annotations":{"dynconfig.io/config-status":"{\"phase\":\"Sleeping\"}"}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"dynconfig.io/config-status":"{\"phase\":\"Trial\",\"phase\":\"Sleeping\"}"}}}`)
 	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, "node-c", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ node-b   kubelet      kube-system/kubelet-a   <none>                  <none>    
 	wantOut := `NODE     COMPONENT   ASSIGNED   ACTIVE      LKG         CONDITION   PHASE
 node-c   kubelet     local      <invalid>   <invalid>   <none>      <invalid>
 `
-	wantErr := `dynconfigctl: node "node-c" annotation dynconfig.io/config-status: config status: phase: unknown phase "Sleeping" (want one of Local, Trial, Promoted, RolledBack, DeadEnd, SyncFailed)` + "\n"
+	wantErr := `dynconfigctl: node "node-c" annotation dynconfig.io/config-status: decoding the config status: duplicate field "phase"` + "\n"
 	if diff := cmp.Diff(wantOut, stdout.String()); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}

@@ -36,6 +36,15 @@
 // ConfigMap, roll back independently and keep both conditions and both
 // ConfigStatus annotations.
 //
+// TestAdmissionNodeStatusWriters derives from the API server's RBAC every
+// subject that may write nodes/status (the bootstrap controllers, cluster-
+// admin's group, deploy/'s component, and a node-problem-detector, a
+// node-feature-discovery master, node admins and a cluster-admin
+// ServiceAccount bound by the test), confirms each with a
+// SubjectAccessReview, and impersonates each in a dry-run status PATCH:
+// deploy/'s policies let all through but dynconfig's own components, which
+// write their Pod's Node only.
+//
 // TestHollowKubeletFork runs the real kubelet code on dynconfig
 // (bin/hollow-kubelet: kubemark's HollowKubelet whose KubeletConfiguration a
 // Controller chooses with the kubelet's own defaulting, validation and

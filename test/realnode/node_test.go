@@ -69,6 +69,7 @@ func requirements(t *testing.T) string {
 	if _, err := os.Stat(kubelet); err != nil {
 		testenv.Missing(t, kubelet, "run test/hack/ensure-bins.sh (make bins)")
 	}
+	lockHost(t)
 	return kubelet
 }
 

@@ -119,8 +119,10 @@ type ExternalCheck struct {
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// ConsecutiveErrorLimit is how many runs in a row may end in an error
-	// (unreachable, a timeout, an answer that does not decode) before the
-	// node fails: an error is inconclusive, not a failure. Default 4.
+	// (unreachable, a timeout, an answer that does not decode, a webhook's
+	// 5xx) before the node fails: an error is inconclusive, not a failure,
+	// and one error more than the limit fails the node, as Argo Rollouts
+	// counts them. Default 4.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	ConsecutiveErrorLimit *int32 `json:"consecutiveErrorLimit,omitempty"`
@@ -152,8 +154,10 @@ type PrometheusCheck struct {
 }
 
 // WebhookCheck is an endpoint that answers go or no-go for a node: the
-// controller POSTs a WebhookRequest as JSON; a 2xx answer is go, any other
-// answer is no-go with the answer's body (its start) as the reason.
+// controller POSTs a WebhookRequest as JSON; a 2xx answer is go, a 4xx
+// answer is no-go with the answer's body (its start) as the reason, except
+// 408 and 429; those, any other answer (a 5xx) and no answer are errors
+// (ConsecutiveErrorLimit).
 type WebhookCheck struct {
 	ExternalCheck `json:",inline"`
 	// URL to POST to.
