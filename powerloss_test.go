@@ -41,6 +41,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/internal/atomicfile"
+	"github.com/dynconfig/dynconfig/internal/testenv"
 )
 
 const envPowerLossWorkload = "DYNCONFIG_POWERLOSS_WORKLOAD"
@@ -750,7 +751,7 @@ func TestPowerLossOracle(t *testing.T) {
 	}
 	strace, err := exec.LookPath("strace")
 	if err != nil {
-		t.Skip("needs strace (apt-get install strace)")
+		testenv.Missing(t, "strace", "apt-get install strace")
 	}
 	parent := t.TempDir()
 	stateDir := filepath.Join(parent, "state")

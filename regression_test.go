@@ -31,6 +31,7 @@ import (
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/internal/damage"
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/source"
 	"github.com/dynconfig/dynconfig/status"
 )
@@ -438,9 +439,7 @@ func TestRegressionUnreadableMarksAreKept(t *testing.T) {
 		unreadableMarksChild(t)
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the component as another user")
-	}
+	testenv.Root(t, "to run the component as another user")
 	n := newNode(t, "")
 	n.configMap("x", "uid-x", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: -1}`, nil)
 	n.assign("x", "uid-x")
@@ -566,11 +565,9 @@ func TestRegressionUnsearchableQuarantineDoesNotHang(t *testing.T) {
 func tmpfsDir(t *testing.T, size int) string {
 	t.Helper()
 	dir := t.TempDir()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
+	testenv.Root(t, "to mount a tmpfs")
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700,size="+strconv.Itoa(size)); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
+		testenv.Missing(t, "a tmpfs mount ("+err.Error()+")", "a kernel with tmpfs and CAP_SYS_ADMIN")
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {

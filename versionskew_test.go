@@ -18,6 +18,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/testenv"
 )
 
 // previousVersion is the commit whose component is "the previous version"
@@ -39,10 +40,33 @@ func buildKubeletLike(t *testing.T, root, dir, name string) string {
 	return bin
 }
 
+// haveCommit fetches commit from origin when the clone at repo lacks it (a
+// shallow clone, as CI systems make), and stops the test with
+// testenv.Missing (a failure in CI) when it still lacks it.
+func haveCommit(t *testing.T, repo, commit string) {
+	t.Helper()
+	has := func() bool {
+		return exec.Command("git", "-C", repo, "cat-file", "-e", commit+"^{commit}").Run() == nil
+	}
+	if has() {
+		return
+	}
+	fetch := exec.Command("git", "-C", repo, "fetch", "--quiet", "--no-tags", "--depth=1", "origin", commit)
+	out, err := fetch.CombinedOutput()
+	if err == nil && has() {
+		t.Logf("fetched commit %s from origin (the clone lacked it)", commit)
+		return
+	}
+	t.Logf("the clone lacks commit %s; git fetch origin: %v\n%s", commit, err, out)
+	testenv.Missing(t, "commit "+commit+" of the git history (the previous version; git fetch origin failed)",
+		"git fetch --depth=1 origin "+commit+", or a clone with the history")
+}
+
 // checkout extracts commit of the repository at repo into a new directory,
 // without touching the repository (git archive, no worktree).
 func checkout(t *testing.T, repo, commit string) string {
 	t.Helper()
+	haveCommit(t, repo, commit)
 	dir := t.TempDir()
 	archive := exec.Command("git", "-C", repo, "archive", "--format=tar", commit)
 	untar := exec.Command("tar", "-x", "-C", dir)
@@ -57,7 +81,7 @@ func checkout(t *testing.T, repo, commit string) string {
 		t.Fatal(err)
 	}
 	if err := archive.Run(); err != nil {
-		t.Skipf("commit %s is not in this clone (%v: %s)", commit, err, stderr.String())
+		t.Fatalf("git archive %s: %v: %s", commit, err, stderr.String())
 	}
 	if err := untar.Wait(); err != nil {
 		t.Fatal(err)
@@ -96,9 +120,7 @@ func TestVersionSkew(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries, one from git history")
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git")
-	}
+	testenv.LookPath(t, "git", "apt-get install git")
 	repo, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)

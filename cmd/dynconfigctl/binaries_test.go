@@ -10,20 +10,23 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynconfig/dynconfig/internal/proctest"
 )
+
+// kubeletLike is examples/kubelet-like, built by TestMain before any test
+// starts its clock (-short skips the tests that run it).
+var kubeletLike = proctest.Binary{Name: "kubelet-like", Package: "../../examples/kubelet-like"}
+
+func TestMain(m *testing.M) {
+	os.Exit(kubeletLike.RunTests(m))
+}
 
 // TestAgainstKubeletLikeStateDir runs the real examples/kubelet-like binary
 // on a bad assignment, then inspects and repairs the state dir it left.
 func TestAgainstKubeletLikeStateDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs examples/kubelet-like")
-	}
+	bin := kubeletLike.Build(t) // skips with -short
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "kubelet-like")
-	build := exec.Command("go", "build", "-o", bin, "../../examples/kubelet-like")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	src, state, statusFile := filepath.Join(tmp, "src"), filepath.Join(tmp, "state"), filepath.Join(tmp, "status.json")
 	writeTestFile(t, filepath.Join(src, "configmaps", "bad.yaml"), `apiVersion: v1
 kind: ConfigMap

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dynconfig/dynconfig/internal/testenv"
 )
 
 // Issue 21, defect 7: inspect shows a damaged copy of a checkpoint in the
@@ -43,9 +45,7 @@ func TestInspectShowsDamagedNestedCopyAndQuarantine(t *testing.T) {
 			return q
 		}, true},
 		{"quarantine owned by another user", func(t *testing.T, dir, flat, nested string) string {
-			if os.Geteuid() != 0 {
-				t.Skip("needs root to chown")
-			}
+			testenv.Root(t, "to chown")
 			q := filepath.Join(dir, "quarantine")
 			if err := os.Mkdir(q, 0o700); err != nil {
 				t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynconfig/dynconfig/internal/testenv"
 )
 
 // Nobody is the uid and gid a test runs as with AsUser: an unprivileged
@@ -55,9 +57,7 @@ func InChild(t *testing.T) (arg string, ok bool) {
 // the user can read. The child's output is logged.
 func AsUser(t *testing.T, uid int, arg string, timeout time.Duration) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a child as another user")
-	}
+	testenv.Root(t, "to run a child as another user")
 	bin := userBinary(t)
 	pattern := make([]string, 0, 4)
 	for _, part := range strings.Split(t.Name(), "/") {
@@ -158,11 +158,9 @@ func ChownTree(t *testing.T, dir string, uid int) {
 // It needs root, and skips t otherwise.
 func ReadOnlyMount(t testing.TB, dir string) (unmount func()) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to bind-mount a directory read-only")
-	}
+	testenv.Root(t, "to bind-mount a directory read-only")
 	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
-		t.Skipf("cannot bind-mount %s: %v", dir, err)
+		testenv.Missing(t, "a bind mount of "+dir+" ("+err.Error()+")", "CAP_SYS_ADMIN in the test's mount namespace")
 	}
 	var once sync.Once
 	unmount = func() {
@@ -174,7 +172,7 @@ func ReadOnlyMount(t testing.TB, dir string) (unmount func()) {
 	}
 	t.Cleanup(unmount)
 	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
-		t.Skipf("cannot remount %s read-only: %v", dir, err)
+		testenv.Missing(t, "a read-only remount of "+dir+" ("+err.Error()+")", "CAP_SYS_ADMIN in the test's mount namespace")
 	}
 	probe := filepath.Join(dir, ".probe")
 	if err := os.WriteFile(probe, nil, 0o600); !errors.Is(err, syscall.EROFS) {

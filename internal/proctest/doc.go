@@ -2,9 +2,10 @@
 // tests: it builds a component once per test binary, starts it in its own
 // process group, restarts it whenever it exits (a small stand-in for
 // systemd's Restart=always), and lays out the files of a simulated node
-// (state dir, directory source, status file). It is a normal package so
-// that the components' tests and the test module's tests against a real API
-// server share it; only tests import it.
+// (state dir, directory source, status file). The binaries are built by
+// the package's TestMain (Main), before any test's clock starts. It is a
+// normal package so that the components' tests and the test module's tests
+// against a real API server share it; only tests import it.
 //
 // # What it guarantees
 //
@@ -21,6 +22,7 @@
 //
 // It needs a unix system and the go command on the PATH (go test puts it
 // there). Builds are skipped under -short, which skips the real-process
-// tests. WaitFor polls; it is for processes, not for in-process code,
-// which should use fake clocks instead.
+// tests, and in a test binary run again by a test of its package. WaitFor
+// polls; it is for processes, not for in-process code, which should use
+// fake clocks instead.
 package proctest

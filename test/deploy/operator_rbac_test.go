@@ -36,8 +36,7 @@ func TestRolloutOperatorRole(t *testing.T) {
 		t.Skip("starts etcd and kube-apiserver")
 	}
 	dir := t.TempDir()
-	// Built before the clock starts.
-	ctl := goBuild(t, "./cmd/dynconfigctl", dir)
+	ctl := dynconfigctlBin.Build(t) // built by TestMain, before any clock
 	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -61,18 +61,6 @@ func section(t *testing.T, title, lang string) []string {
 	return nil
 }
 
-// goBuild builds a package of the library module into dir.
-func goBuild(t *testing.T, pkg, dir string) string {
-	t.Helper()
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = "../.."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
 func writeKubeconfig(t *testing.T, cfg *rest.Config, path string) {
 	t.Helper()
 	data, err := cluster.KubeConfigFor(cfg)
@@ -150,7 +138,7 @@ func TestREADMEUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	repl := strings.NewReplacer(
-		"/usr/bin/kubelet-like", goBuild(t, "./examples/kubelet-like", dir),
+		"/usr/bin/kubelet-like", kubeletLikeBin.Build(t),
 		"/etc/kubernetes/", dir+"/",
 		"/var/lib/kubelet/dynamic-config", filepath.Join(dir, "dynamic-config"),
 		"%l", node,
@@ -188,7 +176,7 @@ func TestREADMEInstall(t *testing.T) {
 	}
 	opKubeconfig := filepath.Join(dir, "operator.kubeconfig")
 	writeKubeconfig(t, opCfg, opKubeconfig)
-	ctl := goBuild(t, "./cmd/dynconfigctl", dir)
+	ctl := dynconfigctlBin.Build(t)
 	var procs []*proctest.Proc
 	ran := 0
 
@@ -291,7 +279,7 @@ func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir
 		}
 		args = append(args, a)
 	}
-	p := proctest.Start(t, goBuild(t, "./cmd/dynconfig-rollout", dir), args,
+	p := proctest.Start(t, rolloutBin.Build(t), args,
 		[]string{"POD_NAME=dynconfig-rollout-0", "POD_NAMESPACE=" + d.Namespace})
 	url, hc := metricsClient(args, addr)
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
@@ -344,7 +332,7 @@ func startDaemonSetPod(ctx context.Context, t *testing.T, cl *cluster.Cluster, d
 		a = strings.NewReplacer("$(NODE_NAME)", node, "$(POD_IP)", "127.0.0.1").Replace(a)
 		args = append(args, a)
 	}
-	return proctest.Start(t, goBuild(t, "./examples/kube-proxy-like", dir), args, nil)
+	return proctest.Start(t, kubeProxyLikeBin.Build(t), args, nil)
 }
 
 // podSpecOn is the DaemonSet's Pod spec bound to node.

@@ -150,7 +150,11 @@ func printerColumns(ctx context.Context, t *testing.T, cl *cluster.Cluster) {
 func plugin(ctx context.Context, t *testing.T, cl *cluster.Cluster, ri dynamic.ResourceInterface) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "kubectl-dynconfig")
-	if err := os.Rename(goBuild(t, "./cmd/dynconfigctl", dir), bin); err != nil {
+	data, err := os.ReadFile(dynconfigctlBin.Build(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")

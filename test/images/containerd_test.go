@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
@@ -24,22 +26,26 @@ type containerd struct {
 	ns     string
 }
 
-// needRoot skips (or, on CI, fails) when the test cannot run containers.
-func needRoot(t *testing.T) {
-	t.Helper()
-	var missing []string
+// containerParts returns what this machine lacks to run containers, and
+// how to get it; "" when it lacks nothing.
+func containerParts() (what, how string) {
 	for _, b := range []string{"containerd", "ctr", "runc"} {
 		if _, err := exec.LookPath(b); err != nil {
-			missing = append(missing, b)
+			return b, "apt-get install containerd runc"
 		}
 	}
-	switch {
-	case len(missing) > 0 && os.Getenv("CI") != "":
-		t.Fatalf("%v not found on CI: .ci/run installs Debian's containerd and runc", missing)
-	case len(missing) > 0:
-		t.Skipf("%v not found: apt-get install containerd runc (.ci/run does)", missing)
-	case os.Geteuid() != 0:
-		t.Skip("running containers needs root")
+	if os.Geteuid() != 0 {
+		return "root (to run containers)", "run the tests as root, as .ci/run does"
+	}
+	return "", ""
+}
+
+// needRoot skips (or, in CI, fails: testenv.Missing) when the test cannot
+// run containers.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if what, how := containerParts(); what != "" {
+		testenv.Missing(t, what, how)
 	}
 }
 
@@ -133,15 +139,23 @@ func (c *containerd) ctr(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// buildStatic builds pkg as make images does: static, reproducible.
-func buildStatic(t *testing.T, pkg, out string) {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -buildid=", "-o", out, pkg)
-	cmd.Dir = "../.."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+// staticRollout is the rollout controller built as make images builds it:
+// static, reproducible. TestMain builds it before any test starts a clock:
+// TestImageRuns' 5-minute context once covered this build, and a cold
+// build on a fresh 2-core machine ran it out ("ctr images import ...:
+// context deadline exceeded" after 335 s).
+var staticRollout = proctest.Binary{Name: "dynconfig-rollout", Package: "./cmd/dynconfig-rollout", Dir: "../..",
+	Env: []string{"CGO_ENABLED=0"}, Flags: []string{"-trimpath", "-ldflags", "-s -w -buildid="}}
+
+func TestMain(m *testing.M) {
+	// Only where TestImageRuns can run: elsewhere it stops at needRoot,
+	// and this build (its own cache entries: static, -trimpath) would be
+	// minutes for nothing on a cold machine.
+	var bins []*proctest.Binary
+	if what, _ := containerParts(); what == "" {
+		bins = append(bins, &staticRollout)
 	}
+	os.Exit(proctest.Main(m, bins...))
 }
 
 // TestImageRuns builds the rollout controller's image as `make images`
@@ -153,11 +167,10 @@ func TestImageRuns(t *testing.T) {
 		t.Skip("builds a static binary, starts containerd and kube-apiserver")
 	}
 	needRoot(t)
+	bin := staticRollout.Build(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dynconfig-rollout")
-	buildStatic(t, "./cmd/dynconfig-rollout", bin)
 	const ref = "localhost/dynconfig-rollout:test"
 	img, err := Build(Spec{Name: "dynconfig-rollout", Binary: bin, Ref: ref})
 	if err != nil {

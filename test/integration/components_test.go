@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,23 +29,6 @@ import (
 // kubeProxyLikePackage is the kube-proxy-like example (component
 // "kube-proxy": condition KubeProxyConfigOK).
 const kubeProxyLikePackage = "github.com/dynconfig/dynconfig/examples/kube-proxy-like"
-
-// buildExamples builds the example commands pkgs into one temporary
-// directory with a single go build, and returns the binaries' paths by
-// package.
-func buildExamples(t *testing.T, pkgs ...string) map[string]string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
-	}
-	bins := map[string]string{}
-	for _, p := range pkgs {
-		bins[p] = filepath.Join(dir, filepath.Base(p))
-	}
-	return bins
-}
 
 // component is one example binary under its restart loop on the Node.
 type component struct {
@@ -210,7 +192,7 @@ func TestComponentsShareANode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes against the API server: skipped with -short")
 	}
-	bins := buildExamples(t, kubeletLikePackage, kubeProxyLikePackage)
+	bins := map[string]string{kubeletLikePackage: kubeletLikeBin.Build(t), kubeProxyLikePackage: kubeProxyLikeBin.Build(t)}
 	ctx := testContext(t, 10*time.Minute)
 	h := newLPHarness(ctx, t)
 

@@ -29,7 +29,7 @@ func TestCtlStatus(t *testing.T) {
 	c := cluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin := buildDynconfigctl(t)
+	bin := dynconfigctlBin.Build(t)
 	kubeconfig := writeKubeConfig(t, c.Config)
 
 	const ns = "kube-system"

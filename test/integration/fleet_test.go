@@ -31,7 +31,7 @@ func TestFleet(t *testing.T) {
 	h := newHarness(t)
 	ctx := testContext(t, 15*time.Minute)
 	installRolloutCRD(ctx, t, h)
-	ctlBin := buildDynconfigctl(t)
+	ctlBin := dynconfigctlBin.Build(t)
 	kubeconfig := writeKubeConfig(t, h.cl.Config)
 
 	t.Run("nodes not running the component", func(t *testing.T) {

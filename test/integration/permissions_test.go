@@ -515,7 +515,7 @@ func TestLeastPrivilege(t *testing.T) {
 	})
 
 	t.Run("the operator assigns with dynconfigctl", func(t *testing.T) {
-		ctl := buildDynconfigctl(t)
+		ctl := dynconfigctlBin.Build(t)
 		kubeconfig := writeKubeConfig(t, h.operator.config)
 		kcm2 := h.createConfigMap(ctx, t, "kubelet-b", map[string]string{kubelet.PayloadKey: kubeletPayload(43)})
 		pcm2 := h.createConfigMap(ctx, t, "kube-proxy-b", map[string]string{kubeproxy.Profile{}.PayloadKey(): kubeProxyPayload("10.2.0.0/16")})
@@ -575,23 +575,6 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("%s Events of Node %s come from %v; want both components'", reason, h.node, sources)
 		}
 	}
-}
-
-// dynconfigctlPackage is the operator CLI.
-const dynconfigctlPackage = "github.com/dynconfig/dynconfig/cmd/dynconfigctl"
-
-// buildDynconfigctl builds the operator CLI into a temporary directory. It
-// builds in the root module, whose go.sum has the CLI's dependencies
-// (cli-runtime) that this module does not need.
-func buildDynconfigctl(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "dynconfigctl")
-	cmd := exec.Command("go", "build", "-o", bin, dynconfigctlPackage)
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", dynconfigctlPackage, err, out)
-	}
-	return bin
 }
 
 // writeKubeConfig writes cfg as a kubeconfig file of the test.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,20 +40,6 @@ const (
 	// demoCrashLine is in the stderr of a process a demo hook crashed.
 	demoCrashLine = "demo hook: crashing at startup"
 )
-
-// buildKubeletLike builds the example binary into a temporary directory of
-// the test. The test module's replace directive makes the root module's
-// main packages buildable from here.
-func buildKubeletLike(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kubelet-like")
-	// go test puts the go command of its toolchain first on the PATH.
-	out, err := exec.Command("go", "build", "-o", bin, kubeletLikePackage).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", kubeletLikePackage, err, out)
-	}
-	return bin
-}
 
 // pollUntil polls cond every pollInterval until it holds; after
 // waitTimeout it fails the test with what it waited for, cond's last
@@ -174,7 +159,7 @@ func TestKubeletLikeAgainstAPIServer(t *testing.T) {
 		t.Skip("real-process test against the API server: skipped with -short")
 	}
 	began := time.Now()
-	bin := buildKubeletLike(t)
+	bin := kubeletLikeBin.Build(t)
 	h := newHarness(t)
 	ctx := testContext(t, 10*time.Minute)
 	node := h.newNode(ctx, t)

@@ -165,16 +165,21 @@ type benchResult struct {
 //	cd test && go test -run XXX -bench RolloutController -benchtime 1x ./integration/
 func BenchmarkRolloutController(b *testing.B) {
 	sizes := benchSizes(b)
+	baseline, baselineSizes := benchBaselineCommit(), benchBaselineSizes()
+	if baseline == "none" {
+		baselineSizes = nil
+	}
+	// The baseline from git history is built before any clock starts.
+	var oldBin string
+	if len(baselineSizes) > 0 {
+		oldBin = buildBaseline(b, baseline)
+	}
 	cl := cluster.Start(b)
 	h := &harness{cl: cl, client: newClient(b, cl.Config, 500, 1000)}
 	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), klog.Background().V(10)), 150*time.Minute)
 	defer cancel()
 	installRolloutCRD(ctx, b, h)
 	label, realLabel := "rollout-bench", "rollout-bench-real"
-	baseline, baselineSizes := benchBaselineCommit(), benchBaselineSizes()
-	if baseline == "none" {
-		baselineSizes = nil
-	}
 	const baselineNS = "bench-old"
 	if len(baselineSizes) > 0 {
 		if _, err := h.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baselineNS}}, metav1.CreateOptions{}); err != nil {
@@ -343,11 +348,7 @@ func BenchmarkRolloutController(b *testing.B) {
 
 	grow(sizes[0])
 	startRealControllers(ctx, b, h, realNames)
-	newBin := buildRollout(b, rolloutPackage)
-	var oldBin string
-	if len(baselineSizes) > 0 {
-		oldBin = buildBaseline(b, baseline)
-	}
+	newBin := rolloutBin.Build(b)
 	dyn := dynamic.NewForConfigOrDie(cl.Config)
 	probeClient := newClient(b, protobuf(cl.Config), -1, 0)
 
@@ -751,17 +752,6 @@ type rolloutProcess struct {
 	cmd     *exec.Cmd
 	addr    string
 	metrics func(ctx context.Context, b *testing.B) map[string]float64
-}
-
-// buildRollout builds a command package of this tree into a temporary
-// directory and returns the binary.
-func buildRollout(b *testing.B, pkg string) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "dynconfig-rollout")
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		b.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	return bin
 }
 
 // startRolloutProcess starts a dynconfig-rollout binary without leader

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -112,24 +111,10 @@ func TestRolloutProcessFailover(t *testing.T) {
 		t.Skip("real processes: skipped with -short")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dynconfig-rollout")
-	// Build while the cluster starts; the build ends before dir goes.
-	var buildErr error
-	built := make(chan struct{})
-	go func() {
-		defer close(built)
-		// go test puts the go command of its toolchain first on the PATH.
-		if out, err := exec.Command("go", "build", "-o", bin, rolloutPackage).CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build %s: %w\n%s", rolloutPackage, err, out)
-		}
-	}()
-	t.Cleanup(func() { <-built })
+	bin := rolloutBin.Build(t)
 	h := newHarness(t)
 	ctx := testContext(t, 5*time.Minute)
 	installRolloutCRD(ctx, t, h)
-	if <-built; buildErr != nil {
-		t.Fatal(buildErr)
-	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)

@@ -129,7 +129,7 @@ func TestRollout(t *testing.T) {
 			t.Skip("real processes: skipped with -short")
 		}
 		ctx := testContext(t, 8*time.Minute)
-		bin := buildKubeletLike(t)
+		bin := kubeletLikeBin.Build(t)
 		dir := t.TempDir()
 		kubeconfig := filepath.Join(dir, "kubeconfig")
 		if err := os.WriteFile(kubeconfig, h.cl.KubeConfig, 0o600); err != nil {

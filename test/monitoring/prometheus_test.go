@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -39,13 +39,7 @@ func TestPrometheusAlertFires(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver, the controller and Prometheus")
 	}
-	prom, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("prometheus not found on CI: .ci/run must install Debian's prometheus package: %v", err)
-		}
-		t.Skip("prometheus not found: apt-get install prometheus (.ci/run does)")
-	}
+	prom := testenv.LookPath(t, "prometheus", "apt-get install prometheus")
 	cl := cluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -82,12 +76,7 @@ func TestPrometheusAlertFires(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dynconfig-rollout")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/dynconfig-rollout")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := rolloutBin.Build(t)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	write(t, kubeconfig, string(cl.KubeConfig))
 	ctlAddr, promAddr := cluster.FreeAddr(t), cluster.FreeAddr(t)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/dynconfig/dynconfig/internal/testenv"
 )
 
 const dir = "../../deploy/monitoring"
@@ -19,17 +21,10 @@ const dir = "../../deploy/monitoring"
 var metricSources = []string{"../../status/metrics.go", "../../rollout/controller/metrics.go"}
 
 // promtool finds the promtool binary. CI (.ci/run) installs it; elsewhere
-// the test skips without it, and says how to get it.
+// the test skips without it (testenv.Missing), and says how to get it.
 func promtool(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("promtool not found on CI: .ci/run must install Debian's prometheus package: %v", err)
-		}
-		t.Skip("promtool not found: apt-get install prometheus (.ci/run does)")
-	}
-	return p
+	return testenv.LookPath(t, "promtool", "apt-get install prometheus")
 }
 
 func run(t *testing.T, dir string, name string, args ...string) string {

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
@@ -36,17 +37,11 @@ type Prometheus struct {
 	log *lockedBuffer
 }
 
-// Binary finds the prometheus binary, or skips the test (fails it on CI).
+// Binary finds the prometheus binary, or skips the test (fails it in CI:
+// testenv.Missing).
 func Binary(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("prometheus not found on CI: .ci/run must install Debian's prometheus package: %v", err)
-		}
-		t.Skip("prometheus not found: apt-get install prometheus (.ci/run does)")
-	}
-	return p
+	return testenv.LookPath(t, "prometheus", "apt-get install prometheus")
 }
 
 // ServeMetrics serves page() as a Prometheus text exposition at /metrics

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/internal/proctest"
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
@@ -45,45 +47,39 @@ const (
 	waitTimeout = 90 * time.Second
 )
 
-// requirements skips the test, saying why, when this machine cannot run a
-// real node; it returns the kubelet binary.
+// requirements skips the test (fails it in CI: testenv.Missing), saying
+// why, when this machine cannot run a real node; it returns the kubelet
+// binary.
 func requirements(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("realnode: needs root (containerd, runc, cgroups, mounts)")
-	}
+	testenv.Root(t, "for a real node: containerd, runc, cgroups, mounts")
 	for _, bin := range []string{"containerd", "ctr", "runc", "containerd-shim-runc-v2"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("realnode: %s not found (apt-get install containerd runc): %v", bin, err)
-		}
+		testenv.LookPath(t, bin, "apt-get install containerd runc")
 	}
 	for _, f := range []string{filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback"), busyboxPath} {
 		if _, err := os.Stat(f); err != nil {
-			t.Skipf("realnode: %s missing (apt-get install containernetworking-plugins busybox-static): %v", f, err)
+			testenv.Missing(t, f, "apt-get install containernetworking-plugins busybox-static")
 		}
 	}
 	binDir, err := cluster.DefaultBinDir()
 	if err != nil {
-		t.Skipf("realnode: %v", err)
+		t.Fatal(err)
 	}
 	kubelet := filepath.Join(binDir, "kubelet")
 	if _, err := os.Stat(kubelet); err != nil {
-		t.Skipf("realnode: %s missing: run test/hack/ensure-bins.sh", kubelet)
+		testenv.Missing(t, kubelet, "run test/hack/ensure-bins.sh (make bins)")
 	}
 	lockHost(t)
 	return kubelet
 }
 
-// buildDynconfigKubelet builds cmd/dynconfig-kubelet of the working tree
-// (the test module's replace makes it buildable from here).
-func buildDynconfigKubelet(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "dynconfig-kubelet")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/dynconfig/dynconfig/cmd/dynconfig-kubelet").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build dynconfig-kubelet: %v\n%s", err, out)
-	}
-	return bin
+// dynconfigKubelet is cmd/dynconfig-kubelet of the working tree, built by
+// TestMain in the library's module before any test starts a clock. The
+// tests run it under -short too.
+var dynconfigKubelet = proctest.Binary{Name: "dynconfig-kubelet", Package: "./cmd/dynconfig-kubelet", Dir: "../..", Short: true}
+
+func TestMain(m *testing.M) {
+	os.Exit(dynconfigKubelet.RunTests(m))
 }
 
 // imageArchive writes a one-layer image (busybox-static as /bin/busybox,
@@ -187,7 +183,7 @@ func newRealNode(t *testing.T, cl *cluster.Cluster, kubeletBin string) *realNode
 		healthzPort: cluster.FreePort(t),
 	}
 	t.Cleanup(n.cleanup)
-	n.dynBin = buildDynconfigKubelet(t, dir)
+	n.dynBin = dynconfigKubelet.Build(t)
 	nc, err := cl.NodeConfig(n.name)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,18 @@ const (
 	threshold = 2
 )
 
+// refusedConfig is a drop-in our validation accepts and the real kubelet
+// refuses at start whatever the host's cgroup version: a reserved CPU that
+// no Linux machine has (the kernel's NR_CPUS is at most 8192). The kubelet's
+// own validation only parses reservedSystemCPUs; its run() then compares
+// them with the CPUs cadvisor found online and returns refusedLog, before
+// the container manager starts (cmd/kubelet/app/server.go, getReservedCPUs).
+// failCgroupV1: true, used before, is refused on a cgroup v1 host only.
+const (
+	refusedConfig = "reservedSystemCPUs: \"9999\"\n"
+	refusedLog    = "is not a subset of online-cpus"
+)
+
 // TestStockKubelet runs the whole lifecycle on one real node, in order:
 // stock start; a good config; a config the kubelet refuses at start; a
 // config it starts with and then exits on; a reboot with the API server
@@ -81,11 +93,11 @@ func TestStockKubelet(t *testing.T) {
 	n.podUntouched("web", containerID)
 	n.lastKnownGoodIs(good)
 
-	// 3. A config our validation accepts (failCgroupV1 depends on the
-	// host) that the real kubelet refuses at start on this cgroup v1 host:
-	// threshold+1 starts on it, then the pre-start role rolls back.
-	refused := n.configMap("fail-cgroup-v1", "maxPods: 40\nfailCgroupV1: true\n", trial, threshold)
-	n.crashLoopRollsBack(refused, good, "cgroup v1")
+	// 3. A config our validation accepts that the real kubelet refuses at
+	// start, on cgroup v1 and v2 hosts alike (refusedConfig): threshold+1
+	// starts on it, then the pre-start role rolls back.
+	refused := n.configMap("cpus-offline", "maxPods: 40\n"+refusedConfig, trial, threshold)
+	n.crashLoopRollsBack(refused, good, refusedLog)
 
 	// 4. A config the kubelet starts with and then exits on: its port is
 	// taken.
@@ -102,7 +114,7 @@ func TestStockKubelet(t *testing.T) {
 	// 5. Reboot in the middle of a crash loop, the API server down: the
 	// pre-start role alone counts the starts across the reboot, puts the
 	// last-known-good back, and the kubelet starts.
-	rebootBad := n.configMap("reboot-bad", "maxPods: 30\nfailCgroupV1: true\n", trial, threshold)
+	rebootBad := n.configMap("reboot-bad", "maxPods: 30\n"+refusedConfig, trial, threshold)
 	before := len(n.sup.startsSoFar())
 	n.assign(rebootBad)
 	// Cut the power right after its first exit, while the supervisor waits

@@ -180,7 +180,7 @@ func (n *realNode) rollouts(ctx context.Context) {
 
 	t1 := time.Now()
 	before := len(n.sup.startsSoFar())
-	bad := n.configMap("rollout-bad", "maxPods: 70\nfailCgroupV1: true\n", "5s", threshold)
+	bad := n.configMap("rollout-bad", "maxPods: 70\n"+refusedConfig, "5s", threshold)
 	r = f.rollout(ctx, bad, []v1alpha1.RolloutStep{{Nodes: ptr.To(intstr.FromString("100%"))}}, 3, v1alpha1.PhaseHalted, v1alpha1.PhaseReverted)
 	if r.Status.Failed < 1 {
 		t.Fatalf("rollout %s halted with no failed node: %+v", bad.Name, r.Status)

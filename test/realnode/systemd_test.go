@@ -22,6 +22,7 @@ import (
 	"k8s.io/kubernetes/pkg/cluster/ports"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	"github.com/dynconfig/dynconfig/internal/testenv"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/status"
 	"github.com/dynconfig/dynconfig/test/cluster"
@@ -96,18 +97,18 @@ func TestStockKubeletUnderSystemd(t *testing.T) {
 	n.podUntouched("web", containerID)
 	n.lastKnownGoodIs(good)
 
-	// 3. A config our validation accepts (failCgroupV1 depends on the host)
-	// that the real kubelet refuses at start on this cgroup v1 host:
-	// systemd's Restart=always starts it threshold+1 times, then the
-	// pre-start role rolls back.
-	refused := n.configMap("fail-cgroup-v1", "maxPods: 40\nfailCgroupV1: true\n", trial, threshold)
+	// 3. A config our validation accepts that the real kubelet refuses at
+	// start, on cgroup v1 and v2 hosts alike (refusedConfig): systemd's
+	// Restart=always starts it threshold+1 times, then the pre-start role
+	// rolls back.
+	refused := n.configMap("cpus-offline", "maxPods: 40\n"+refusedConfig, trial, threshold)
 	n.crashLoopUnderSystemd(refused, good)
 	n.podUntouched("web", containerID)
 
 	// 4. A power cut in the middle of a crash loop, then a boot with the
 	// API server down and without the run role: the pre-start role alone
 	// counts the starts across the reboot and puts last-known-good back.
-	rebootBad := n.configMap("reboot-bad", "maxPods: 30\nfailCgroupV1: true\n", trial, threshold)
+	rebootBad := n.configMap("reboot-bad", "maxPods: 30\n"+refusedConfig, trial, threshold)
 	before := len(n.starts())
 	n.assign(rebootBad)
 	// Cut as soon as a start on it is recorded (the recorder runs after the
@@ -157,7 +158,7 @@ func TestStockKubeletUnderSystemd(t *testing.T) {
 }
 
 // crashLoopUnderSystemd assigns bad, which the kubelet refuses at start
-// ("cgroup v1"), and checks that systemd started the kubelet on it exactly
+// (refusedLog), and checks that systemd started the kubelet on it exactly
 // threshold+1 times, each an automatic restart of Restart=always after a
 // failed exit, and then once on last-known-good, the Node Ready again and
 // ConfigOK False.
@@ -165,7 +166,7 @@ func (n *systemdNode) crashLoopUnderSystemd(bad, lastKnownGood *corev1.ConfigMap
 	t := n.t
 	t.Helper()
 	before := len(n.starts())
-	refusals := strings.Count(n.kubeletLog(), "cgroup v1")
+	refusals := strings.Count(n.kubeletLog(), refusedLog)
 	t0 := time.Now()
 	n.assign(bad)
 	n.eventually("rollback of "+bad.Name, func() (bool, string) {
@@ -193,8 +194,8 @@ func (n *systemdNode) crashLoopUnderSystemd(bad, lastKnownGood *corev1.ConfigMap
 	if !strings.Contains(last.dropIn, string(lastKnownGood.UID)) || !strings.Contains(last.dropIn, "(last-known-good)") {
 		t.Fatalf("%s: the rollback start ran %q, want last-known-good", bad.Name, last.dropIn)
 	}
-	if got := strings.Count(n.kubeletLog(), "cgroup v1") - refusals; got < threshold+1 {
-		t.Fatalf("%s: the kubelet's log says %q %d times since the assignment, want at least %d\n%s", bad.Name, "cgroup v1", got, threshold+1, n.more())
+	if got := strings.Count(n.kubeletLog(), refusedLog) - refusals; got < threshold+1 {
+		t.Fatalf("%s: the kubelet's log says %q %d times since the assignment, want at least %d\n%s", bad.Name, refusedLog, got, threshold+1, n.more())
 	}
 	if autoRestarts != threshold+1 {
 		t.Fatalf("%s: systemd's NRestarts is %d, want %d automatic restarts after the kubelet's exits\n%s", bad.Name, autoRestarts, threshold+1, n.more())
@@ -288,20 +289,19 @@ func (n *systemdNode) sandboxed(pid string) {
 	}
 }
 
-// systemdRequirements skips the test, saying why, when this machine cannot
-// boot systemd in namespaces of its own.
+// systemdRequirements skips the test (fails it in CI: testenv.Missing),
+// saying why, when this machine cannot boot systemd in namespaces of its
+// own.
 func systemdRequirements(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(systemdBin); err != nil {
-		t.Skipf("realnode: %s missing (apt-get install systemd): %v", systemdBin, err)
+		testenv.Missing(t, systemdBin, "apt-get install systemd")
 	}
 	for _, bin := range []string{"unshare", "nsenter", "systemctl"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("realnode: %s not found (apt-get install util-linux systemd): %v", bin, err)
-		}
+		testenv.LookPath(t, bin, "apt-get install util-linux systemd")
 	}
 	if fs, _ := os.ReadFile("/proc/filesystems"); !strings.Contains(string(fs), "\toverlay\n") {
-		t.Skip("realnode: the kernel has no overlay file system (the test overlays /etc and /usr in its mount namespace)")
+		testenv.Missing(t, "the kernel's overlay file system (the test overlays /etc and /usr in its mount namespace)", "a kernel with overlayfs (modprobe overlay)")
 	}
 }
 
