@@ -251,18 +251,31 @@ func isTestModule(goMod string) bool {
 // findBinaries returns the paths of kube-apiserver and etcd in dir, or an
 // error that says how to build them.
 func findBinaries(dir string) (apiServer, etcd string, err error) {
-	var missing []string
-	for _, name := range []string{APIServerBinary, EtcdBinary} {
-		fi, err := os.Stat(filepath.Join(dir, name))
+	paths, err := findExecutables(dir, APIServerBinary, EtcdBinary)
+	if err != nil {
+		return "", "", err
+	}
+	return paths[0], paths[1], nil
+}
+
+// findExecutables returns the paths of the named executables in dir, in
+// order, or an error that names the missing ones and says how to build
+// them.
+func findExecutables(dir string, names ...string) ([]string, error) {
+	var paths, missing []string
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		fi, err := os.Stat(path)
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 			missing = append(missing, name)
 		}
+		paths = append(paths, path)
 	}
 	if len(missing) > 0 {
-		return "", "", fmt.Errorf("%s missing or not executable in %s: %s first",
+		return nil, fmt.Errorf("%s missing or not executable in %s: %s first",
 			strings.Join(missing, " and "), dir, EnsureBinsHint)
 	}
-	return filepath.Join(dir, APIServerBinary), filepath.Join(dir, EtcdBinary), nil
+	return paths, nil
 }
 
 // StopAPIServer stops the API server and leaves etcd running. Clients then

@@ -73,10 +73,11 @@ type component struct {
 // Lease. work is the test's scratch directory; certDir the API server's.
 func (c *Cluster) startControlPlane(o Options, work, certDir string) error {
 	begin := time.Now()
-	kcmPath, schedPath, err := findControlPlaneBinaries(o.BinDir)
+	paths, err := findExecutables(o.BinDir, ControllerManagerBinary, SchedulerBinary)
 	if err != nil {
-		return err
+		return fmt.Errorf("cluster: %w", err)
 	}
+	kcmPath, schedPath := paths[0], paths[1]
 	dir := filepath.Join(work, "controlplane")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -157,23 +158,6 @@ func (c *Cluster) startControlPlane(o Options, work, certDir string) error {
 	}
 	c.tb.Logf("cluster: kube-controller-manager and kube-scheduler ready %v after the API server", time.Since(begin).Round(time.Millisecond))
 	return nil
-}
-
-// findControlPlaneBinaries returns the paths of kube-controller-manager and
-// kube-scheduler in dir, or an error that says how to build them.
-func findControlPlaneBinaries(dir string) (kcm, sched string, err error) {
-	var missing []string
-	for _, name := range []string{ControllerManagerBinary, SchedulerBinary} {
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		return "", "", fmt.Errorf("cluster: %s missing or not executable in %s: %s first",
-			strings.Join(missing, " and "), dir, EnsureBinsHint)
-	}
-	return filepath.Join(dir, ControllerManagerBinary), filepath.Join(dir, SchedulerBinary), nil
 }
 
 // writeSigningCA writes a new self-signed CA's certificate and key for
