@@ -30,7 +30,9 @@ const controlPlaneWait = 2 * time.Minute
 func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string), more func() string) {
 	t.Helper()
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	// cond reads with ctx, not with the poll's own context, so the last
+	// read before the timeout is not cut short by it and says the state.
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(context.Context) (bool, error) {
 		var ok bool
 		ok, last = cond(ctx)
 		return ok, nil
