@@ -175,6 +175,17 @@ func StartWithOptions(tb testing.TB, o Options) *Cluster {
 		apiServer.Configure().Set("authorization-mode", "Node,RBAC")
 		apiServer.Configure().Set("enable-admission-plugins", "NodeRestriction")
 	}
+	cpDir := filepath.Join(work, "controlplane")
+	if o.ControlPlane {
+		flags, err := prepareControlPlane(cpDir)
+		if err != nil {
+			c.closeLogs()
+			tb.Fatal(err)
+		}
+		for name, value := range flags {
+			apiServer.Configure().Set(name, value)
+		}
+	}
 	for name, values := range o.APIServerFlags {
 		apiServer.Configure().Set(name, values...)
 	}
@@ -208,7 +219,7 @@ func StartWithOptions(tb testing.TB, o Options) *Cluster {
 	c.Client = client
 	c.KubeConfig = c.env.KubeConfig
 	if o.ControlPlane {
-		if err := c.startControlPlane(o, work, certDir); err != nil {
+		if err := c.startControlPlane(o, cpDir, certDir); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -70,18 +70,15 @@ type component struct {
 // against the running API server, with the flags kubeadm's static Pod
 // manifests give them (cmd/kubeadm/app/phases/controlplane/manifests.go),
 // and returns once both serve /healthz and hold their leader-election
-// Lease. work is the test's scratch directory; certDir the API server's.
-func (c *Cluster) startControlPlane(o Options, work, certDir string) error {
+// Lease. dir holds their files (prepareControlPlane made it); certDir is
+// the API server's.
+func (c *Cluster) startControlPlane(o Options, dir, certDir string) error {
 	begin := time.Now()
 	paths, err := findExecutables(o.BinDir, ControllerManagerBinary, SchedulerBinary)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	kcmPath, schedPath := paths[0], paths[1]
-	dir := filepath.Join(work, "controlplane")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
 	// --root-ca-file: the CA of the API server's serving certificate, which
 	// the controller manager publishes as every namespace's
 	// kube-root-ca.crt and puts in ServiceAccount token Secrets.
@@ -89,7 +86,11 @@ func (c *Cluster) startControlPlane(o Options, work, certDir string) error {
 	if err := os.WriteFile(rootCA, c.Config.CAData, 0o600); err != nil {
 		return fmt.Errorf("cluster: writing the API server's CA: %w", err)
 	}
-	signCert, signKey, err := writeSigningCA(dir)
+	// The controller manager's CSR signer (--cluster-signing-cert-file and
+	// --cluster-signing-key-file; kubeadm: the cluster CA). envtest keeps
+	// its client CA's key in memory, so this is a CA of its own:
+	// certificates the signer issues do not authenticate to the API server.
+	signCert, signKey, err := writeCA(dir, "signing-ca", "dynconfig-test-cluster-signing-ca")
 	if err != nil {
 		return err
 	}
@@ -111,6 +112,7 @@ func (c *Cluster) startControlPlane(o Options, work, certDir string) error {
 		// kubeadm: the cluster CA, which signs client certificates. Here
 		// the CA envtest signs UserConfig's certificates with.
 		"client-ca-file":                   {filepath.Join(certDir, envtestClientCAFile)},
+		"requestheader-client-ca-file":     {filepath.Join(dir, frontProxyCAName+".crt")},
 		"root-ca-file":                     {rootCA},
 		"service-account-private-key-file": {filepath.Join(certDir, envtestSAKeyFile)},
 		"cluster-signing-cert-file":        {signCert},
@@ -160,28 +162,54 @@ func (c *Cluster) startControlPlane(o Options, work, certDir string) error {
 	return nil
 }
 
-// writeSigningCA writes a new self-signed CA's certificate and key for
-// the controller manager's CSR signer (--cluster-signing-cert-file and
-// --cluster-signing-key-file). envtest keeps its client CA's key in memory,
-// so this is a CA of its own: certificates the signer issues are not
-// trusted by the API server for client authentication.
-func writeSigningCA(dir string) (certFile, keyFile string, err error) {
+// frontProxyCAName names the front proxy CA's files (kubeadm's
+// front-proxy-ca.crt).
+const frontProxyCAName = "front-proxy-ca"
+
+// prepareControlPlane makes dir and, before the API server starts, gives
+// it what kubeadm gives it for the components' delegated authentication:
+// a front proxy CA and the request header flags
+// (--requestheader-client-ca-file and the rest), which the API server
+// publishes in kube-system/extension-apiserver-authentication. Without
+// them the components' authenticators log a missing CA bundle every few
+// seconds. It returns those API server flags; Options.APIServerFlags win
+// over them.
+func prepareControlPlane(dir string) (apiServerFlags map[string]string, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	ca, _, err := writeCA(dir, frontProxyCAName, "dynconfig-test-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{
+		"requestheader-client-ca-file":       ca,
+		"requestheader-allowed-names":        "front-proxy-client",
+		"requestheader-username-headers":     "X-Remote-User",
+		"requestheader-group-headers":        "X-Remote-Group",
+		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
+	}, nil
+}
+
+// writeCA writes a new self-signed CA's certificate and key to
+// dir/<name>.crt and dir/<name>.key.
+func writeCA(dir, name, commonName string) (certFile, keyFile string, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", "", fmt.Errorf("cluster: signing CA key: %w", err)
+		return "", "", fmt.Errorf("cluster: %s key: %w", name, err)
 	}
-	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "dynconfig-test-cluster-signing-ca"}, key)
+	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: commonName}, key)
 	if err != nil {
-		return "", "", fmt.Errorf("cluster: signing CA certificate: %w", err)
+		return "", "", fmt.Errorf("cluster: %s certificate: %w", name, err)
 	}
 	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
-		return "", "", fmt.Errorf("cluster: signing CA key: %w", err)
+		return "", "", fmt.Errorf("cluster: %s key: %w", name, err)
 	}
-	certFile, keyFile = filepath.Join(dir, "signing-ca.crt"), filepath.Join(dir, "signing-ca.key")
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	certPEM, err := certutil.EncodeCertificates(cert)
 	if err != nil {
-		return "", "", fmt.Errorf("cluster: signing CA certificate: %w", err)
+		return "", "", fmt.Errorf("cluster: %s certificate: %w", name, err)
 	}
 	if err := certutil.WriteCert(certFile, certPEM); err != nil {
 		return "", "", fmt.Errorf("cluster: writing %s: %w", certFile, err)
