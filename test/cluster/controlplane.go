@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,13 +58,26 @@ const bindAttempts = 3
 // component is one running control-plane process beside the API server.
 type component struct {
 	name    string
-	cmd     *exec.Cmd
+	args    []string
+	path    string
+	log     *os.File
 	port    int
 	started time.Time
-	// exited is closed when the process has exited; waitErr is then its
-	// exit error.
+	// stop is closed when the cluster stops the component. supervised is
+	// made when the component is ready and supervise starts, and closed
+	// when supervise has returned; nil for a start that failed.
+	stop, supervised chan struct{}
+
+	mu sync.Mutex
+	// cmd is the current process; exited is closed when it has exited,
+	// and waitErr is then its exit error.
+	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
+	// restarts counts the processes supervise started; cpu is the CPU
+	// time of the processes that have exited.
+	restarts int
+	cpu      time.Duration
 }
 
 // startControlPlane starts kube-controller-manager and kube-scheduler
@@ -156,6 +170,8 @@ func (c *Cluster) startControlPlane(o Options, dir, certDir string) error {
 		if err := c.waitLease(ctx, p, s.name); err != nil {
 			return err
 		}
+		p.supervised = make(chan struct{})
+		go c.supervise(p)
 		klog.InfoS("cluster: control-plane component ready", "component", s.name, "port", p.port, "after", time.Since(p.started).Round(time.Millisecond))
 	}
 	c.tb.Logf("cluster: kube-controller-manager and kube-scheduler ready %v after the API server", time.Since(begin).Round(time.Millisecond))
@@ -280,23 +296,89 @@ func (c *Cluster) spawn(name, path string, flags map[string][]string) (*componen
 		port = FreePort(c.tb)
 		f["secure-port"] = []string{strconv.Itoa(port)}
 	}
-	cmd := exec.Command(path, flagArgs(f)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, so a signal to the test's group does not
-	// reach it before the cluster stops it in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cluster: starting %s: %w", path, err)
+	p := &component{name: name, path: path, args: flagArgs(f), log: log, port: port, started: time.Now(),
+		stop: make(chan struct{})}
+	if err := p.run(); err != nil {
+		return nil, err
 	}
-	p := &component{name: name, cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
 	c.mu.Lock()
 	c.components = append(c.components, p)
 	c.mu.Unlock()
 	return p, nil
+}
+
+// run starts a process of the component and makes it the current one.
+func (p *component) run() error {
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	// Its own process group, so a signal to the test's group does not
+	// reach it before the cluster stops it in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cluster: starting %s: %w", p.path, err)
+	}
+	exited := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.exited, p.waitErr = cmd, exited, nil
+	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+// current returns the current process and its exit channel.
+func (p *component) current() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.exited
+}
+
+// supervise restarts the component whenever its process exits, until the
+// cluster stops it, as the kubelet restarts a kubeadm cluster's static
+// Pods: both components exit when they lose their leader-election Lease,
+// which an API server down for longer than their renew deadline (10s)
+// makes them do. Each restart goes to the test log.
+func (c *Cluster) supervise(p *component) {
+	defer close(p.supervised)
+	const backoff = time.Second
+	for {
+		cmd, exited := p.current()
+		select {
+		case <-p.stop:
+			return
+		case <-exited:
+		}
+		p.mu.Lock()
+		err := p.waitErr
+		p.cpu += cpuTime(cmd)
+		p.mu.Unlock()
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(backoff):
+		}
+		c.tb.Logf("cluster: %s (pid %d) exited (%v); restarting it, as the kubelet restarts a static Pod", p.name, cmd.Process.Pid, err)
+		if err := p.run(); err != nil {
+			c.tb.Errorf("%v", err)
+			return
+		}
+		p.mu.Lock()
+		p.restarts++
+		p.mu.Unlock()
+	}
+}
+
+// cpuTime is the user and system CPU time of an exited process.
+func cpuTime(cmd *exec.Cmd) time.Duration {
+	if st := cmd.ProcessState; st != nil {
+		return st.UserTime() + st.SystemTime()
+	}
+	return 0
 }
 
 // flagArgs writes flags as --name=value arguments, sorted by name so the
@@ -317,12 +399,20 @@ func flagArgs(flags map[string][]string) []string {
 }
 
 func (p *component) hasExited() bool {
+	_, exited := p.current()
 	select {
-	case <-p.exited:
+	case <-exited:
 		return true
 	default:
 		return false
 	}
+}
+
+// exitErr is the current process's exit error.
+func (p *component) exitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waitErr
 }
 
 // waitHealthz polls https://127.0.0.1:<port>/healthz until it answers ok.
@@ -339,7 +429,7 @@ func waitHealthz(ctx context.Context, p *component) error {
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if p.hasExited() {
-			return false, fmt.Errorf("exited: %v", p.waitErr)
+			return false, fmt.Errorf("exited: %v", p.exitErr())
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -368,7 +458,7 @@ func (c *Cluster) waitLease(ctx context.Context, p *component, name string) erro
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if p.hasExited() {
-			return false, fmt.Errorf("exited: %v", p.waitErr)
+			return false, fmt.Errorf("exited: %v", p.exitErr())
 		}
 		l, err := c.Client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -393,29 +483,35 @@ func (c *Cluster) logContains(name, s string) bool {
 	return err == nil && strings.Contains(string(data), s)
 }
 
-// stopComponents stops the control-plane processes, newest first: SIGTERM,
-// then SIGKILL after timeout. Each one's CPU time goes to the test log.
+// stopComponents stops the control-plane processes, newest first: their
+// supervisors, then SIGTERM, then SIGKILL after timeout. Each one's CPU
+// time and restarts go to the test log.
 // The caller holds c.mu.
 func (c *Cluster) stopComponents(timeout time.Duration) []error {
 	var errs []error
 	for i := len(c.components) - 1; i >= 0; i-- {
 		p := c.components[i]
-		if p.hasExited() {
-			errs = append(errs, fmt.Errorf("cluster: %s exited before the cluster stopped it: %v (see %s.log)", p.name, p.waitErr, p.name))
-		} else {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		close(p.stop)
+		if p.supervised != nil {
+			<-p.supervised
+		}
+		cmd, exited := p.current()
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-p.exited:
+			case <-exited:
 			case <-time.After(timeout):
-				_ = p.cmd.Process.Kill()
-				<-p.exited
+				_ = cmd.Process.Kill()
+				<-exited
 				errs = append(errs, fmt.Errorf("cluster: %s did not stop within %v of SIGTERM: killed", p.name, timeout))
 			}
 		}
-		if st := p.cmd.ProcessState; st != nil {
-			c.tb.Logf("cluster: %s (pid %d) used %.1f CPU-s in %v", p.name, p.cmd.Process.Pid,
-				(st.UserTime() + st.SystemTime()).Seconds(), time.Since(p.started).Round(time.Second))
-		}
+		p.mu.Lock()
+		cpu, restarts := p.cpu+cpuTime(cmd), p.restarts
+		p.mu.Unlock()
+		c.tb.Logf("cluster: %s used %.1f CPU-s in %v (%d restarts)", p.name, cpu.Seconds(), time.Since(p.started).Round(time.Second), restarts)
 	}
 	c.components = nil
 	return errs

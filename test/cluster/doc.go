@@ -33,8 +33,12 @@
 //     tokencleaner, each on its own ServiceAccount's credentials
 //     (--use-service-account-credentials), the API server's ServiceAccount
 //     signing key and CA, leader election. StartWithOptions returns once
-//     both answer /healthz on their secure ports and hold their Leases; a
-//     component that exits before the cluster stops it fails the test.
+//     both answer /healthz on their secure ports and hold their Leases. A
+//     component that exits is restarted (after 1s, same flags and port), as
+//     the kubelet restarts a kubeadm cluster's static Pods: both exit when
+//     they lose their Lease, which an API server down for more than their
+//     10s renew deadline (StopAPIServer, a slow RestartAPIServer) makes
+//     them do. Each restart is in the test log.
 //   - Everything started is stopped, and its files removed, when the test
 //     ends; the tail of the API server's and etcd's logs is added to the test
 //     log when the test failed.
