@@ -190,6 +190,21 @@ func TestFleet(t *testing.T) {
 		if err := patch(`{"immutable":true}`); err != nil {
 			t.Errorf("making it immutable: %v", err)
 		}
+		// kube-controller-manager's root-ca-cert-publisher keeps
+		// kube-root-ca.crt in every namespace and updates its data when
+		// the root CA changes: the policy must not stop a CA rotation.
+		rootCA, err := cms.Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) { // no controller manager in this cluster: publish it as it would
+			rootCA, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"},
+				Data: map[string]string{"ca.crt": "old CA"}}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rootCA.Data = map[string]string{"ca.crt": "rotated CA"}
+		if _, err := cms.Update(ctx, rootCA, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("the root CA publisher's update of kube-root-ca.crt in the config namespace: %v", err)
+		}
 		// Outside the config namespace, ConfigMaps are not configs.
 		other, err := h.client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objectName(t, "app")},
 			Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
