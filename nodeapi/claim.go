@@ -55,6 +55,13 @@ type Claim struct {
 	// Failed is why the Node failed the rollout (its component's error, a
 	// deadline); empty while it did not.
 	Failed string `json:"failed,omitempty"`
+	// Passed is when the rollout's health gates (spec.analysis) passed the
+	// Node: its component reported the config promoted, its soak was over
+	// and a verdict of every gate taken after it passed. Like Failed, it is
+	// final while the rollout is active: the Node counts as promoted and is
+	// not checked again. Nil while it did not pass (always, for a rollout
+	// without spec.analysis).
+	Passed *metav1.Time `json:"passed,omitempty"`
 }
 
 // Holder names the claiming rollout as "namespace/name".

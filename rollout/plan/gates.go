@@ -63,6 +63,12 @@ func (p *planner) gate(v *view, promoted bool) bool {
 	if an == nil {
 		return false
 	}
+	if promoted && v.claim.Passed != nil {
+		// Passed before: final. The caller watches the node no more, so
+		// no verdict comes for it, and none is needed.
+		v.state = v1alpha1.NodePromoted
+		return true
+	}
 	a := v.n.Analysis
 	if a != nil && a.Failed != "" {
 		p.failNode(v, "health gate "+a.Failed)
@@ -88,11 +94,36 @@ func (p *planner) gate(v *view, promoted bool) bool {
 		}
 		p.requeue(gateRecheck)
 	default:
-		v.state = v1alpha1.NodePromoted
+		p.passNode(v)
 		return true
 	}
 	v.state = v1alpha1.NodeTrial
 	return true
+}
+
+// passNode promotes a node whose gates passed after its soak and writes
+// the verdict into its claim (Claim.Passed), as failNode writes a failure:
+// the caller forgets the node's soak once it is watched no more, so the
+// pass must be on the Node, or the next plan would see a promoted node
+// with no verdict and start its soak again. Until the Node is seen
+// carrying it, the node stays watched (watches), so that a lost write is
+// planned again from the same verdict.
+func (p *planner) passNode(v *view) {
+	v.state = v1alpha1.NodePromoted
+	c := *v.claim
+	c.Passed = &p.now
+	enc, err := nodeapi.EncodeClaim(&c)
+	if err != nil {
+		return // a claim that encoded before encodes with a time
+	}
+	v.claim, v.passing = &c, true
+	for i := range p.res.Patches {
+		if pt := &p.res.Patches[i]; pt.Node == v.n.Name && !pt.Revert {
+			pt.Claim = &enc // the claim this plan writes anyway
+			return
+		}
+	}
+	p.res.Patches = append(p.res.Patches, Patch{Node: v.n.Name, ResourceVersion: v.n.ResourceVersion, ClaimOnly: true, Claim: &enc})
 }
 
 // soakNote is the part of a progressing rollout's status message that
@@ -104,7 +135,7 @@ func (p *planner) soakNote() string {
 	}
 	n := 0
 	for _, w := range p.watches() {
-		if w.Promoted {
+		if w.Promoted && p.held[w.Node].state == v1alpha1.NodeTrial {
 			n++
 		}
 	}
@@ -116,7 +147,8 @@ func (p *planner) soakNote() string {
 
 // watches lists the nodes whose gates the caller is to run: the held
 // nodes in trial (soaking ones included) while the rollout is active and
-// has spec.analysis.
+// has spec.analysis, and the ones this plan passed (passNode), until their
+// Node carries the pass.
 func (p *planner) watches() []Watch {
 	if p.r.Spec.Analysis == nil || !p.st.Phase.Active() || p.r.DeletionTimestamp != nil {
 		return nil
@@ -124,7 +156,7 @@ func (p *planner) watches() []Watch {
 	var out []Watch
 	for _, name := range p.heldNames() {
 		v := p.held[name]
-		if v.state != v1alpha1.NodeTrial {
+		if v.state != v1alpha1.NodeTrial && !(v.passing && v.state == v1alpha1.NodePromoted) {
 			continue
 		}
 		s := v.n.Status

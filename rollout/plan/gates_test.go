@@ -8,7 +8,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
+	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 )
 
@@ -114,8 +117,17 @@ func TestSoakHoldsTheStep(t *testing.T) {
 	if got := w.assigning(); !cmp.Equal(got, []string{"node-001"}) || w.r.Status.Promoted != 1 {
 		t.Fatalf("after the soak: assigning %v, promoted %d", got, w.r.Status.Promoted)
 	}
-	if got := watched(w.last); !cmp.Equal(got, []string{"node-001"}) {
-		t.Errorf("watch %v, want node-001 only", got)
+	// The pass is written into node-000's claim; it stays watched until
+	// the Node is seen carrying it, and is watched no more after.
+	if c := w.claim(w.node("node-000")); c == nil || c.Passed == nil || !c.Passed.Time.Equal(w.now) {
+		t.Fatalf("node-000's claim after the pass: %+v", c)
+	}
+	if got := watched(w.last); !cmp.Equal(got, []string{"node-000", "node-001"}) {
+		t.Errorf("watch %v, want node-000 (its pass not seen on the Node yet) and node-001", got)
+	}
+	w.plan()
+	if got := watched(w.last); !cmp.Equal(got, []string{"node-001"}) || w.r.Status.Promoted != 1 {
+		t.Errorf("watch %v, promoted %d: want node-001 only, node-000 promoted", got, w.r.Status.Promoted)
 	}
 
 	// node-001 promotes, then fails a gate inside its soak.
@@ -189,5 +201,129 @@ func TestSoakZeroNeedsOneVerdict(t *testing.T) {
 	w.plan()
 	if got := w.assigning(); len(got) != 1 {
 		t.Fatalf("assigning %v after a verdict", got)
+	}
+}
+
+// gateModel plays the rollout controller's analyzer (package
+// rollout/controller, analysis.go) as far as Plan sees it: it remembers
+// only the nodes the last plan asked to watch (it forgets the others), and
+// notes a node's promotion the first time a watch says so. With auto set it
+// reads the Node conditions at each plan, so that (no other check) every
+// gate has a verdict taken at the plan's time: passing, unless failing
+// names the node; else the verdicts are whatever was set last.
+type gateModel struct {
+	nodes   map[string]*gateMem
+	auto    bool
+	failing map[string]string
+}
+
+type gateMem struct {
+	promotedAt, checkedAt time.Time
+	failed                string
+}
+
+func newGateModel() *gateModel {
+	return &gateModel{nodes: map[string]*gateMem{}, failing: map[string]string{}}
+}
+
+// fill sets every node's Analysis as the analyzer hands it to a plan: nil
+// for a node it does not watch.
+func (g *gateModel) fill(w *world) {
+	for _, n := range w.nodes {
+		n.Analysis = nil
+		m := g.nodes[n.Name]
+		if m == nil {
+			continue
+		}
+		if g.auto {
+			m.checkedAt, m.failed = w.now, g.failing[n.Name]
+		}
+		n.Analysis = &Analysis{PromotedAt: m.promotedAt, CheckedAt: m.checkedAt, Failed: m.failed}
+	}
+}
+
+// watch takes a plan's Watch list, as the analyzer's watch does.
+func (g *gateModel) watch(w *world, res Result) {
+	keep := map[string]bool{}
+	for _, wt := range res.Watch {
+		keep[wt.Node] = true
+		m := g.nodes[wt.Node]
+		if m == nil {
+			m = &gateMem{}
+			g.nodes[wt.Node] = m
+		}
+		if wt.Promoted && m.promotedAt.IsZero() {
+			m.promotedAt = w.now
+		}
+	}
+	for name := range g.nodes {
+		if !keep[name] {
+			delete(g.nodes, name)
+		}
+	}
+}
+
+// TestSoakPassesTogether: a gated rollout with a soak over several nodes
+// completes when every node is healthy. The verdicts change as nodes pass,
+// as the analyzer hands them: a node that passed its soak is watched no
+// more, so its next plans carry no verdict for it; that must not start its
+// soak again (the nodes would take turns and never pass together).
+func TestSoakPassesTogether(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		steps []v1alpha1.RolloutStep
+		maxU  int32
+	}{
+		{"two nodes in one step", 2, []v1alpha1.RolloutStep{percentStep("100%")}, 2},
+		{"canary then the rest", 3, []v1alpha1.RolloutStep{countStep(1), percentStep("100%")}, 2},
+		{"one at a time", 4, []v1alpha1.RolloutStep{countStep(1), countStep(2), percentStep("100%")}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, tc.nodes, tc.steps...)
+			w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(tc.maxU))
+			withAnalysis(w, time.Minute)
+			g := newGateModel()
+			g.auto = true
+			passed := map[string]bool{} // watched promoted, then let go
+			var soaking []string
+			for round := range 200 {
+				g.fill(w)
+				res := w.plan()
+				g.watch(w, res)
+				for _, name := range watched(res) {
+					if passed[name] {
+						t.Fatalf("round %d: node %s passed its soak and is soaking again (watch %v)", round, name, watched(res))
+					}
+				}
+				for _, name := range soaking {
+					if !slices.Contains(watched(res), name) {
+						passed[name] = true
+					}
+				}
+				soaking = soaking[:0]
+				for _, wt := range res.Watch {
+					if wt.Promoted {
+						soaking = append(soaking, wt.Node)
+					}
+				}
+				if w.r.Status.Phase != v1alpha1.PhaseProgressing {
+					break
+				}
+				// The components promote one a round, the first the round
+				// after its assignment: their soaks end at different times.
+				for _, n := range w.nodes {
+					if w.carriesNew(n) && (n.Status == nil || n.Status.Phase != nodeapi.PhasePromoted || !sameSource(n.Status.Active, newSource())) {
+						w.promote(n.Name)
+						break
+					}
+				}
+				w.now = w.now.Add(10 * time.Second)
+			}
+			w.wantPhase(v1alpha1.PhaseCompleted)
+			if int(w.r.Status.Promoted) != tc.nodes {
+				t.Errorf("completed with %d promoted, want %d", w.r.Status.Promoted, tc.nodes)
+			}
+		})
 	}
 }

@@ -210,8 +210,11 @@ type view struct {
 	// plan (fresh).
 	onNode bool
 	fresh  bool
-	state  v1alpha1.NodeState
-	reason string
+	// passing is whether this plan passed the node's gates (passNode):
+	// the pass is not on the Node yet.
+	passing bool
+	state   v1alpha1.NodeState
+	reason  string
 }
 
 // planner carries one Plan call.
