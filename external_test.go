@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source/sourcetest"
+	"github.com/dynconfig/dynconfig/status"
 )
 
 // fakeSystemd plays systemd for a component in another "process": before
@@ -359,4 +362,93 @@ func TestExternalFollowRestartsForCurrentThatNeverRan(t *testing.T) {
 	if n := len(sd.started()); n != 2 {
 		t.Fatalf("%d starts, want 2: one restart for current, no more", n)
 	}
+}
+
+// TestExternalRollbackCheckReadsTheStateDir: while a config is on trial,
+// the run role checks its rollback target (the last-known-good) from the
+// state dir, which it holds only for one step at a time. The check must
+// take the dir for its read: on a dir it had released it read "checkpoint
+// store is closed" and reported a healthy last-known-good unusable, in
+// ConfigOK and as a Warning Event, during every trial. A damaged one is
+// still found.
+func TestExternalRollbackCheckReadsTheStateDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock lifecycle")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	sd := &fakeSystemd{t: t, dir: dir, restartC: make(chan struct{}, 1)}
+	remote := sourcetest.NewFake("config")
+	rep := &recordingReporter{}
+	events := &recordedEvents{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() { defer wg.Done(); sd.run(ctx) }()
+	waitExt(t, "the first start", 5*time.Second, func() bool { return len(sd.started()) == 1 })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := RunExternal(ctx, Options[testConfig]{
+			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1",
+			Remote: remote, Reporter: rep, Events: events, ResyncPeriod: 50 * time.Millisecond,
+			External: &External{Role: Follow, Restarter: sd, Healthy: func(context.Context) error { return nil },
+				PollInterval: 20 * time.Millisecond, StartTimeout: 5 * time.Second},
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	put := func(name, value, trial string) *corev1.ConfigMap {
+		cm := remote.PutConfigMap(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{components.TrialDurationAnnotation: trial}},
+			Data:       map[string]string{"config": "apiVersion: test.dynconfig.io/v1\nkind: TestConfig\nvalue: " + value + "\n"},
+		})
+		remote.Assign(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: name, UID: cm.UID, KubeletConfigKey: "config"}})
+		return cm
+	}
+	good := put("good", "7", "200ms")
+	waitExt(t, "the good config promoted", 10*time.Second, func() bool {
+		c := rep.lastConfig()
+		return c != nil && c.Phase == nodeapi.PhasePromoted && c.Active != nil && c.Active.ConfigMap.UID == good.UID
+	})
+	next := put("next", "8", "1h")
+	waitExt(t, "ConfigOK True on the next config, on trial", 10*time.Second, func() bool {
+		r, c := rep.last(), rep.lastConfig()
+		return r.Status == corev1.ConditionTrue && strings.Contains(r.Message, string(next.UID)) && c != nil && c.Phase == nodeapi.PhaseTrial
+	})
+	// Let Run wake on a few resyncs: each one checks the rollback target.
+	reports := len(rep.reportsSoFar())
+	time.Sleep(300 * time.Millisecond)
+	for _, r := range rep.reportsSoFar() {
+		if strings.Contains(r.Message, "unusable") || strings.Contains(r.Reason, "unusable") {
+			t.Fatalf("ConfigOK says the healthy last-known-good is unusable: %+v (%d reports)", r, reports)
+		}
+	}
+	for _, e := range events.list() {
+		if strings.HasPrefix(e, status.EventReasonLastKnownGoodUnusable) {
+			t.Fatalf("a Warning Event says the healthy last-known-good is unusable: %s", e)
+		}
+	}
+	// The check still runs: a damaged last-known-good is found.
+	paths, _ := filepath.Glob(filepath.Join(dir, "checkpoints", string(good.UID)+"_*"))
+	if len(paths) != 1 {
+		t.Fatalf("checkpoint files of the good config: %v", paths)
+	}
+	if err := os.WriteFile(paths[0], []byte("bit rot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitExt(t, "the damaged last-known-good reported", 10*time.Second, func() bool {
+		return strings.Contains(rep.last().Message, fmt.Sprintf("last-known-good (UID: %s) is unusable", good.UID))
+	})
+}
+
+// reportsSoFar returns every report made so far.
+func (r *recordingReporter) reportsSoFar() []status.Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]status.Report(nil), r.reports...)
 }

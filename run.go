@@ -125,9 +125,18 @@ func (c *Controller[T]) checkRollbackTarget(ctx context.Context) {
 	var err error
 	if remote && !lkg.Same(target, s.running.Source) {
 		var cm *corev1.ConfigMap
-		if cm, err = c.store.Load(key); err == nil {
+		// An external role holds the state dir only for a step: take it
+		// for this read (on the dir it released, the read would fail with
+		// ErrClosed and call a sound target unusable).
+		c.locked(ctx, func(ctx context.Context) { cm, err = c.store.Load(key) })
+		switch {
+		case errors.Is(err, checkpoint.ErrClosed):
+			// The dir could not be taken (ctx ended): nothing was
+			// learned of the target; the next wake checks again.
+			return
+		case err == nil:
 			_, err = c.build(target, cm)
-		} else if errors.Is(err, checkpoint.ErrCorrupt) {
+		case errors.Is(err, checkpoint.ErrCorrupt):
 			c.noteStateError(ctx, err, "Checking the last-known-good checkpoint")
 		}
 	}
