@@ -223,8 +223,16 @@ func Run(ctx context.Context, o RunOptions) error {
 	return dynconfig.RunExternal(ctx, opts)
 }
 
-// Healthy returns the kubelet's health check: its healthz answers 200 "ok",
-// and its Node's Ready condition is True.
+// Healthy returns the kubelet's health check, which confirms a config
+// (Common.ConfirmWithin) and lets it be promoted: the node's own evidence,
+// its healthz answering 200, decides. The Node's Ready condition is read
+// from the API server as an extra, within half of what is left of ctx's
+// time: a Ready the kubelet reported False fails the check; an API server
+// that does not answer (down, hanging, an error), a Node not registered
+// yet, no Ready condition, or Ready Unknown (what the node controller sets
+// when it stops hearing from the kubelet, not the kubelet's own word) do
+// not: an API server outage must never be why a healthy config is not
+// confirmed, reverted and marked bad.
 func Healthy(client kubernetes.Interface, nodeName, healthzURL string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, healthzURL, nil)
@@ -240,18 +248,28 @@ func Healthy(client kubernetes.Interface, nodeName, healthzURL string) func(ctx 
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("kubelet healthz: %s: %s", resp.Status, body)
 		}
-		node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				if c.Status == corev1.ConditionTrue {
-					return nil
-				}
-				return fmt.Errorf("node %s: Ready is %s: %s", nodeName, c.Status, c.Message)
-			}
-		}
-		return fmt.Errorf("node %s has no Ready condition", nodeName)
+		return readyVeto(ctx, client, nodeName)
 	}
+}
+
+// readyVeto returns an error when the API server answers that the Node's
+// Ready is False; nil when it is anything else or cannot be read.
+func readyVeto(ctx context.Context, client kubernetes.Interface, nodeName string) error {
+	rctx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
+	node, err := client.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("The Node's Ready cannot be read; the kubelet's healthz alone decides", "node", nodeName, "err", err)
+		return nil
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionFalse {
+			return fmt.Errorf("node %s: Ready is %s: %s", nodeName, c.Status, c.Message)
+		}
+	}
+	return nil
 }
