@@ -165,34 +165,75 @@ func (a *analyzer) inputs(key string, ro *v1alpha1.ConfigRollout, nodes []plan.N
 // watch takes the nodes a plan asks to watch: it forgets the others, takes
 // the pod baseline of the ones the plan assigns (before their patch, so
 // that what the new config breaks is not in it) and notes when a node is
-// first seen promoted.
-func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRollout, watch []plan.Watch) {
+// first seen promoted. It returns the nodes the plan assigns whose baseline
+// could not be taken, with why: it does not watch them, and the caller must
+// not make their assignment now (the next plan assigns them again and
+// watch takes the baseline again). A node is never watched as assigned
+// without its baseline, so no pods check takes one after the node's
+// restart, when what the new config broke would be in it.
+func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRollout, watch []plan.Watch) map[string]error {
 	an := ro.Spec.Analysis
 	a.mu.Lock()
 	gr := a.rollouts[key]
 	if an == nil || len(watch) == 0 {
 		delete(a.rollouts, key)
 		a.mu.Unlock()
-		return
+		return nil
 	}
 	if gr == nil || gr.ro.UID != ro.UID {
 		gr = &gateRollout{nodes: map[string]*gateNode{}}
 		a.rollouts[key] = gr
 	}
 	gr.ro = ro
+	// The baselines of the assigned nodes first, before they are watched:
+	// no pods check runs on a node without its baseline.
+	var fresh []string
+	for _, w := range watch {
+		if gr.nodes[w.Node] == nil && w.Fresh && an.Pods != nil {
+			fresh = append(fresh, w.Node)
+		}
+	}
+	a.mu.Unlock()
+	baselines := make(map[string]*podBaseline, len(fresh))
+	var missing map[string]error
+	for _, name := range fresh {
+		b, err := a.baseline(ctx, an.Pods, name)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Taking the pod baseline before the assignment failed; the assignment waits for the next plan", "rollout", key, "node", name)
+			if missing == nil {
+				missing = map[string]error{}
+			}
+			missing[name] = err
+			continue
+		}
+		baselines[name] = b
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rollouts[key] != gr {
+		// Forgotten (deleted) meanwhile: watch nothing, assign nothing.
+		for _, name := range fresh {
+			if missing == nil {
+				missing = map[string]error{}
+			}
+			if missing[name] == nil {
+				missing[name] = errors.New("the rollout was forgotten while its pod baseline was taken")
+			}
+		}
+		return missing
+	}
 	now := a.clock.Now()
 	keep := make(map[string]bool, len(watch))
 	names := checkNames(an)
-	var fresh []string
 	for _, w := range watch {
+		if missing[w.Node] != nil {
+			continue
+		}
 		keep[w.Node] = true
 		gn := gr.nodes[w.Node]
 		if gn == nil {
-			gn = &gateNode{assignedAt: w.AssignedAt, checks: map[string]*checkState{}}
+			gn = &gateNode{assignedAt: w.AssignedAt, checks: map[string]*checkState{}, baseline: baselines[w.Node]}
 			gr.nodes[w.Node] = gn
-			if w.Fresh && an.Pods != nil {
-				fresh = append(fresh, w.Node)
-			}
 		}
 		// spec.analysis may be edited: the checks follow it.
 		for _, name := range names {
@@ -214,19 +255,7 @@ func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRol
 			delete(gr.nodes, name)
 		}
 	}
-	a.mu.Unlock()
-	for _, name := range fresh {
-		b, err := a.baseline(ctx, an.Pods, name)
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "Taking the pod baseline before the assignment failed; it is taken at the first pod check", "rollout", key, "node", name)
-			continue
-		}
-		a.mu.Lock()
-		if gn := a.nodeOf(key, name); gn != nil && gn.baseline == nil {
-			gn.baseline = b
-		}
-		a.mu.Unlock()
-	}
+	return missing
 }
 
 // forget drops a deleted rollout.
@@ -556,7 +585,8 @@ func (a *analyzer) checkPods(ctx context.Context, pa *v1alpha1.PodAnalysis, j jo
 	a.mu.Lock()
 	b := j.gn.baseline
 	if b == nil {
-		// Not taken before the assignment (a restart): from now on.
+		// First watched by a plan that did not assign it (this
+		// controller restarted, or took the Lease, since): from now on.
 		j.gn.baseline = baselineOf(pods)
 		b = j.gn.baseline
 	}
