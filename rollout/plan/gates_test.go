@@ -168,7 +168,9 @@ func TestSoakNoVerdictTimesOut(t *testing.T) {
 }
 
 // TestNoAnalysisIgnoresVerdicts: without spec.analysis a verdict is not
-// read and nothing is watched: the same failed gate walks on.
+// read and nothing is watched: the same failed gate walks on, and a rollout
+// whose every node has pods that newly failed completes on its components'
+// promotion (deploy/rollout/README.md: the node's own verdict only).
 func TestNoAnalysisIgnoresVerdicts(t *testing.T) {
 	w := newWorld(t, 3, countStep(1), percentStep("100%"))
 	w.plan()
@@ -177,6 +179,21 @@ func TestNoAnalysisIgnoresVerdicts(t *testing.T) {
 	w.plan()
 	if got := w.assigning(); len(got) != 1 || len(w.last.Watch) != 0 {
 		t.Fatalf("assigning %v, watch %v", got, w.last.Watch)
+	}
+	for range 10 {
+		w.promoteAll()
+		for _, n := range w.nodes {
+			w.verdict(n.Name, "pods: 1 pods newly failed since the node was assigned (maxNewFailures 0): default/web-2 (OutOfpods)", w.now, w.now)
+		}
+		w.now = w.now.Add(time.Second)
+		w.plan()
+		if len(w.last.Watch) != 0 {
+			t.Fatalf("watch %v without spec.analysis", watched(w.last))
+		}
+	}
+	w.wantPhase(v1alpha1.PhaseCompleted)
+	if w.r.Status.Promoted != 3 || w.r.Status.Failed != 0 {
+		t.Errorf("promoted %d, failed %d: want 3 and 0", w.r.Status.Promoted, w.r.Status.Failed)
 	}
 }
 
