@@ -427,7 +427,10 @@ func checkGates(w *world, in Input, res Result, active bool) string {
 		if c.Failed != "" {
 			continue
 		}
-		promoted := n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted && w.carriesNew(&n)
+		// Promoted on the rollout's config (as the planner reads it: its
+		// status names it active), and it still carries the assignment.
+		promoted := n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted && w.carriesNew(&n) &&
+			n.Status.Active != nil && n.Status.Active.ConfigMap != nil && n.Status.Active.ConfigMap.UID == w.cm.UID
 		if promoted && passedBefore {
 			soaked++ // passed in an earlier plan: final
 			continue
