@@ -35,20 +35,7 @@ const confirmWithin = 20 * time.Second
 // ConfigOK and the Node's Events never call the sound last-known-good
 // unusable (the run role once checked it on a state dir it had released).
 func TestStockKubeletConfirmsWithoutTheAPIServer(t *testing.T) {
-	kubeletBin := requirements(t)
-	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
-	ctx := context.Background()
-	if _, err := cl.ApplyManifests(ctx, filepath.Join("..", "..", "deploy", "config-namespace.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	n := newRealNode(t, cl, kubeletBin)
-	n.startContainerd(true)
-	confirm := fmt.Sprintf("--confirm-within=%v", confirmWithin)
-	t0 := time.Now()
-	n.startSupervisor(confirm)
-	n.eventually("Node Ready on the local config", n.ready(110, t0))
-	n.startFollow(confirm)
-	n.eventually("ConfigOK True on the local config", n.configOK(corev1.ConditionTrue, "init", ""))
+	cl, n := managedNode(t, fmt.Sprintf("--confirm-within=%v", confirmWithin))
 
 	// A remote last-known-good first, so that the next trial has a
 	// rollback target to check.
@@ -156,4 +143,25 @@ func (n *realNode) noUnusableLastKnownGood() {
 			n.t.Fatalf("Event %s on the Node: %s", e.Reason, e.Message)
 		}
 	}
+}
+
+// managedNode starts the test's cluster, the real node's containerd and its
+// kubelet under the supervisor, waits until the Node is Ready on its own
+// config, and starts the run role, until ConfigOK says so; extra flags go to
+// both roles.
+func managedNode(t *testing.T, extra ...string) (*cluster.Cluster, *realNode) {
+	t.Helper()
+	kubeletBin := requirements(t)
+	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
+	if _, err := cl.ApplyManifests(context.Background(), filepath.Join("..", "..", "deploy", "config-namespace.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	n := newRealNode(t, cl, kubeletBin)
+	n.startContainerd(true)
+	t0 := time.Now()
+	n.startSupervisor(extra...)
+	n.eventually("Node Ready on the local config", n.ready(110, t0))
+	n.startFollow(extra...)
+	n.eventually("ConfigOK True on the local config", n.configOK(corev1.ConditionTrue, "init", ""))
+	return cl, n
 }

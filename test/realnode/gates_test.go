@@ -5,7 +5,6 @@ package realnode
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
-	"github.com/dynconfig/dynconfig/test/cluster"
 )
 
 // TestStockKubeletGatedRollouts runs ConfigRollouts with health gates
@@ -34,18 +32,8 @@ import (
 //     health gates judges a node by its component's lifecycle alone, as
 //     deploy/rollout/README.md says (the pod it rejects is left Failed).
 func TestStockKubeletGatedRollouts(t *testing.T) {
-	kubeletBin := requirements(t)
-	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
+	cl, n := managedNode(t)
 	ctx := context.Background()
-	if _, err := cl.ApplyManifests(ctx, filepath.Join("..", "..", "deploy", "config-namespace.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	n := newRealNode(t, cl, kubeletBin)
-	n.startContainerd(true)
-	t0 := time.Now()
-	n.startSupervisor()
-	n.eventually("Node Ready on the local config", n.ready(110, t0))
-	n.startFollow()
 	for i := range 3 {
 		n.runPod(cl.Client, fmt.Sprintf("web-%d", i))
 	}
