@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,20 @@ type Claim struct {
 	// not checked again. Nil while it did not pass (always, for a rollout
 	// without spec.analysis).
 	Passed *metav1.Time `json:"passed,omitempty"`
+	// HoldUntil, set by a rollout with health gates, asks the Node's
+	// component not to make the config its last-known-good before the
+	// gates passed it (Passed), nor before HoldUntil when they never say:
+	// a config the fleet rejects must never become the node's fallback.
+	// PromotionHeld applies it. Nil: no hold (a rollout without gates).
+	HoldUntil *metav1.Time `json:"holdUntil,omitempty"`
+}
+
+// PromotionHeld reports whether the claim holds the promotion of the
+// config its rollout assigned, at now: it asks for a hold (HoldUntil), the
+// gates neither passed nor failed the Node yet, and HoldUntil is not
+// reached. A failed Node is being put back: holding it changes nothing.
+func (c *Claim) PromotionHeld(now time.Time) bool {
+	return c != nil && c.HoldUntil != nil && c.Passed == nil && c.Failed == "" && now.Before(c.HoldUntil.Time)
 }
 
 // Holder names the claiming rollout as "namespace/name".

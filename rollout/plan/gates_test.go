@@ -344,3 +344,95 @@ func TestSoakPassesTogether(t *testing.T) {
 		})
 	}
 }
+
+// holdingComponent plays a component that honors its claim's hold
+// (nodeapi.Claim.PromotionHeld): on the rollout's config it reports its
+// trial over and keeps its last-known-good while held, and promotes once
+// the hold lifts. It returns the nodes that promoted in this call.
+func holdingComponent(w *world) []string {
+	var promoted []string
+	for _, n := range w.nodes {
+		if !w.carriesNew(n) {
+			continue
+		}
+		if c := w.claim(n); c.PromotionHeld(w.now) {
+			ends := metav1.NewTime(w.now.Add(-time.Second))
+			n.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: newSource(), Active: newSource(), LastKnownGood: n.Status.LastKnownGood, TrialEnds: &ends}
+			continue
+		}
+		if n.Status.Phase != nodeapi.PhasePromoted || !sameSource(n.Status.Active, newSource()) {
+			w.promote(n.Name)
+			promoted = append(promoted, n.Name)
+		}
+	}
+	return promoted
+}
+
+// TestGatedNodeHoldsPromotion: a gated rollout asks its nodes to hold the
+// promotion of its config (the claim's holdUntil) until the gates pass
+// them. A node that honors it soaks with its trial over and its old
+// last-known-good, is passed (the claim's passed), then promotes; the
+// rollout completes. A node whose gate fails in the soak never promoted:
+// after the revert its last-known-good is still the config it had, never
+// the one the fleet rejected.
+func TestGatedNodeHoldsPromotion(t *testing.T) {
+	t.Run("healthy", func(t *testing.T) {
+		w := newWorld(t, 3, countStep(1), percentStep("100%"))
+		w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		withAnalysis(w, time.Minute)
+		g := newGateModel()
+		g.auto = true
+		for range 100 {
+			g.fill(w)
+			w.plan()
+			g.watch(w, w.last)
+			for _, name := range holdingComponent(w) {
+				if c := w.claim(w.node(name)); c == nil || c.Passed == nil {
+					t.Fatalf("node %s promoted before the gates passed it: claim %+v", name, c)
+				}
+			}
+			if w.r.Status.Phase != v1alpha1.PhaseProgressing {
+				break
+			}
+			w.now = w.now.Add(10 * time.Second)
+		}
+		w.wantPhase(v1alpha1.PhaseCompleted)
+		if w.r.Status.Promoted != 3 {
+			t.Errorf("promoted %d, want 3", w.r.Status.Promoted)
+		}
+	})
+	t.Run("a gate fails in the soak", func(t *testing.T) {
+		w := newWorld(t, 3, countStep(1), percentStep("100%"))
+		withAnalysis(w, time.Minute)
+		g := newGateModel()
+		g.auto = true
+		w.plan() // assigns node-000
+		c := w.claim(w.node("node-000"))
+		if c == nil || c.HoldUntil == nil || !c.HoldUntil.Time.Equal(w.now.Add(time.Minute+2*DefaultProgressDeadline)) {
+			t.Fatalf("claim of the canary %+v, want a hold until its soak and two deadlines are over", c)
+		}
+		g.watch(w, w.last)
+		for range 4 { // its trial ends, its soak starts
+			holdingComponent(w)
+			w.now = w.now.Add(10 * time.Second)
+			g.fill(w)
+			w.plan()
+			g.watch(w, w.last)
+		}
+		if got := w.last.Watch; len(got) != 1 || !got[0].Promoted {
+			t.Fatalf("watch %+v, want the canary soaking", got)
+		}
+		g.failing["node-000"] = "pods: 1 pods newly failed since the node was assigned (maxNewFailures 0): default/web-2 (OutOfpods)"
+		g.fill(w)
+		w.plan()
+		w.wantPhase(v1alpha1.PhaseHalted)
+		w.settleReverts()
+		n := w.node("node-000")
+		if n.Status.LastKnownGood != nil && sameSource(n.Status.LastKnownGood, newSource()) {
+			t.Fatalf("the canary's last-known-good is the config the fleet rejected: %+v", n.Status)
+		}
+		if w.carriesNew(n) {
+			t.Fatalf("the canary was not reverted")
+		}
+	})
+}

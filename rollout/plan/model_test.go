@@ -95,8 +95,13 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	if rng.IntN(3) == 0 {
 		w.r.Spec.RevertOnHalt = ptr.To(false)
 	}
+	// honors: the components honor a gated rollout's hold (the claim's
+	// holdUntil); else they promote at the end of their trial, as older
+	// ones do.
+	honors := false
 	if rng.IntN(2) == 0 {
 		withAnalysis(w, time.Duration(rng.IntN(4))*time.Minute)
+		honors = rng.IntN(2) == 0
 	}
 	start := map[string]*string{}
 	for _, n := range w.nodes {
@@ -131,8 +136,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		case 0, 1, 2: // components promote
 			for _, n := range w.nodes {
 				if w.carriesNew(n) && rng.IntN(2) == 0 {
-					w.promote(n.Name)
-					log = append(log, "promote "+n.Name)
+					log = append(log, componentPromotes(w, n, honors)+" "+n.Name)
 				}
 			}
 		case 3: // a component fails
@@ -306,6 +310,9 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				if !active {
 					return fail("phase %s asks to assign %s", st.Phase, p.Node)
 				}
+				if w.r.Spec.Analysis != nil && c.HoldUntil == nil {
+					return fail("a gated rollout assigns %s without a hold of its promotion: %+v", p.Node, c)
+				}
 			}
 			if dropWrites {
 				continue
@@ -356,7 +363,24 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		// The components react to reverts.
 		w.settleReverts()
 	}
-	return drain(t, w, gates, seed)
+	return drain(t, w, gates, honors, seed)
+}
+
+// componentPromotes has the component of a node that carries the new
+// assignment end its trial: it promotes, unless it honors a hold its claim
+// asks for (then it reports its trial over and keeps its last-known-good).
+func componentPromotes(w *world, n *Node, honors bool) string {
+	if c := w.claim(n); honors && c.PromotionHeld(w.now) {
+		ends := metav1.NewTime(w.now)
+		lkg := oldSource()
+		if n.Status != nil {
+			lkg = n.Status.LastKnownGood
+		}
+		n.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: newSource(), Active: newSource(), LastKnownGood: lkg, TrialEnds: &ends}
+		return "trial over, held"
+	}
+	w.promote(n.Name)
+	return "promote"
 }
 
 // drain checks that a rollout left active ends once nothing goes wrong any
@@ -365,7 +389,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 // blocks a step, it completes, or halts on the failures it had; it never
 // stays active (a soak that starts again as its node passes would keep it
 // so forever).
-func drain(t *testing.T, w *world, gates *gateModel, seed uint64) bool {
+func drain(t *testing.T, w *world, gates *gateModel, honors bool, seed uint64) bool {
 	if w.r.DeletionTimestamp != nil || !w.r.Status.Phase.Active() {
 		return true
 	}
@@ -373,7 +397,11 @@ func drain(t *testing.T, w *world, gates *gateModel, seed uint64) bool {
 	w.r.Spec.Paused = false
 	for range 500 {
 		w.r.Spec.ResumedStep = ptr.To(w.r.Status.CurrentStep)
-		w.promoteAll()
+		for _, n := range w.nodes {
+			if w.carriesNew(n) {
+				componentPromotes(w, n, honors)
+			}
+		}
 		gates.fill(w)
 		res := w.plan()
 		gates.watch(w, res)
