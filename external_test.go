@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -451,4 +452,67 @@ func (r *recordingReporter) reportsSoFar() []status.Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]status.Report(nil), r.reports...)
+}
+
+// TestExternalPromotionHeld: the run role promotes a config whose trial is
+// over only once External.PromotionHeld lets it (a rollout's gates passed
+// the Node): held, the config runs on with its trial over and the
+// last-known-good unchanged; released, it is promoted.
+func TestExternalPromotionHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock lifecycle")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	sd := &fakeSystemd{t: t, dir: dir, restartC: make(chan struct{}, 1)}
+	remote := sourcetest.NewFake("config")
+	rep := &recordingReporter{}
+	var held, asked atomic.Bool
+	held.Store(true)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() { defer wg.Done(); sd.run(ctx) }()
+	waitExt(t, "the first start", 5*time.Second, func() bool { return len(sd.started()) == 1 })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = RunExternal(ctx, Options[testConfig]{
+			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1",
+			Remote: remote, Reporter: rep, ResyncPeriod: time.Hour,
+			External: &External{Role: Follow, Restarter: sd, Healthy: func(context.Context) error { return nil },
+				PromotionHeld: func(context.Context) bool { asked.Store(true); return held.Load() },
+				PollInterval:  20 * time.Millisecond, StartTimeout: 5 * time.Second},
+		})
+	}()
+	cm := remote.PutConfigMap(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gated", Annotations: map[string]string{components.TrialDurationAnnotation: "100ms"}},
+		Data:       map[string]string{"config": "apiVersion: test.dynconfig.io/v1\nkind: TestConfig\nvalue: 7\n"},
+	})
+	remote.Assign(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "gated", UID: cm.UID, KubeletConfigKey: "config"}})
+	waitExt(t, "the trial over", 10*time.Second, func() bool {
+		c := rep.lastConfig()
+		return c != nil && c.Active != nil && c.Active.ConfigMap.UID == cm.UID &&
+			(c.Phase == nodeapi.PhasePromoted || c.TrialEnds != nil && time.Now().After(c.TrialEnds.Time))
+	})
+	// Held for many polls: still on trial, last-known-good still local.
+	time.Sleep(300 * time.Millisecond)
+	snap, err := checkpoint.Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := snap.LastKnownGood.Pointer.Source; src != nil {
+		t.Fatalf("promoted to %+v while held", src)
+	}
+	if c := rep.lastConfig(); c == nil || c.Phase != nodeapi.PhaseTrial || !asked.Load() {
+		t.Fatalf("status %+v while held (hold asked: %v), want phase Trial", c, asked.Load())
+	}
+	held.Store(false)
+	waitExt(t, "the promotion once released", 10*time.Second, func() bool {
+		c := rep.lastConfig()
+		return c != nil && c.Phase == nodeapi.PhasePromoted && c.LastKnownGood != nil && c.LastKnownGood.ConfigMap.UID == cm.UID
+	})
 }

@@ -60,7 +60,9 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 			return err
 		}
 		pv := c.promotion()
-		if pv.Promote {
+		if pv.Promote && c.promotionHeld(ctx) {
+			pv = lkg.PromotionVerdict{After: c.opts.External.PollInterval}
+		} else if pv.Promote {
 			c.locked(ctx, c.promote)
 			continue
 		}
@@ -176,6 +178,22 @@ func (c *Controller[T]) promotion() lkg.PromotionVerdict {
 		RequireHealthy: c.opts.RequireHealthy,
 		Now:            c.opts.Clock.Now(),
 	})
+}
+
+// promotionHeld asks External.PromotionHeld (within PollInterval) whether
+// the promotion due now waits.
+func (c *Controller[T]) promotionHeld(ctx context.Context) bool {
+	e := c.opts.External
+	if e == nil || e.PromotionHeld == nil {
+		return false
+	}
+	hctx, cancel := context.WithTimeout(ctx, e.PollInterval)
+	defer cancel()
+	if !e.PromotionHeld(hctx) {
+		return false
+	}
+	klog.FromContext(ctx).V(2).Info("Promotion held for the fleet's health gates", "current", describe(c.snapshot().current.Source))
+	return true
 }
 
 // promote makes current last-known-good.

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 // healthz serves a kubelet /healthz that answers code and body.
@@ -108,4 +110,64 @@ func TestHealthyWithAHangingAPIServer(t *testing.T) {
 	if err := Healthy(client, "n1", healthz(t, http.StatusOK, "ok"))(ctx); err != nil {
 		t.Fatalf("Healthy with a hanging API server: %v, want healthy (healthz ok)", err)
 	}
+}
+
+// TestPromotionHeld: the run role holds the kubelet config's promotion
+// while the Node's claim asks (a gated rollout has not passed it), lets it
+// go once passed, failed or past holdUntil, and through an API server
+// outage keeps what it last read.
+func TestPromotionHeld(t *testing.T) {
+	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	claim := func(edit func(*nodeapi.Claim)) *corev1.Node {
+		c := &nodeapi.Claim{Namespace: "ns", Name: "ro", UID: "ro-uid", AssignedAt: metav1.NewTime(now.Add(-time.Minute))}
+		until := metav1.NewTime(now.Add(time.Hour))
+		c.HoldUntil = &until
+		if edit != nil {
+			edit(c)
+		}
+		v, err := nodeapi.EncodeClaim(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{nodeapi.ClaimAnnotation: v}}}
+	}
+	passed := metav1.NewTime(now.Add(-time.Second))
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		want bool
+	}{
+		{"held", claim(nil), true},
+		{"passed", claim(func(c *nodeapi.Claim) { c.Passed = &passed }), false},
+		{"failed", claim(func(c *nodeapi.Claim) { c.Failed = "health gate pods: ..." }), false},
+		{"past holdUntil", claim(func(c *nodeapi.Claim) { c.HoldUntil = &passed }), false},
+		{"no hold (a rollout without gates)", claim(func(c *nodeapi.Claim) { c.HoldUntil = nil }), false},
+		{"no claim", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, false},
+		{"a claim that does not decode", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{nodeapi.ClaimAnnotation: "{"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := PromotionHeld(fake.NewClientset(tc.node), "n1", func() time.Time { return now })
+			if got := held(context.Background()); got != tc.want {
+				t.Errorf("held %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("through an outage", func(t *testing.T) {
+		client := fake.NewClientset(claim(nil))
+		clock := now
+		held := PromotionHeld(client, "n1", func() time.Time { return clock })
+		if !held(context.Background()) {
+			t.Fatal("not held before the outage")
+		}
+		client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("connection refused")
+		})
+		if !held(context.Background()) {
+			t.Error("the outage lifted the hold")
+		}
+		clock = now.Add(2 * time.Hour)
+		if held(context.Background()) {
+			t.Error("still held past holdUntil")
+		}
+	})
 }

@@ -214,11 +214,12 @@ func Run(ctx context.Context, o RunOptions) error {
 	opts.Registerer = o.Registerer
 	opts.ResyncPeriod = o.ResyncPeriod
 	opts.External = &dynconfig.External{
-		Role:         dynconfig.Follow,
-		Restarter:    o.Restarter,
-		Healthy:      Healthy(o.Client, o.NodeName, o.HealthzURL),
-		PollInterval: o.PollInterval,
-		StartTimeout: o.StartTimeout,
+		Role:          dynconfig.Follow,
+		Restarter:     o.Restarter,
+		Healthy:       Healthy(o.Client, o.NodeName, o.HealthzURL),
+		PromotionHeld: PromotionHeld(o.Client, o.NodeName, time.Now),
+		PollInterval:  o.PollInterval,
+		StartTimeout:  o.StartTimeout,
 	}
 	return dynconfig.RunExternal(ctx, opts)
 }
@@ -272,4 +273,31 @@ func readyVeto(ctx context.Context, client kubernetes.Interface, nodeName string
 		}
 	}
 	return nil
+}
+
+// PromotionHeld returns the run role's promotion hold: it reads the Node's
+// claim of the kubelet (nodeapi.ReadClaim) and holds while the claim asks
+// (nodeapi.Claim.PromotionHeld: a rollout with health gates has not passed
+// the Node yet, and its holdUntil is not reached). When the Node cannot be
+// read, the last claim read decides, until its holdUntil: an API server
+// outage neither lifts a hold early nor makes one up. A claim that does
+// not decode holds nothing.
+func PromotionHeld(client kubernetes.Interface, nodeName string, now func() time.Time) func(ctx context.Context) bool {
+	var mu sync.Mutex
+	var last *nodeapi.Claim
+	return func(ctx context.Context) bool {
+		node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("The Node cannot be read; the last claim read decides the promotion hold", "node", nodeName, "err", err)
+		} else {
+			c, err := nodeapi.ReadClaim(node, nodeapi.DefaultComponent)
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Reading the rollout claim; no promotion hold")
+			}
+			last = c
+		}
+		return last.PromotionHeld(now())
+	}
 }
