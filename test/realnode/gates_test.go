@@ -25,9 +25,10 @@ import (
 //     completes: a node that passed its soak stays passed while the others
 //     soak (they used to take turns and never pass together);
 //   - a config that makes the real kubelet reject a running pod (maxPods 2:
-//     OutOfpods at its restart), with the pods gate and a 30 s trial, halts
-//     at the canary (the real node) and puts it back: the pod baseline is
-//     taken before the assignment, never after the restart;
+//     OutOfpods at its restart), with the pods gate and an 8 s trial
+//     (shorter than the pods check's 10 s), halts at the canary (the real
+//     node) and puts it back, and the real node's last-known-good is still
+//     the config it had: its run role held the promotion for the gates;
 //   - the same config without spec.analysis completes: a rollout without
 //     health gates judges a node by its component's lifecycle alone, as
 //     deploy/rollout/README.md says (the pod it rejects is left Failed).
@@ -58,9 +59,10 @@ func TestStockKubeletGatedRollouts(t *testing.T) {
 	t.Logf("gated rollout %s (soak 10s): completed over 3 nodes in %v", harmless.Name, time.Since(t1).Round(time.Millisecond))
 
 	// 2. A config that makes the real kubelet reject a pod, gated on the
-	// pods, with the 30 s trial: halted at the canary.
+	// pods, with a trial shorter than the check interval: halted at the
+	// canary, which never made it its last-known-good.
 	t2 := time.Now()
-	rejecting := n.configMap("gated-2", "maxPods: 2\n", "30s", threshold)
+	rejecting := n.configMap("gated-2", "maxPods: 2\n", "8s", threshold)
 	r = f.rolloutWith(ctx, rejecting, steps, 2, gated(0), v1alpha1.PhaseHalted, v1alpha1.PhaseReverted, v1alpha1.PhaseCompleted)
 	if r.Status.Phase != v1alpha1.PhaseHalted || len(r.Status.Failures) != 1 || r.Status.Failures[0].Node != n.name ||
 		!strings.Contains(r.Status.Failures[0].Reason, "OutOfpods") {
@@ -73,6 +75,7 @@ func TestStockKubeletGatedRollouts(t *testing.T) {
 		}
 	}
 	n.eventually("the real node back on "+harmless.Name, n.ready(60, time.Now()))
+	n.lastKnownGoodIs(harmless)
 	t.Logf("gated rollout %s: halted at the canary for %q, real node back in %v", rejecting.Name, r.Status.Failures[0].Reason, time.Since(t2).Round(time.Millisecond))
 
 	// 3. The same config without spec.analysis: it completes, and the pod
