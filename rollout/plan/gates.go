@@ -99,6 +99,11 @@ func (p *planner) gate(v *view, promoted bool) bool {
 		return true
 	}
 	if !promoted && !p.heldTrialOver(v) {
+		if s := v.n.Status; v.claim.HoldUntil != nil && s != nil && s.Phase == nodeapi.PhaseTrial && p.isOurs(s.Active) && s.TrialEnds != nil {
+			// Its soak starts when its trial ends; the node reports
+			// nothing new then (it holds): plan again at that time.
+			p.requeue(s.TrialEnds.Time.Sub(p.in.Now))
+		}
 		return false
 	}
 	promotedAt := p.in.Now

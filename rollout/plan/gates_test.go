@@ -436,3 +436,24 @@ func TestGatedNodeHoldsPromotion(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldNodePlannedAtTrialEnd: a node that holds its promotion reports
+// nothing new when its trial ends, so the plan asks to be planned again
+// then: its soak starts on time, not at the next unrelated event.
+func TestHeldNodePlannedAtTrialEnd(t *testing.T) {
+	w := newWorld(t, 2, countStep(1), percentStep("100%"))
+	withAnalysis(w, 10*time.Second)
+	w.plan()
+	ends := metav1.NewTime(w.now.Add(5 * time.Second))
+	w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: newSource(), Active: newSource(), TrialEnds: &ends}
+	w.now = w.now.Add(time.Second)
+	w.plan()
+	if got := w.last.RequeueAfter; got != 4*time.Second {
+		t.Fatalf("requeue after %v, want 4s: when the held node's trial ends", got)
+	}
+	w.now = ends.Time
+	w.plan()
+	if got := w.last.Watch; len(got) != 1 || !got[0].Promoted {
+		t.Fatalf("watch %+v at the end of the trial, want node-000 soaking", got)
+	}
+}
