@@ -398,7 +398,10 @@ func (a *analyzer) runCheck(ctx context.Context, j job) {
 	cs.running = false
 	cs.next = now.Add(interval)
 	before := cs.failed
+	var early tooEarly
 	switch {
+	case errors.As(err, &early):
+		cs.next = early.until
 	case errors.Is(err, errInconclusive):
 		// Pods not Ready within their grace period: no verdict yet.
 		cs.next = now.Add(time.Second)
@@ -416,7 +419,7 @@ func (a *analyzer) runCheck(ctx context.Context, j job) {
 	}
 	replan := cs.failed != before || (!j.gn.promotedAt.IsZero() && err == nil)
 	a.mu.Unlock()
-	if err != nil && !errors.Is(err, errInconclusive) {
+	if err != nil && !errors.Is(err, errInconclusive) && !errors.As(err, &early) {
 		klog.FromContext(ctx).V(2).Info("Health check error", "rollout", j.key, "node", j.node, "check", j.check, "err", err)
 	}
 	if replan {
@@ -590,8 +593,34 @@ func (a *analyzer) checkPods(ctx context.Context, pa *v1alpha1.PodAnalysis, j jo
 		j.gn.baseline = baselineOf(pods)
 		b = j.gn.baseline
 	}
+	assignedAt := j.gn.assignedAt
 	a.mu.Unlock()
-	return podVerdict(pa, b, pods, a.clock.Now())
+	now := a.clock.Now()
+	failed, err := podVerdict(pa, b, pods, now)
+	if until := assignedAt.Add(podGrace(pa)); err == nil && failed == "" && now.Before(until) {
+		// The kubelet reports the pods it rejects at its restart seconds
+		// after it: nothing wrong seen yet is no pass before the grace
+		// period since the assignment is over (a failure counts at once).
+		return "", tooEarly{until}
+	}
+	return failed, err
+}
+
+// podGrace is spec.analysis.pods.gracePeriod, else defaultGrace.
+func podGrace(pa *v1alpha1.PodAnalysis) time.Duration {
+	if pa.GracePeriod != nil && pa.GracePeriod.Duration >= 0 {
+		return pa.GracePeriod.Duration
+	}
+	return defaultGrace
+}
+
+// tooEarly is a pods check that found nothing wrong before the grace
+// period since the assignment was over: no verdict, the check runs again
+// at until.
+type tooEarly struct{ until time.Time }
+
+func (e tooEarly) Error() string {
+	return "no verdict before " + e.until.UTC().Format(time.RFC3339)
 }
 
 // podVerdict judges the pods on a node against its baseline: the pods
@@ -599,10 +628,7 @@ func (a *analyzer) checkPods(ctx context.Context, pa *v1alpha1.PodAnalysis, j jo
 // Ready now (failed, or not Ready for longer than the grace period;
 // errInconclusive while one is within it and would tip the count).
 func podVerdict(pa *v1alpha1.PodAnalysis, b *podBaseline, pods []corev1.Pod, now time.Time) (string, error) {
-	grace := defaultGrace
-	if pa.GracePeriod != nil && pa.GracePeriod.Duration >= 0 {
-		grace = pa.GracePeriod.Duration
-	}
+	grace := podGrace(pa)
 	var failed, unready, waiting []string
 	for i := range pods {
 		p := &pods[i]

@@ -102,3 +102,52 @@ func TestPodBaselineBeforeTheAssignment(t *testing.T) {
 		t.Fatalf("after the pods check: %+v; want pod c, rejected after the assignment, to fail the node", got)
 	}
 }
+
+// TestPodsPassNoSoonerThanTheGracePeriod: the kubelet reports the pods it
+// rejects at its restart seconds later (6.7 s after the assignment on the
+// real node here, later under load), so a pods check that finds nothing
+// wrong before pods.gracePeriod has passed since the assignment is no
+// verdict: a pass must cover the time the kubelet takes to say what it
+// rejected. Before, with an 8 s trial and no soak, a check 10 s after the
+// assignment passed the canary while the API server did not show the
+// rejected pod yet (seen on the real kubelet: the rollout completed with a
+// pod Failed OutOfpods). A failure counts at once.
+func TestPodsPassNoSoonerThanTheGracePeriod(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(at0)
+	p := pod("a", corev1.PodRunning, corev1.ConditionTrue, at0.Add(-time.Hour))
+	p.Spec.NodeName = "n1"
+	client := fake.NewClientset(&p)
+	a := newAnalyzer(client, clk, func(string) {})
+	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid"}}
+	ro.Spec.Analysis = &v1alpha1.RolloutAnalysis{Pods: &v1alpha1.PodAnalysis{MaxNewFailures: ptr.To(int32(0)), GracePeriod: &metav1.Duration{Duration: 20 * time.Second}}}
+	a.watch(ctx, "ns/ro", ro, []plan.Watch{{Node: "n1", AssignedAt: at0, Fresh: true}})
+	check := func() *plan.Analysis {
+		t.Helper()
+		for _, j := range a.due() {
+			a.runCheck(ctx, j)
+		}
+		nodes := []plan.Node{{Name: "n1"}}
+		a.inputs("ns/ro", ro, nodes, func(string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}} })
+		return nodes[0].Analysis
+	}
+	clk.Step(10 * time.Second)
+	if got := check(); got == nil || !got.CheckedAt.IsZero() || got.Failed != "" {
+		t.Fatalf("10s after the assignment, nothing wrong seen yet: %+v; want no verdict (CheckedAt zero) before the 20s grace period", got)
+	}
+	clk.Step(10 * time.Second)
+	if got := check(); got == nil || !got.CheckedAt.Equal(clk.Now()) || got.Failed != "" {
+		t.Fatalf("20s after the assignment: %+v; want a passing verdict at %v", got, clk.Now())
+	}
+	// A failure inside the grace period counts at once.
+	a.watch(ctx, "ns/ro", ro, nil)
+	a.watch(ctx, "ns/ro", ro, []plan.Watch{{Node: "n1", AssignedAt: clk.Now(), Fresh: true}})
+	p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfpods"}
+	if _, err := client.CoreV1().Pods("ns").UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(3 * time.Second)
+	if got := check(); got == nil || !strings.Contains(got.Failed, "ns/a (OutOfpods)") {
+		t.Fatalf("a pod rejected 3s after the assignment: %+v, want it failing the node at once", got)
+	}
+}

@@ -44,7 +44,7 @@ func TestStockKubeletGatedRollouts(t *testing.T) {
 		return func(r *v1alpha1.ConfigRollout) {
 			r.Spec.Analysis = &v1alpha1.RolloutAnalysis{
 				Soak: &metav1.Duration{Duration: soak},
-				Pods: &v1alpha1.PodAnalysis{MaxNewFailures: ptr.To(int32(0))},
+				Pods: &v1alpha1.PodAnalysis{MaxNewFailures: ptr.To(int32(0)), GracePeriod: &metav1.Duration{Duration: 20 * time.Second}},
 			}
 		}
 	}
@@ -62,12 +62,14 @@ func TestStockKubeletGatedRollouts(t *testing.T) {
 	// pods, with a trial shorter than the check interval: halted at the
 	// canary, which never made it its last-known-good.
 	t2 := time.Now()
+	stopWatch := n.logPodPhases(t2)
 	rejecting := n.configMap("gated-2", "maxPods: 2\n", "8s", threshold)
 	r = f.rolloutWith(ctx, rejecting, steps, 2, gated(0), v1alpha1.PhaseHalted, v1alpha1.PhaseReverted, v1alpha1.PhaseCompleted)
+	stopWatch()
 	if r.Status.Phase != v1alpha1.PhaseHalted || len(r.Status.Failures) != 1 || r.Status.Failures[0].Node != n.name ||
 		!strings.Contains(r.Status.Failures[0].Reason, "OutOfpods") {
-		t.Fatalf("gated rollout of %s: %s, failures %+v: want Halted at the canary %s for a pod rejected OutOfpods\n%s",
-			rejecting.Name, r.Status.Phase, r.Status.Failures, n.name, n.more())
+		t.Fatalf("gated rollout of %s: %s, failures %+v: want Halted at the canary %s for a pod rejected OutOfpods; pods on it: %s; history: %+v\n%s",
+			rejecting.Name, r.Status.Phase, r.Status.Failures, n.name, n.podStates(), r.Status.History, n.more())
 	}
 	for _, h := range f.hollow {
 		if c := f.capacity(ctx, h); c != 60 {
@@ -118,4 +120,51 @@ func (n *realNode) failedPods() []string {
 		}
 	}
 	return out
+}
+
+// podStates says where each pod on the real node stands.
+func (n *realNode) podStates() string {
+	pods, err := n.cl.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.name).String(),
+	})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, fmt.Sprintf("%s %s %s %q", p.Name, p.Status.Phase, p.Status.Reason, p.Status.Message))
+	}
+	return strings.Join(out, "; ")
+}
+
+// logPodPhases logs, until the returned func is called, each change of a
+// pod's phase on the real node as the API server has it, with the time
+// since start.
+func (n *realNode) logPodPhases(start time.Time) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		seen := map[string]string{}
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			pods, err := n.cl.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.name).String(),
+			})
+			if err != nil {
+				continue
+			}
+			for _, p := range pods.Items {
+				if st := string(p.Status.Phase) + "/" + p.Status.Reason; seen[p.Name] != st {
+					seen[p.Name] = st
+					n.t.Logf("+%v pod %s: %s", time.Since(start).Round(10*time.Millisecond), p.Name, st)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
