@@ -380,29 +380,11 @@ func TestExternalRollbackCheckReadsTheStateDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	sd := &fakeSystemd{t: t, dir: dir, restartC: make(chan struct{}, 1)}
 	remote := sourcetest.NewFake("config")
 	rep := &recordingReporter{}
 	events := &recordedEvents{}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Add(1)
-	go func() { defer wg.Done(); sd.run(ctx) }()
-	waitExt(t, "the first start", 5*time.Second, func() bool { return len(sd.started()) == 1 })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		err := RunExternal(ctx, Options[testConfig]{
-			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1",
-			Remote: remote, Reporter: rep, Events: events, ResyncPeriod: 50 * time.Millisecond,
-			External: &External{Role: Follow, Restarter: sd, Healthy: func(context.Context) error { return nil },
-				PollInterval: 20 * time.Millisecond, StartTimeout: 5 * time.Second},
-		})
-		if err != nil {
-			t.Error(err)
-		}
-	}()
+	followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, Events: events, ResyncPeriod: 50 * time.Millisecond,
+		External: &External{Healthy: func(context.Context) error { return nil }}})
 	put := func(name, value, trial string) *corev1.ConfigMap {
 		cm := remote.PutConfigMap(&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{components.TrialDurationAnnotation: trial}},
@@ -447,6 +429,33 @@ func TestExternalRollbackCheckReadsTheStateDir(t *testing.T) {
 	})
 }
 
+// followUnderSystemd starts the fake systemd in dir and, once the component
+// started, the run role with opts (StateDir, Restarter, Profile, Layers,
+// ComponentVersion, Role and the short polls set here), both until the
+// test ends. It returns the fake systemd.
+func followUnderSystemd(t *testing.T, ctx context.Context, dir string, opts Options[testConfig]) *fakeSystemd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	sd := &fakeSystemd{t: t, dir: dir, restartC: make(chan struct{}, 1)}
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(cancel)
+	wg.Add(1)
+	go func() { defer wg.Done(); sd.run(ctx) }()
+	waitExt(t, "the first start", 5*time.Second, func() bool { return len(sd.started()) == 1 })
+	opts.Profile, opts.Layers, opts.StateDir, opts.ComponentVersion = testProfile{}, testLayers{}, dir, "v1"
+	opts.External.Role, opts.External.Restarter = Follow, sd
+	opts.External.PollInterval, opts.External.StartTimeout = 20*time.Millisecond, 5*time.Second
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := RunExternal(ctx, opts); err != nil {
+			t.Error(err)
+		}
+	}()
+	return sd
+}
+
 // reportsSoFar returns every report made so far.
 func (r *recordingReporter) reportsSoFar() []status.Report {
 	r.mu.Lock()
@@ -466,28 +475,13 @@ func TestExternalPromotionHeld(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	sd := &fakeSystemd{t: t, dir: dir, restartC: make(chan struct{}, 1)}
 	remote := sourcetest.NewFake("config")
 	rep := &recordingReporter{}
 	var held, asked atomic.Bool
 	held.Store(true)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Add(1)
-	go func() { defer wg.Done(); sd.run(ctx) }()
-	waitExt(t, "the first start", 5*time.Second, func() bool { return len(sd.started()) == 1 })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = RunExternal(ctx, Options[testConfig]{
-			Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1",
-			Remote: remote, Reporter: rep, ResyncPeriod: time.Hour,
-			External: &External{Role: Follow, Restarter: sd, Healthy: func(context.Context) error { return nil },
-				PromotionHeld: func(context.Context) bool { asked.Store(true); return held.Load() },
-				PollInterval:  20 * time.Millisecond, StartTimeout: 5 * time.Second},
-		})
-	}()
+	followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, ResyncPeriod: time.Hour,
+		External: &External{Healthy: func(context.Context) error { return nil },
+			PromotionHeld: func(context.Context) bool { asked.Store(true); return held.Load() }}})
 	cm := remote.PutConfigMap(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gated", Annotations: map[string]string{components.TrialDurationAnnotation: "100ms"}},
 		Data:       map[string]string{"config": "apiVersion: test.dynconfig.io/v1\nkind: TestConfig\nvalue: 7\n"},
