@@ -130,6 +130,14 @@ type External struct {
 	// a config is promoted only after its trial and a nil Healthy
 	// (RequireHealthy is set for you).
 	Healthy func(ctx context.Context) error
+	// PromotionHeld (Follow), when set, is asked once current's trial is
+	// over and everything else lets it be promoted: true holds the
+	// promotion, and it is asked again every PollInterval. The stock
+	// kubelet's run role holds while a rollout with health gates has not
+	// passed the Node yet (nodeapi.Claim.PromotionHeld), so that a config
+	// the fleet rejects never becomes the node's last-known-good. Holding
+	// never reverts anything and never marks anything bad.
+	PromotionHeld func(ctx context.Context) bool
 	// LockTimeout bounds PreStart's wait for the state dir, and is how often
 	// Follow logs that it is still waiting. Default: 10s.
 	LockTimeout time.Duration

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source/sourcetest"
+	"github.com/dynconfig/dynconfig/status"
 )
 
 // fakeSystemd plays systemd for a component in another "process": before
@@ -359,4 +363,150 @@ func TestExternalFollowRestartsForCurrentThatNeverRan(t *testing.T) {
 	if n := len(sd.started()); n != 2 {
 		t.Fatalf("%d starts, want 2: one restart for current, no more", n)
 	}
+}
+
+// TestExternalRollbackCheckReadsTheStateDir: while a config is on trial,
+// the run role checks its rollback target (the last-known-good) from the
+// state dir, which it holds only for one step at a time. The check must
+// take the dir for its read: on a dir it had released it read "checkpoint
+// store is closed" and reported a healthy last-known-good unusable, in
+// ConfigOK and as a Warning Event, during every trial. A damaged one is
+// still found.
+func TestExternalRollbackCheckReadsTheStateDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock lifecycle")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	remote := sourcetest.NewFake("config")
+	rep := &recordingReporter{}
+	events := &recordedEvents{}
+	followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, Events: events, ResyncPeriod: 50 * time.Millisecond,
+		External: &External{Healthy: func(context.Context) error { return nil }}})
+	put := func(name, value, trial string) *corev1.ConfigMap {
+		cm := remote.PutConfigMap(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{components.TrialDurationAnnotation: trial}},
+			Data:       map[string]string{"config": "apiVersion: test.dynconfig.io/v1\nkind: TestConfig\nvalue: " + value + "\n"},
+		})
+		remote.Assign(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: name, UID: cm.UID, KubeletConfigKey: "config"}})
+		return cm
+	}
+	good := put("good", "7", "200ms")
+	waitExt(t, "the good config promoted", 10*time.Second, func() bool {
+		c := rep.lastConfig()
+		return c != nil && c.Phase == nodeapi.PhasePromoted && c.Active != nil && c.Active.ConfigMap.UID == good.UID
+	})
+	next := put("next", "8", "1h")
+	waitExt(t, "ConfigOK True on the next config, on trial", 10*time.Second, func() bool {
+		r, c := rep.last(), rep.lastConfig()
+		return r.Status == corev1.ConditionTrue && strings.Contains(r.Message, string(next.UID)) && c != nil && c.Phase == nodeapi.PhaseTrial
+	})
+	// Let Run wake on a few resyncs: each one checks the rollback target.
+	reports := len(rep.reportsSoFar())
+	time.Sleep(300 * time.Millisecond)
+	for _, r := range rep.reportsSoFar() {
+		if strings.Contains(r.Message, "unusable") || strings.Contains(r.Reason, "unusable") {
+			t.Fatalf("ConfigOK says the healthy last-known-good is unusable: %+v (%d reports)", r, reports)
+		}
+	}
+	for _, e := range events.list() {
+		if strings.HasPrefix(e, status.EventReasonLastKnownGoodUnusable) {
+			t.Fatalf("a Warning Event says the healthy last-known-good is unusable: %s", e)
+		}
+	}
+	// The check still runs: a damaged last-known-good is found.
+	paths, _ := filepath.Glob(filepath.Join(dir, "checkpoints", string(good.UID)+"_*"))
+	if len(paths) != 1 {
+		t.Fatalf("checkpoint files of the good config: %v", paths)
+	}
+	if err := os.WriteFile(paths[0], []byte("bit rot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitExt(t, "the damaged last-known-good reported", 10*time.Second, func() bool {
+		return strings.Contains(rep.last().Message, fmt.Sprintf("last-known-good (UID: %s) is unusable", good.UID))
+	})
+}
+
+// followUnderSystemd starts the fake systemd in dir and, once the component
+// started, the run role with opts (StateDir, Restarter, Profile, Layers,
+// ComponentVersion, Role and the short polls set here), both until the
+// test ends. It returns the fake systemd.
+func followUnderSystemd(t *testing.T, ctx context.Context, dir string, opts Options[testConfig]) *fakeSystemd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	sd := &fakeSystemd{t: t, dir: dir, restartC: make(chan struct{}, 1)}
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(cancel)
+	wg.Add(1)
+	go func() { defer wg.Done(); sd.run(ctx) }()
+	waitExt(t, "the first start", 5*time.Second, func() bool { return len(sd.started()) == 1 })
+	opts.Profile, opts.Layers, opts.StateDir, opts.ComponentVersion = testProfile{}, testLayers{}, dir, "v1"
+	opts.External.Role, opts.External.Restarter = Follow, sd
+	opts.External.PollInterval, opts.External.StartTimeout = 20*time.Millisecond, 5*time.Second
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := RunExternal(ctx, opts); err != nil {
+			t.Error(err)
+		}
+	}()
+	return sd
+}
+
+// reportsSoFar returns every report made so far.
+func (r *recordingReporter) reportsSoFar() []status.Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]status.Report(nil), r.reports...)
+}
+
+// TestExternalPromotionHeld: the run role promotes a config whose trial is
+// over only once External.PromotionHeld lets it (a rollout's gates passed
+// the Node): held, the config runs on with its trial over and the
+// last-known-good unchanged; released, it is promoted.
+func TestExternalPromotionHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock lifecycle")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	remote := sourcetest.NewFake("config")
+	rep := &recordingReporter{}
+	var held, asked atomic.Bool
+	held.Store(true)
+	followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, ResyncPeriod: time.Hour,
+		External: &External{Healthy: func(context.Context) error { return nil },
+			PromotionHeld: func(context.Context) bool { asked.Store(true); return held.Load() }}})
+	cm := remote.PutConfigMap(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gated", Annotations: map[string]string{components.TrialDurationAnnotation: "100ms"}},
+		Data:       map[string]string{"config": "apiVersion: test.dynconfig.io/v1\nkind: TestConfig\nvalue: 7\n"},
+	})
+	remote.Assign(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "gated", UID: cm.UID, KubeletConfigKey: "config"}})
+	waitExt(t, "the trial over", 10*time.Second, func() bool {
+		c := rep.lastConfig()
+		return c != nil && c.Active != nil && c.Active.ConfigMap.UID == cm.UID &&
+			(c.Phase == nodeapi.PhasePromoted || c.TrialEnds != nil && time.Now().After(c.TrialEnds.Time))
+	})
+	// Held for many polls: still on trial, last-known-good still local.
+	time.Sleep(300 * time.Millisecond)
+	snap, err := checkpoint.Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := snap.LastKnownGood.Pointer.Source; src != nil {
+		t.Fatalf("promoted to %+v while held", src)
+	}
+	if c := rep.lastConfig(); c == nil || c.Phase != nodeapi.PhaseTrial || !asked.Load() {
+		t.Fatalf("status %+v while held (hold asked: %v), want phase Trial", c, asked.Load())
+	}
+	held.Store(false)
+	waitExt(t, "the promotion once released", 10*time.Second, func() bool {
+		c := rep.lastConfig()
+		return c != nil && c.Phase == nodeapi.PhasePromoted && c.LastKnownGood != nil && c.LastKnownGood.ConfigMap.UID == cm.UID
+	})
 }

@@ -60,7 +60,9 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 			return err
 		}
 		pv := c.promotion()
-		if pv.Promote {
+		if pv.Promote && c.promotionHeld(ctx) {
+			pv = lkg.PromotionVerdict{After: c.opts.External.PollInterval}
+		} else if pv.Promote {
 			c.locked(ctx, c.promote)
 			continue
 		}
@@ -125,9 +127,18 @@ func (c *Controller[T]) checkRollbackTarget(ctx context.Context) {
 	var err error
 	if remote && !lkg.Same(target, s.running.Source) {
 		var cm *corev1.ConfigMap
-		if cm, err = c.store.Load(key); err == nil {
+		// An external role holds the state dir only for a step: take it
+		// for this read (on the dir it released, the read would fail with
+		// ErrClosed and call a sound target unusable).
+		c.locked(ctx, func(ctx context.Context) { cm, err = c.store.Load(key) })
+		switch {
+		case errors.Is(err, checkpoint.ErrClosed):
+			// The dir could not be taken (ctx ended): nothing was
+			// learned of the target; the next wake checks again.
+			return
+		case err == nil:
 			_, err = c.build(target, cm)
-		} else if errors.Is(err, checkpoint.ErrCorrupt) {
+		case errors.Is(err, checkpoint.ErrCorrupt):
 			c.noteStateError(ctx, err, "Checking the last-known-good checkpoint")
 		}
 	}
@@ -167,6 +178,22 @@ func (c *Controller[T]) promotion() lkg.PromotionVerdict {
 		RequireHealthy: c.opts.RequireHealthy,
 		Now:            c.opts.Clock.Now(),
 	})
+}
+
+// promotionHeld asks External.PromotionHeld (within PollInterval) whether
+// the promotion due now waits.
+func (c *Controller[T]) promotionHeld(ctx context.Context) bool {
+	e := c.opts.External
+	if e == nil || e.PromotionHeld == nil {
+		return false
+	}
+	hctx, cancel := context.WithTimeout(ctx, e.PollInterval)
+	defer cancel()
+	if !e.PromotionHeld(hctx) {
+		return false
+	}
+	klog.FromContext(ctx).V(2).Info("Promotion held for the fleet's health gates", "current", describe(c.snapshot().current.Source))
+	return true
 }
 
 // promote makes current last-known-good.

@@ -23,9 +23,13 @@
 //     kubelet starts on the node's own config as it would without dynconfig.
 //   - run follows the Node's assignment, checkpoints it, makes it current,
 //     restarts the kubelet (systemd over D-Bus in production), promotes the
-//     config once the kubelet has been healthy (its /healthz and the Node's
-//     Ready condition: Healthy) for a trial, and reports ConfigOK and the
-//     ConfigStatus of component "kubelet" (dynconfig.RunExternal).
+//     config once the kubelet has been healthy (Healthy: its /healthz; the
+//     Node's Ready only holds it back when the API server answers that the
+//     kubelet reported it False, never while the API server is out of
+//     reach) for a trial and, when a ConfigRollout with health gates
+//     assigned it, once the rollout passed the Node (PromotionHeld), and
+//     reports ConfigOK and the ConfigStatus of component "kubelet"
+//     (dynconfig.RunExternal).
 //
 // A node drop-in that sorts after dynconfig's file wins over the assigned
 // config for every field it sets, as in the kubelet; Build logs a warning

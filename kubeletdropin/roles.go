@@ -214,17 +214,26 @@ func Run(ctx context.Context, o RunOptions) error {
 	opts.Registerer = o.Registerer
 	opts.ResyncPeriod = o.ResyncPeriod
 	opts.External = &dynconfig.External{
-		Role:         dynconfig.Follow,
-		Restarter:    o.Restarter,
-		Healthy:      Healthy(o.Client, o.NodeName, o.HealthzURL),
-		PollInterval: o.PollInterval,
-		StartTimeout: o.StartTimeout,
+		Role:          dynconfig.Follow,
+		Restarter:     o.Restarter,
+		Healthy:       Healthy(o.Client, o.NodeName, o.HealthzURL),
+		PromotionHeld: PromotionHeld(o.Client, o.NodeName, time.Now),
+		PollInterval:  o.PollInterval,
+		StartTimeout:  o.StartTimeout,
 	}
 	return dynconfig.RunExternal(ctx, opts)
 }
 
-// Healthy returns the kubelet's health check: its healthz answers 200 "ok",
-// and its Node's Ready condition is True.
+// Healthy returns the kubelet's health check, which confirms a config
+// (Common.ConfirmWithin) and lets it be promoted: the node's own evidence,
+// its healthz answering 200, decides. The Node's Ready condition is read
+// from the API server as an extra, within half of what is left of ctx's
+// time: a Ready the kubelet reported False fails the check; an API server
+// that does not answer (down, hanging, an error), a Node not registered
+// yet, no Ready condition, or Ready Unknown (what the node controller sets
+// when it stops hearing from the kubelet, not the kubelet's own word) do
+// not: an API server outage must never be why a healthy config is not
+// confirmed, reverted and marked bad.
 func Healthy(client kubernetes.Interface, nodeName, healthzURL string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, healthzURL, nil)
@@ -240,18 +249,55 @@ func Healthy(client kubernetes.Interface, nodeName, healthzURL string) func(ctx 
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("kubelet healthz: %s: %s", resp.Status, body)
 		}
+		return readyVeto(ctx, client, nodeName)
+	}
+}
+
+// readyVeto returns an error when the API server answers that the Node's
+// Ready is False; nil when it is anything else or cannot be read.
+func readyVeto(ctx context.Context, client kubernetes.Interface, nodeName string) error {
+	rctx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
+	node, err := client.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("The Node's Ready cannot be read; the kubelet's healthz alone decides", "node", nodeName, "err", err)
+		return nil
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionFalse {
+			return fmt.Errorf("node %s: Ready is %s: %s", nodeName, c.Status, c.Message)
+		}
+	}
+	return nil
+}
+
+// PromotionHeld returns the run role's promotion hold: it reads the Node's
+// claim of the kubelet (nodeapi.ReadClaim) and holds while the claim asks
+// (nodeapi.Claim.PromotionHeld: a rollout with health gates has not passed
+// the Node yet, and its holdUntil is not reached). When the Node cannot be
+// read, the last claim read decides, until its holdUntil: an API server
+// outage neither lifts a hold early nor makes one up. A claim that does
+// not decode holds nothing.
+func PromotionHeld(client kubernetes.Interface, nodeName string, now func() time.Time) func(ctx context.Context) bool {
+	var mu sync.Mutex
+	var last *nodeapi.Claim
+	return func(ctx context.Context) bool {
 		node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		mu.Lock()
+		defer mu.Unlock()
 		if err != nil {
-			return err
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				if c.Status == corev1.ConditionTrue {
-					return nil
-				}
-				return fmt.Errorf("node %s: Ready is %s: %s", nodeName, c.Status, c.Message)
+			klog.FromContext(ctx).V(2).Info("The Node cannot be read; the last claim read decides the promotion hold", "node", nodeName, "err", err)
+		} else {
+			c, err := nodeapi.ReadClaim(node, nodeapi.DefaultComponent)
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Reading the rollout claim; no promotion hold")
 			}
+			last = c
 		}
-		return fmt.Errorf("node %s has no Ready condition", nodeName)
+		return last.PromotionHeld(now())
 	}
 }

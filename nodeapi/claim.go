@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,27 @@ type Claim struct {
 	// puts the Node back). nil: none. It nests at most MaxPreviousClaims
 	// deep; EncodeClaim and DecodeClaim drop the oldest beyond.
 	PreviousClaim *Claim `json:"previousClaim,omitempty"`
+	// Passed is when the rollout's health gates (spec.analysis) passed the
+	// Node: its component reported the config promoted, its soak was over
+	// and a verdict of every gate taken after it passed. Like Failed, it is
+	// final while the rollout is active: the Node counts as promoted and is
+	// not checked again. Nil while it did not pass (always, for a rollout
+	// without spec.analysis).
+	Passed *metav1.Time `json:"passed,omitempty"`
+	// HoldUntil, set by a rollout with health gates, asks the Node's
+	// component not to make the config its last-known-good before the
+	// gates passed it (Passed), nor before HoldUntil when they never say:
+	// a config the fleet rejects must never become the node's fallback.
+	// PromotionHeld applies it. Nil: no hold (a rollout without gates).
+	HoldUntil *metav1.Time `json:"holdUntil,omitempty"`
+}
+
+// PromotionHeld reports whether the claim holds the promotion of the
+// config its rollout assigned, at now: it asks for a hold (HoldUntil), the
+// gates neither passed nor failed the Node yet, and HoldUntil is not
+// reached. A failed Node is being put back: holding it changes nothing.
+func (c *Claim) PromotionHeld(now time.Time) bool {
+	return c != nil && c.HoldUntil != nil && c.Passed == nil && c.Failed == "" && now.Before(c.HoldUntil.Time)
 }
 
 // MaxPreviousClaims bounds how many claims a Claim carries in its

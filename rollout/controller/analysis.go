@@ -165,34 +165,75 @@ func (a *analyzer) inputs(key string, ro *v1alpha1.ConfigRollout, nodes []plan.N
 // watch takes the nodes a plan asks to watch: it forgets the others, takes
 // the pod baseline of the ones the plan assigns (before their patch, so
 // that what the new config breaks is not in it) and notes when a node is
-// first seen promoted.
-func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRollout, watch []plan.Watch) {
+// first seen promoted. It returns the nodes the plan assigns whose baseline
+// could not be taken, with why: it does not watch them, and the caller must
+// not make their assignment now (the next plan assigns them again and
+// watch takes the baseline again). A node is never watched as assigned
+// without its baseline, so no pods check takes one after the node's
+// restart, when what the new config broke would be in it.
+func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRollout, watch []plan.Watch) map[string]error {
 	an := ro.Spec.Analysis
 	a.mu.Lock()
 	gr := a.rollouts[key]
 	if an == nil || len(watch) == 0 {
 		delete(a.rollouts, key)
 		a.mu.Unlock()
-		return
+		return nil
 	}
 	if gr == nil || gr.ro.UID != ro.UID {
 		gr = &gateRollout{nodes: map[string]*gateNode{}}
 		a.rollouts[key] = gr
 	}
 	gr.ro = ro
+	// The baselines of the assigned nodes first, before they are watched:
+	// no pods check runs on a node without its baseline.
+	var fresh []string
+	for _, w := range watch {
+		if gr.nodes[w.Node] == nil && w.Fresh && an.Pods != nil {
+			fresh = append(fresh, w.Node)
+		}
+	}
+	a.mu.Unlock()
+	baselines := make(map[string]*podBaseline, len(fresh))
+	var missing map[string]error
+	for _, name := range fresh {
+		b, err := a.baseline(ctx, an.Pods, name)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Taking the pod baseline before the assignment failed; the assignment waits for the next plan", "rollout", key, "node", name)
+			if missing == nil {
+				missing = map[string]error{}
+			}
+			missing[name] = err
+			continue
+		}
+		baselines[name] = b
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rollouts[key] != gr {
+		// Forgotten (deleted) meanwhile: watch nothing, assign nothing.
+		for _, name := range fresh {
+			if missing == nil {
+				missing = map[string]error{}
+			}
+			if missing[name] == nil {
+				missing[name] = errors.New("the rollout was forgotten while its pod baseline was taken")
+			}
+		}
+		return missing
+	}
 	now := a.clock.Now()
 	keep := make(map[string]bool, len(watch))
 	names := checkNames(an)
-	var fresh []string
 	for _, w := range watch {
+		if missing[w.Node] != nil {
+			continue
+		}
 		keep[w.Node] = true
 		gn := gr.nodes[w.Node]
 		if gn == nil {
-			gn = &gateNode{assignedAt: w.AssignedAt, checks: map[string]*checkState{}}
+			gn = &gateNode{assignedAt: w.AssignedAt, checks: map[string]*checkState{}, baseline: baselines[w.Node]}
 			gr.nodes[w.Node] = gn
-			if w.Fresh && an.Pods != nil {
-				fresh = append(fresh, w.Node)
-			}
 		}
 		// spec.analysis may be edited: the checks follow it.
 		for _, name := range names {
@@ -214,19 +255,7 @@ func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRol
 			delete(gr.nodes, name)
 		}
 	}
-	a.mu.Unlock()
-	for _, name := range fresh {
-		b, err := a.baseline(ctx, an.Pods, name)
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "Taking the pod baseline before the assignment failed; it is taken at the first pod check", "rollout", key, "node", name)
-			continue
-		}
-		a.mu.Lock()
-		if gn := a.nodeOf(key, name); gn != nil && gn.baseline == nil {
-			gn.baseline = b
-		}
-		a.mu.Unlock()
-	}
+	return missing
 }
 
 // forget drops a deleted rollout.
@@ -369,7 +398,10 @@ func (a *analyzer) runCheck(ctx context.Context, j job) {
 	cs.running = false
 	cs.next = now.Add(interval)
 	before := cs.failed
+	var early tooEarly
 	switch {
+	case errors.As(err, &early):
+		cs.next = early.until
 	case errors.Is(err, errInconclusive):
 		// Pods not Ready within their grace period: no verdict yet.
 		cs.next = now.Add(time.Second)
@@ -389,7 +421,7 @@ func (a *analyzer) runCheck(ctx context.Context, j job) {
 	}
 	replan := cs.failed != before || (!j.gn.promotedAt.IsZero() && err == nil)
 	a.mu.Unlock()
-	if err != nil && !errors.Is(err, errInconclusive) {
+	if err != nil && !errors.Is(err, errInconclusive) && !errors.As(err, &early) {
 		klog.FromContext(ctx).V(2).Info("Health check error", "rollout", j.key, "node", j.node, "check", j.check, "err", err)
 	}
 	if replan {
@@ -558,12 +590,39 @@ func (a *analyzer) checkPods(ctx context.Context, pa *v1alpha1.PodAnalysis, j jo
 	a.mu.Lock()
 	b := j.gn.baseline
 	if b == nil {
-		// Not taken before the assignment (a restart): from now on.
+		// First watched by a plan that did not assign it (this
+		// controller restarted, or took the Lease, since): from now on.
 		j.gn.baseline = baselineOf(pods)
 		b = j.gn.baseline
 	}
+	assignedAt := j.gn.assignedAt
 	a.mu.Unlock()
-	return podVerdict(pa, b, pods, a.clock.Now())
+	now := a.clock.Now()
+	failed, err := podVerdict(pa, b, pods, now)
+	if until := assignedAt.Add(podGrace(pa)); err == nil && failed == "" && now.Before(until) {
+		// The kubelet reports the pods it rejects at its restart seconds
+		// after it: nothing wrong seen yet is no pass before the grace
+		// period since the assignment is over (a failure counts at once).
+		return "", tooEarly{until}
+	}
+	return failed, err
+}
+
+// podGrace is spec.analysis.pods.gracePeriod, else defaultGrace.
+func podGrace(pa *v1alpha1.PodAnalysis) time.Duration {
+	if pa.GracePeriod != nil && pa.GracePeriod.Duration >= 0 {
+		return pa.GracePeriod.Duration
+	}
+	return defaultGrace
+}
+
+// tooEarly is a pods check that found nothing wrong before the grace
+// period since the assignment was over: no verdict, the check runs again
+// at until.
+type tooEarly struct{ until time.Time }
+
+func (e tooEarly) Error() string {
+	return "no verdict before " + e.until.UTC().Format(time.RFC3339)
 }
 
 // podVerdict judges the pods on a node against its baseline: the pods
@@ -571,10 +630,7 @@ func (a *analyzer) checkPods(ctx context.Context, pa *v1alpha1.PodAnalysis, j jo
 // Ready now (failed, or not Ready for longer than the grace period;
 // errInconclusive while one is within it and would tip the count).
 func podVerdict(pa *v1alpha1.PodAnalysis, b *podBaseline, pods []corev1.Pod, now time.Time) (string, error) {
-	grace := defaultGrace
-	if pa.GracePeriod != nil && pa.GracePeriod.Duration >= 0 {
-		grace = pa.GracePeriod.Duration
-	}
+	grace := podGrace(pa)
 	var failed, unready, waiting []string
 	for i := range pods {
 		p := &pods[i]

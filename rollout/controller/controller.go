@@ -842,9 +842,11 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	}
 	ro.Status = res.Status
 	r.c.metrics.observe(ro)
-	r.gates.watch(ctx, key, ro, res.Watch) // before the patches: the pod baseline
+	// Before the patches: the pod baseline. A node whose baseline could not
+	// be taken is not assigned now; the next plan assigns it again.
+	patches, errs := withoutAssignments(res.Patches, r.gates.watch(ctx, key, ro, res.Watch))
 	t := time.Now()
-	errs := r.patchNodes(ctx, ro, res.Patches)
+	errs = append(errs, r.patchNodes(ctx, ro, patches)...)
 	r.c.patchNanos.Add(int64(time.Since(t)))
 	for _, e := range res.Events {
 		t := corev1.EventTypeNormal
@@ -870,6 +872,25 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		}
 	}
 	return sooner(res.RequeueAfter, beat), nil
+}
+
+// withoutAssignments drops the patches that assign a node of missing (an
+// assignment whose pod baseline could not be taken) and returns an error
+// for each, so that the rollout is planned again.
+func withoutAssignments(patches []plan.Patch, missing map[string]error) ([]plan.Patch, []error) {
+	if len(missing) == 0 {
+		return patches, nil
+	}
+	var errs []error
+	out := make([]plan.Patch, 0, len(patches))
+	for _, p := range patches {
+		if err := missing[p.Node]; err != nil && !p.Revert {
+			errs = append(errs, fmt.Errorf("node %s: not assigned yet, its pod baseline could not be taken: %w", p.Node, err))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, errs
 }
 
 // addFinalizer adds plan.Finalizer to a rollout, on the resourceVersion it

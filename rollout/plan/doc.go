@@ -44,7 +44,10 @@
 //     (Node.Analysis, which the caller observes) fails like any other; a
 //     promoted node stays in Trial (against maxUnavailable, holding the
 //     step) until its soak is over and a passing verdict taken after it is
-//     in; Result.Watch names the nodes whose gates the caller is to run
+//     in; that pass is written into its claim (nodeapi.Claim.Passed) and
+//     is final, as a failure is: the node counts as promoted in every
+//     later plan without a verdict (the caller watches it no more);
+//     Result.Watch names the nodes whose gates the caller is to run
 //     (gates.go);
 //   - every patch is idempotent and asked again until the node is
 //     observed to carry it, so a lost write or a new leader only repeats

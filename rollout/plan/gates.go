@@ -35,8 +35,9 @@ type Watch struct {
 	// AssignedAt is when the rollout assigned it: what the gates call new
 	// happened after it.
 	AssignedAt time.Time
-	// Promoted is whether its component reports the config promoted (it
-	// soaks).
+	// Promoted is whether its soak runs: its component reports the config
+	// promoted, or ran it for its whole trial and holds its promotion for
+	// the gates (nodeapi.Claim.HoldUntil).
 	Promoted bool
 	// Fresh is whether this plan assigns it (the patch is not made yet):
 	// the caller takes what the gates compare with (the pods that failed
@@ -52,15 +53,44 @@ func soak(a *v1alpha1.RolloutAnalysis) time.Duration {
 	return a.Soak.Duration
 }
 
+// holdFor is how long, past its assignment, a node of a gated rollout
+// holds the promotion of the config (nodeapi.Claim.HoldUntil) when the
+// gates never say: the soak and a progress deadline on either side of it.
+func (p *planner) holdFor() time.Duration {
+	return soak(p.r.Spec.Analysis) + 2*p.deadline
+}
+
+// heldTrialOver reports whether a node's component ran the rollout's config
+// for its whole trial and holds its promotion for the gates (its claim asks
+// for it, nodeapi.Claim.PromotionHeld): its soak runs, as a promoted node's
+// does, so that the gates can pass it.
+func (p *planner) heldTrialOver(v *view) bool {
+	s := v.n.Status
+	return v.claim.HoldUntil != nil && s != nil && s.Phase == nodeapi.PhaseTrial && p.isOurs(s.Active) &&
+		s.TrialEnds != nil && !s.TrialEnds.Time.After(p.in.Now)
+}
+
 // gate applies the health gates to a held node of an active rollout,
 // after its component's status was read: a node with a failed gate fails;
-// a promoted node stays in Trial (and counts against maxUnavailable) until
-// its soak is over and its gates passed after that. It reports whether it
-// settled the node (failed it, or decided its promotion); false leaves a
-// node in trial to its deadline.
+// a node whose soak runs (promoted, or done with its trial and holding its
+// promotion for the gates) stays in Trial (and counts against
+// maxUnavailable) until its soak is over and its gates passed after that;
+// then the pass is written into its claim, and a held node promotes. It
+// reports whether it settled the node (failed it, or decided its
+// promotion); false leaves a node in trial to its deadline.
 func (p *planner) gate(v *view, promoted bool) bool {
 	an := p.r.Spec.Analysis
 	if an == nil {
+		return false
+	}
+	if v.claim.Passed != nil {
+		// Passed before: final. The caller watches the node no more, so
+		// no verdict comes for it, and none is needed. A held node
+		// promotes now; until it does, its deadline runs.
+		if promoted {
+			v.state = v1alpha1.NodePromoted
+			return true
+		}
 		return false
 	}
 	a := v.n.Analysis
@@ -68,7 +98,12 @@ func (p *planner) gate(v *view, promoted bool) bool {
 		p.failNode(v, "health gate "+a.Failed)
 		return true
 	}
-	if !promoted {
+	if !promoted && !p.heldTrialOver(v) {
+		if s := v.n.Status; v.claim.HoldUntil != nil && s != nil && s.Phase == nodeapi.PhaseTrial && p.isOurs(s.Active) && s.TrialEnds != nil {
+			// Its soak starts when its trial ends; the node reports
+			// nothing new then (it holds): plan again at that time.
+			p.requeue(s.TrialEnds.Time.Sub(p.in.Now))
+		}
 		return false
 	}
 	promotedAt := p.in.Now
@@ -88,11 +123,47 @@ func (p *planner) gate(v *view, promoted bool) bool {
 		}
 		p.requeue(gateRecheck)
 	default:
-		v.state = v1alpha1.NodePromoted
-		return true
+		p.passNode(v, promoted)
+		return promoted
 	}
 	v.state = v1alpha1.NodeTrial
 	return true
+}
+
+// passNode passes a node whose gates passed after its soak and writes the
+// verdict into its claim (Claim.Passed), as failNode writes a failure: the
+// caller forgets the node's soak once it is watched no more, so the pass
+// must be on the Node, or the next plan would see a promoted node with no
+// verdict and start its soak again; and a node that holds its promotion
+// for the gates reads it there. A promoted node is promoted; until the
+// Node is seen carrying the pass, it stays watched (watches), so that a
+// lost write is planned again from the same verdict. A held node stays in
+// Trial until its component promotes.
+func (p *planner) passNode(v *view, promoted bool) {
+	v.state = v1alpha1.NodeTrial
+	if promoted {
+		v.state = v1alpha1.NodePromoted
+	}
+	c := *v.claim
+	c.Passed = &p.now
+	enc, err := nodeapi.EncodeClaim(&c)
+	if err != nil {
+		return // a claim that encoded before encodes with a time
+	}
+	v.claim, v.passing = &c, promoted
+	p.writeClaim(v, enc)
+}
+
+// writeClaim asks for a node's claim to be written as enc: in the patch
+// this plan makes of the node anyway, else in a claim-only patch.
+func (p *planner) writeClaim(v *view, enc string) {
+	for i := range p.res.Patches {
+		if pt := &p.res.Patches[i]; pt.Node == v.n.Name && !pt.Revert {
+			pt.Claim = &enc
+			return
+		}
+	}
+	p.res.Patches = append(p.res.Patches, Patch{Node: v.n.Name, ResourceVersion: v.n.ResourceVersion, ClaimOnly: true, Claim: &enc})
 }
 
 // soakNote is the part of a progressing rollout's status message that
@@ -104,7 +175,7 @@ func (p *planner) soakNote() string {
 	}
 	n := 0
 	for _, w := range p.watches() {
-		if w.Promoted {
+		if v := p.held[w.Node]; w.Promoted && v.state == v1alpha1.NodeTrial && v.claim.Passed == nil {
 			n++
 		}
 	}
@@ -116,7 +187,8 @@ func (p *planner) soakNote() string {
 
 // watches lists the nodes whose gates the caller is to run: the held
 // nodes in trial (soaking ones included) while the rollout is active and
-// has spec.analysis.
+// has spec.analysis, and the ones this plan passed (passNode), until their
+// Node carries the pass.
 func (p *planner) watches() []Watch {
 	if p.r.Spec.Analysis == nil || !p.st.Phase.Active() || p.r.DeletionTimestamp != nil {
 		return nil
@@ -124,13 +196,13 @@ func (p *planner) watches() []Watch {
 	var out []Watch
 	for _, name := range p.heldNames() {
 		v := p.held[name]
-		if v.state != v1alpha1.NodeTrial {
+		if v.state != v1alpha1.NodeTrial && !(v.passing && v.state == v1alpha1.NodePromoted) {
 			continue
 		}
 		s := v.n.Status
 		out = append(out, Watch{
 			Node: name, AssignedAt: v.claim.AssignedAt.Time, Fresh: v.fresh,
-			Promoted: !v.fresh && s != nil && s.Phase == nodeapi.PhasePromoted && p.isOurs(s.Active),
+			Promoted: !v.fresh && (s != nil && s.Phase == nodeapi.PhasePromoted && p.isOurs(s.Active) || p.heldTrialOver(v)),
 		})
 	}
 	return out

@@ -37,11 +37,16 @@ var (
 //     controller's claim is never patched; every patch is made on the
 //     resourceVersion the node was read at;
 //   - Plan with a Memo kept across the sequence decides as without;
-//   - with spec.analysis (half the sequences): a node whose health gate
-//     failed is failed while the rollout is active; a node counts as
-//     promoted only once a passing verdict taken after its soak is in;
-//     the watch list holds exactly the nodes in trial (soaking ones too)
-//     of an active rollout;
+//   - with spec.analysis (half the sequences), the verdicts coming from a
+//     model of the controller's analyzer (gateModel: it keeps only the
+//     nodes the last plan watched): a node whose health gate failed is
+//     failed while the rollout is active; a node counts as promoted only
+//     once a passing verdict taken after its soak is in, and that pass is
+//     written into its claim; the watch list holds exactly the nodes in
+//     trial (soaking ones too) of an active rollout and the ones passed in
+//     this plan;
+//   - at the end of a sequence, a rollout still active ends once every
+//     component promotes and every gate passes (drain);
 //   - a rollout deleted while active, once Finalized, has put every node
 //     back on its start assignment; one deleted after it ended changed none
 //     back; either way no node carries its claim any more.
@@ -90,8 +95,13 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	if rng.IntN(3) == 0 {
 		w.r.Spec.RevertOnHalt = ptr.To(false)
 	}
+	// honors: the components honor a gated rollout's hold (the claim's
+	// holdUntil); else they promote at the end of their trial, as older
+	// ones do.
+	honors := false
 	if rng.IntN(2) == 0 {
 		withAnalysis(w, time.Duration(rng.IntN(4))*time.Minute)
+		honors = rng.IntN(2) == 0
 	}
 	start := map[string]*string{}
 	for _, n := range w.nodes {
@@ -105,6 +115,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	third := mustJSON(t, &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "ns", Name: "someone-else", UID: "else-uid", KubeletConfigKey: "kubelet"}})
 	var atDeletion map[string]*string
 	memo := &Memo{}
+	gates := newGateModel() // the analyzer: verdicts of the watched nodes only
 	var log []string
 	defer func() {
 		if !ok {
@@ -125,8 +136,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		case 0, 1, 2: // components promote
 			for _, n := range w.nodes {
 				if w.carriesNew(n) && rng.IntN(2) == 0 {
-					w.promote(n.Name)
-					log = append(log, "promote "+n.Name)
+					log = append(log, componentPromotes(w, n, honors)+" "+n.Name)
 				}
 			}
 		case 3: // a component fails
@@ -205,23 +215,17 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 					log = append(log, "another controller claims "+n.Name)
 				}
 			}
-		case 16: // the health gates report on the claimed nodes
+		case 16: // the health gates report on the nodes they watch
 			for _, n := range w.nodes {
-				if w.claim(n) == nil || rng.IntN(2) == 0 {
+				m := gates.nodes[n.Name]
+				if m == nil || rng.IntN(2) == 0 {
 					continue
 				}
-				a := &Analysis{CheckedAt: w.now.Add(-time.Duration(rng.IntN(3)) * time.Minute)}
-				if n.Analysis != nil {
-					a.PromotedAt = n.Analysis.PromotedAt
-				}
-				if a.PromotedAt.IsZero() && n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted {
-					a.PromotedAt = w.now
-				}
+				m.checkedAt, m.failed = w.now.Add(-time.Duration(rng.IntN(3))*time.Minute), ""
 				if rng.IntN(5) == 0 {
-					a.Failed = "pods: a pod failed"
+					m.failed = "pods: a pod failed"
 				}
-				n.Analysis = a
-				log = append(log, fmt.Sprintf("gates on %s: %+v", n.Name, *a))
+				log = append(log, fmt.Sprintf("gates on %s: %+v", n.Name, *m))
 			}
 		case 13:
 			if w.r.DeletionTimestamp == nil && rng.IntN(6) == 0 {
@@ -240,9 +244,13 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			before[n.Name] = n.Assignment
 			beforeClaim[n.Name] = n.Claim
 		}
+		gates.fill(w)
 		in := w.input()
 		in.Scope = "ns"
 		res := Plan(in)
+		if !dropWrites {
+			gates.watch(w, res)
+		}
 		// A Memo kept across the plans changes no decision.
 		withMemo := in
 		withMemo.Memo = memo
@@ -302,6 +310,9 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				if !active {
 					return fail("phase %s asks to assign %s", st.Phase, p.Node)
 				}
+				if w.r.Spec.Analysis != nil && c.HoldUntil == nil {
+					return fail("a gated rollout assigns %s without a hold of its promotion: %+v", p.Node, c)
+				}
 			}
 			if dropWrites {
 				continue
@@ -352,7 +363,56 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		// The components react to reverts.
 		w.settleReverts()
 	}
-	return true
+	return drain(t, w, gates, honors, seed)
+}
+
+// componentPromotes has the component of a node that carries the new
+// assignment end its trial: it promotes, unless it honors a hold its claim
+// asks for (then it reports its trial over and keeps its last-known-good).
+func componentPromotes(w *world, n *Node, honors bool) string {
+	if c := w.claim(n); honors && c.PromotionHeld(w.now) {
+		ends := metav1.NewTime(w.now)
+		lkg := oldSource()
+		if n.Status != nil {
+			lkg = n.Status.LastKnownGood
+		}
+		n.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: newSource(), Active: newSource(), LastKnownGood: lkg, TrialEnds: &ends}
+		return "trial over, held"
+	}
+	w.promote(n.Name)
+	return "promote"
+}
+
+// drain checks that a rollout left active ends once nothing goes wrong any
+// more: every component promotes, every gate passes at every plan, the
+// rollout is resumed, time goes on. Unless a node another controller holds
+// blocks a step, it completes, or halts on the failures it had; it never
+// stays active (a soak that starts again as its node passes would keep it
+// so forever).
+func drain(t *testing.T, w *world, gates *gateModel, honors bool, seed uint64) bool {
+	if w.r.DeletionTimestamp != nil || !w.r.Status.Phase.Active() {
+		return true
+	}
+	gates.auto = true
+	w.r.Spec.Paused = false
+	for range 500 {
+		w.r.Spec.ResumedStep = ptr.To(w.r.Status.CurrentStep)
+		for _, n := range w.nodes {
+			if w.carriesNew(n) {
+				componentPromotes(w, n, honors)
+			}
+		}
+		gates.fill(w)
+		res := w.plan()
+		gates.watch(w, res)
+		w.settleReverts()
+		if !w.r.Status.Phase.Active() || w.r.Status.Blocked > 0 {
+			return true
+		}
+		w.now = w.now.Add(10 * time.Second)
+	}
+	t.Errorf("seed %d: still %s after 500 plans with every node healthy: %s", seed, w.r.Status.Phase, w.r.Status.Message)
+	return false
 }
 
 func sameAssignment(a, b *string) bool {
@@ -375,10 +435,11 @@ func checkGates(w *world, in Input, res Result, active bool) string {
 		}
 		return ""
 	}
-	soaked, inTrial := 0, map[string]bool{}
+	soaked, inTrial, passing := 0, map[string]bool{}, map[string]bool{}
 	for _, n := range in.Nodes {
 		now := w.node(n.Name)
 		c := w.claim(now)
+		passedBefore := c != nil && c.Passed != nil
 		for _, p := range res.Patches {
 			if p.Node == n.Name && !p.Revert {
 				c, _ = nodeapi.DecodeClaim(*p.Claim) // the claim this plan writes
@@ -394,7 +455,14 @@ func checkGates(w *world, in Input, res Result, active bool) string {
 		if c.Failed != "" {
 			continue
 		}
-		promoted := n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted && w.carriesNew(&n)
+		// Promoted on the rollout's config (as the planner reads it: its
+		// status names it active), and it still carries the assignment.
+		promoted := n.Status != nil && n.Status.Phase == nodeapi.PhasePromoted && w.carriesNew(&n) &&
+			n.Status.Active != nil && n.Status.Active.ConfigMap != nil && n.Status.Active.ConfigMap.UID == w.cm.UID
+		if promoted && passedBefore {
+			soaked++ // passed in an earlier plan: final
+			continue
+		}
 		if a != nil && promoted && !a.CheckedAt.IsZero() {
 			at := in.Now
 			if !a.PromotedAt.IsZero() {
@@ -402,6 +470,10 @@ func checkGates(w *world, in Input, res Result, active bool) string {
 			}
 			if !a.CheckedAt.Before(at.Add(soak(an))) {
 				soaked++
+				if c.Passed == nil || !c.Passed.Time.Equal(in.Now) {
+					return fmt.Sprintf("node %s passed its soak and its claim does not say so: %+v", n.Name, c)
+				}
+				passing[n.Name] = true
 				continue
 			}
 		}
@@ -411,12 +483,12 @@ func checkGates(w *world, in Input, res Result, active bool) string {
 		return fmt.Sprintf("%d nodes promoted, only %d passed their soak", res.Status.Promoted, soaked)
 	}
 	for _, wt := range res.Watch {
-		if !inTrial[wt.Node] && !wt.Fresh {
-			return fmt.Sprintf("watch %s, which is not in trial", wt.Node)
+		if !inTrial[wt.Node] && !wt.Fresh && !passing[wt.Node] {
+			return fmt.Sprintf("watch %s, which is not in trial nor passed by this plan", wt.Node)
 		}
 	}
-	if len(res.Watch) != int(res.Status.InTrial) {
-		return fmt.Sprintf("watch %d nodes, %d in trial", len(res.Watch), res.Status.InTrial)
+	if len(res.Watch) != int(res.Status.InTrial)+len(passing) {
+		return fmt.Sprintf("watch %d nodes, %d in trial, %d passed by this plan", len(res.Watch), res.Status.InTrial, len(passing))
 	}
 	return ""
 }

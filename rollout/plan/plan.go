@@ -210,8 +210,11 @@ type view struct {
 	// plan (fresh).
 	onNode bool
 	fresh  bool
-	state  v1alpha1.NodeState
-	reason string
+	// passing is whether this plan passed the node's gates (passNode):
+	// the pass is not on the Node yet.
+	passing bool
+	state   v1alpha1.NodeState
+	reason  string
 }
 
 // planner carries one Plan call.
@@ -533,7 +536,7 @@ func (p *planner) failNode(v *view, reason string) {
 	c.Failed = reason
 	if enc, err := nodeapi.EncodeClaim(&c); err == nil {
 		v.claim = &c
-		p.res.Patches = append(p.res.Patches, Patch{Node: v.n.Name, ResourceVersion: v.n.ResourceVersion, ClaimOnly: true, Claim: &enc})
+		p.writeClaim(v, enc)
 	}
 	p.event(true, "NodeFailed", "node %s failed: %s", v.n.Name, reason)
 }
@@ -572,6 +575,9 @@ func (p *planner) checkDeadline(v *view) {
 	s := v.n.Status
 	if s != nil && s.Phase == nodeapi.PhaseTrial && p.isOurs(s.Active) && s.TrialEnds != nil && s.TrialEnds.After(start) {
 		start = s.TrialEnds.Time
+	}
+	if pa := v.claim.Passed; pa != nil && pa.After(start) {
+		start = pa.Time // a held node promotes once passed
 	}
 	end := start.Add(p.deadline)
 	if p.in.Now.Before(end) {
@@ -1065,6 +1071,11 @@ func (p *planner) assign(target, selected int) {
 		prev, ok := parseAssignmentMemo(p.in.Memo, n.Assignment)
 		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep,
 			PreviousClaim: p.restorable(p.foreign[name])}
+		if p.r.Spec.Analysis != nil {
+			// The node keeps its last-known-good until the gates pass.
+			until := metav1.NewTime(p.in.Now.Add(p.holdFor()))
+			c.HoldUntil = &until
+		}
 		v := &view{n: n, claim: c, state: v1alpha1.NodeTrial, fresh: true}
 		room--
 		pt := Patch{Node: name, ResourceVersion: n.ResourceVersion}

@@ -439,10 +439,10 @@ type start struct {
 	exit     string // how it ended ("" while it runs)
 }
 
-func (n *realNode) startSupervisor() {
+func (n *realNode) startSupervisor(extra ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{n: n, cancel: cancel, done: make(chan struct{}), pidFile: filepath.Join(n.dir, "kubelet.pid"),
-		args: n.unitArgs("20-dynconfig.conf", "ExecStartPre=-")}
+		args: append(n.unitArgs("20-dynconfig.conf", "ExecStartPre=-"), extra...)}
 	n.sup = s
 	go s.loop(ctx)
 }
@@ -557,14 +557,15 @@ func (s *supervisor) describe() string {
 	return b.String()
 }
 
-// startFollow starts the run role on the node's own credentials.
-func (n *realNode) startFollow() {
+// startFollow starts the run role on the node's own credentials, with
+// extra flags after the unit's.
+func (n *realNode) startFollow(extra ...string) {
 	n.followLog = filepath.Join(n.dir, "follow.log")
 	args := append(n.unitArgs("dynconfig-kubelet.service", "ExecStart="), "--node-name", n.name,
 		"--restart-command", "kill -TERM $(cat "+n.sup.pidFile+")",
 		"--kubelet-healthz-url", fmt.Sprintf("http://127.0.0.1:%d/healthz", n.healthzPort),
 		"--poll-interval", "500ms", "--start-timeout", "30s", "--v", "2")
-	cmd := exec.Command(n.dynBin, args...)
+	cmd := exec.Command(n.dynBin, append(args, extra...)...)
 	f := logFile(n.t, n.followLog)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {

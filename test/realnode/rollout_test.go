@@ -109,6 +109,14 @@ func (n *realNode) startFleet(ctx context.Context, hollows int) *fleet {
 // rollout creates a ConfigRollout of cm over the fleet and waits for one of
 // the phases.
 func (f *fleet) rollout(ctx context.Context, cm *corev1.ConfigMap, steps []v1alpha1.RolloutStep, maxUnavailable int, want ...v1alpha1.RolloutPhase) *v1alpha1.ConfigRollout {
+	f.n.t.Helper()
+	return f.rolloutWith(ctx, cm, steps, maxUnavailable, nil, want...)
+}
+
+// rolloutWith is rollout with edit applied to the ConfigRollout first
+// (nil: none).
+func (f *fleet) rolloutWith(ctx context.Context, cm *corev1.ConfigMap, steps []v1alpha1.RolloutStep, maxUnavailable int,
+	edit func(*v1alpha1.ConfigRollout), want ...v1alpha1.RolloutPhase) *v1alpha1.ConfigRollout {
 	t := f.n.t
 	t.Helper()
 	r := &v1alpha1.ConfigRollout{
@@ -122,6 +130,9 @@ func (f *fleet) rollout(ctx context.Context, cm *corev1.ConfigMap, steps []v1alp
 			ProgressDeadlineSeconds: ptr.To[int32](120),
 		},
 	}
+	if edit != nil {
+		edit(r)
+	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r)
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +142,8 @@ func (f *fleet) rollout(ctx context.Context, cm *corev1.ConfigMap, steps []v1alp
 		t.Fatal(err)
 	}
 	var got v1alpha1.ConfigRollout
-	f.n.eventually(fmt.Sprintf("rollout %s in phase %v", cm.Name, want), func() (bool, string) {
-		u, err := res.Get(ctx, cm.Name, metav1.GetOptions{})
+	f.n.eventually(fmt.Sprintf("rollout %s in phase %v", r.Name, want), func() (bool, string) {
+		u, err := res.Get(ctx, r.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
