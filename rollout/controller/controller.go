@@ -483,6 +483,11 @@ func (c *Controller) run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.NodeLabelSelector }))
 	nodes := factory.Core().V1().Nodes().Informer()
+	// Cache what is read of a Node, not the Node: a real one is several
+	// KiB (images, managedFields), and the cache holds the whole fleet.
+	if err := nodes.SetTransform(CachedNode); err != nil {
+		return fmt.Errorf("Node informer: %w", err)
+	}
 	cmFactory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync, informers.WithNamespace(o.Namespace))
 	configMaps := cmFactory.Core().V1().ConfigMaps().Informer()
 	// Only the keys matter: drop the data from the cache.
@@ -1144,6 +1149,6 @@ func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p pl
 	case "assign":
 		r.c.assigns.Add(1)
 	}
-	r.nodeCache.Mutation(got)
+	r.nodeCache.Mutation(cachedNode(got)) // as the informer caches it
 	return nil
 }
