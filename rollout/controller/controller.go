@@ -340,10 +340,15 @@ type runner struct {
 	// lastWrite is when each rollout's status was last written.
 	lastWrite sync.Map
 	// statuses caches what the nodes' status annotations decode to, by
-	// node name and annotation key: every plan reads every node, most of
-	// them unchanged since the last plan.
-	statusMu sync.Mutex
-	statuses map[string]map[string]parsedStatus
+	// annotation key and value: every plan reads every node, most of
+	// them unchanged since the last plan, and most nodes of a fleet
+	// publish the same value (decoded once for all of them). At most
+	// maxStatusValues; full, it starts over. badStatuses are the values
+	// that did not decode, by node name and key (the error names the
+	// node).
+	statusMu    sync.Mutex
+	statuses    map[statusValue]*nodeapi.ConfigStatus
+	badStatuses map[string]map[string]parsedStatus
 	// memo remembers decoded claims and assignments across plans.
 	memo plan.Memo
 	// routes say which rollouts a Node event concerns, by rollout key.
@@ -430,22 +435,31 @@ func (r *runner) routeMatches(rt route, nodes []*corev1.Node) bool {
 		if c, ok := n.Annotations[rt.claimKey]; ok && rt.uid != "" && strings.Contains(c, rt.uid) {
 			return true
 		}
-		if rt.sel != nil && rt.sel.Matches(labels.Set(n.Labels)) {
+		if rt.sel != nil && rt.sel.Matches(nodeLabels(n)) {
 			return true
 		}
 	}
 	return false
 }
 
-// parsedStatus is a status annotation's value and what it decodes to.
+// parsedStatus is a status annotation's value that did not decode, and
+// why.
 type parsedStatus struct {
 	raw string
 	st  *nodeapi.ConfigStatus
 	err error
 }
 
+// statusValue is a status annotation's key and value.
+type statusValue struct{ key, raw string }
+
+// maxStatusValues bounds runner.statuses: distinct values are few (the
+// configs of a fleet, times the phases), but a trial's end time or an
+// error can make each node's its own.
+const maxStatusValues = 1 << 16
+
 // readStatus is nodeapi.ReadConfigStatus, decoding each annotation value
-// once.
+// once. The result is shared: never modify it.
 func (r *runner) readStatus(n *corev1.Node, component string) (*nodeapi.ConfigStatus, error) {
 	key := nodeapi.StatusAnnotationFor(component)
 	raw, ok := n.Annotations[key]
@@ -454,21 +468,37 @@ func (r *runner) readStatus(n *corev1.Node, component string) (*nodeapi.ConfigSt
 	}
 	r.statusMu.Lock()
 	defer r.statusMu.Unlock()
-	if p, ok := r.statuses[n.Name][key]; ok && p.raw == raw {
+	if st, ok := r.statuses[statusValue{key, raw}]; ok {
+		return st, nil
+	}
+	if p, ok := r.badStatuses[n.Name][key]; ok && p.raw == raw {
 		return p.st, p.err
 	}
 	st, err := nodeapi.ReadConfigStatus(n, component)
-	if r.statuses[n.Name] == nil {
-		r.statuses[n.Name] = map[string]parsedStatus{}
+	if err == nil {
+		if r.statuses == nil || len(r.statuses) >= maxStatusValues {
+			r.statuses = make(map[statusValue]*nodeapi.ConfigStatus, 64)
+		}
+		r.statuses[statusValue{key, raw}] = st
+		delete(r.badStatuses[n.Name], key)
+		return st, nil
 	}
-	r.statuses[n.Name][key] = parsedStatus{raw: raw, st: st, err: err}
+	if r.badStatuses == nil {
+		r.badStatuses = map[string]map[string]parsedStatus{}
+	}
+	if r.badStatuses[n.Name] == nil {
+		r.badStatuses[n.Name] = map[string]parsedStatus{}
+	}
+	r.badStatuses[n.Name][key] = parsedStatus{raw: raw, st: st, err: err}
 	return st, err
 }
 
-// forgetStatus drops the decoded statuses of a deleted node.
+// forgetStatus drops what a deleted node's statuses decoded to, when
+// that was an error (a value that decoded is shared, and goes when the
+// table starts over).
 func (r *runner) forgetStatus(name string) {
 	r.statusMu.Lock()
-	delete(r.statuses, name)
+	delete(r.badStatuses, name)
 	r.statusMu.Unlock()
 }
 
@@ -509,7 +539,6 @@ func (c *Controller) run(ctx context.Context) error {
 		rollouts:   rollouts,
 		configMaps: configMaps,
 		recorder:   broadcaster.NewRecorder(c.scheme, corev1.EventSource{Component: "dynconfig-rollout"}),
-		statuses:   map[string]map[string]parsedStatus{},
 		routes:     map[string]route{},
 	}
 	r.gates = newAnalyzer(o.Client, o.Clock, r.queue.Add)
@@ -979,7 +1008,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 			continue
 		}
 		claim, claimed := n.Annotations[claimKey]
-		selected := sel.Matches(labels.Set(n.Labels))
+		selected := sel.Matches(nodeLabels(n))
 		// A claim names its rollout's uid: a cheap test before Plan
 		// decodes it.
 		if !selected && !recorded[name] && !(claimed && uid != "" && strings.Contains(claim, uid)) {
@@ -1040,7 +1069,7 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		}
 		claimKey := nodeapi.ClaimAnnotationFor(ro.Spec.Component)
 		for _, n := range nodes {
-			if sel.Matches(labels.Set(n.Labels)) {
+			if sel.Matches(nodeLabels(n)) {
 				o.Nodes[n.Name] = true
 			} else if c, ok := n.Annotations[claimKey]; ok && ro.UID != "" && strings.Contains(c, string(ro.UID)) {
 				o.Nodes[n.Name] = true

@@ -222,10 +222,11 @@ func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 }
 
-// TestReadStatusDecodesOnce: a node's status annotation is decoded once
-// per value, and a new value is decoded again.
+// TestReadStatusDecodesOnce: a status annotation is decoded once per
+// value, for every node that publishes it, and a new value is decoded
+// again; a value that does not decode is an error naming its node.
 func TestReadStatusDecodesOnce(t *testing.T) {
-	r := &runner{statuses: map[string]map[string]parsedStatus{}}
+	r := &runner{}
 	node := func(v string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"dynconfig.io/config-status": v}}}
 	}
@@ -237,6 +238,11 @@ func TestReadStatusDecodesOnce(t *testing.T) {
 	if a != b {
 		t.Errorf("the same value was decoded again")
 	}
+	other := node(`{"phase":"Local"}`)
+	other.Name = "n2"
+	if o, _ := r.readStatus(other, "kubelet"); o != a {
+		t.Errorf("another node's equal value was decoded again")
+	}
 	c, err := r.readStatus(node(`{"phase":"Trial"}`), "kubelet")
 	if err == nil && (c == nil || c.Phase != "Trial") {
 		t.Errorf("a new value read as %+v", c)
@@ -244,12 +250,20 @@ func TestReadStatusDecodesOnce(t *testing.T) {
 	if _, err := r.readStatus(node(`{`), "kubelet"); err == nil || !strings.Contains(err.Error(), `node "n1" annotation dynconfig.io/config-status`) {
 		t.Errorf("a bad value: %v", err)
 	}
+	if _, err := r.readStatus(other, "kubelet"); err != nil {
+		t.Errorf("n2's good value after n1's bad one: %v", err)
+	}
+	bad := node(`{`)
+	bad.Name = "n2"
+	if _, err := r.readStatus(bad, "kubelet"); err == nil || !strings.Contains(err.Error(), `node "n2"`) {
+		t.Errorf("the same bad value on n2: %v, want an error naming n2", err)
+	}
 	if s, err := r.readStatus(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, "kubelet"); s != nil || err != nil {
 		t.Errorf("no annotation: %v, %v", s, err)
 	}
 	r.forgetStatus("n1")
-	if len(r.statuses) != 0 {
-		t.Errorf("a deleted node's statuses stay: %v", r.statuses)
+	if _, ok := r.badStatuses["n1"]; ok || len(r.badStatuses) != 1 {
+		t.Errorf("a deleted node's bad statuses stay: %v", r.badStatuses)
 	}
 }
 

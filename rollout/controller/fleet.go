@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
@@ -58,8 +60,12 @@ func (r *runner) fleetInput(ro *v1alpha1.ConfigRollout, in *plan.Input) {
 // moves every few minutes). Dropped: managedFields, every other
 // annotation, the spec, and the rest of the status (images, addresses,
 // capacity, nodeInfo, daemonEndpoints), which are most of a real Node's
-// bytes. Strings that repeat across a fleet (label and annotation keys,
-// condition types, reasons and messages, common label values) are shared.
+// bytes. What repeats across a fleet is shared: the label maps of the
+// nodes of a pool (the kubernetes.io/hostname label, when it is the
+// node's name, is kept as a mark that nodeLabels reads back), the
+// annotation maps of the nodes on the same config, condition types,
+// reasons and messages. Read a cached Node's labels through nodeLabels,
+// and never modify its maps.
 //
 // Anything that is not a *corev1.Node is returned as it is; a Node it
 // already stripped comes back equal.
@@ -76,15 +82,16 @@ func cachedNode(n *corev1.Node) *corev1.Node {
 		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
 	}}
 	if n.Labels != nil {
-		out.Labels = make(map[string]string, len(n.Labels))
+		l := make(map[string]string, len(n.Labels))
 		for k, v := range n.Labels {
-			if v == n.Name {
-				v = out.Name // kubernetes.io/hostname: no second copy
-			} else {
-				v = nodeStrings.of(v)
+			if k == hostnameLabel && v == n.Name {
+				// The one label that differs on every node of a pool:
+				// noted, so that the rest is shared (nodeLabels).
+				k, v = hostnameIsName, ""
 			}
-			out.Labels[nodeStrings.of(k)] = v
+			l[k] = v
 		}
+		out.Labels = nodeMaps.of(l)
 	}
 	for k, v := range n.Annotations {
 		if !strings.HasPrefix(k, annotationPrefix) {
@@ -93,10 +100,11 @@ func cachedNode(n *corev1.Node) *corev1.Node {
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
-		// A fleet's nodes mostly carry the same assignment, and a batch
-		// the same claim: their values are shared too.
-		out.Annotations[nodeStrings.of(k)] = nodeStrings.of(v)
+		out.Annotations[k] = v
 	}
+	// A fleet's nodes mostly carry the same assignment and status, and a
+	// batch the same claim.
+	out.Annotations = nodeMaps.of(out.Annotations)
 	if len(n.Status.Conditions) > 0 {
 		out.Status.Conditions = make([]corev1.NodeCondition, len(n.Status.Conditions))
 		for i, c := range n.Status.Conditions {
@@ -109,12 +117,111 @@ func cachedNode(n *corev1.Node) *corev1.Node {
 	return out
 }
 
+// hostnameLabel is the label the kubelet sets to the node's hostname,
+// mostly its name.
+const hostnameLabel = "kubernetes.io/hostname"
+
+// hostnameIsName stands, in a cached Node's labels, for hostnameLabel
+// with the node's name as its value (a label key cannot hold a NUL).
+const hostnameIsName = "\x00" + hostnameLabel
+
+// nodeLabels are the labels of a Node, whole or cached (CachedNode).
+func nodeLabels(n *corev1.Node) labels.Labels {
+	if _, ok := n.Labels[hostnameIsName]; ok {
+		return cachedLabels{n}
+	}
+	return labels.Set(n.Labels)
+}
+
+// cachedLabels reads the labels of a cached Node.
+type cachedLabels struct{ n *corev1.Node }
+
+// Has reports whether the label is set.
+func (c cachedLabels) Has(key string) bool {
+	_, ok := c.Lookup(key)
+	return ok
+}
+
+// Get returns the label's value, "" when unset.
+func (c cachedLabels) Get(key string) string {
+	v, _ := c.Lookup(key)
+	return v
+}
+
+// Lookup returns the label's value and whether it is set.
+func (c cachedLabels) Lookup(key string) (string, bool) {
+	if key == hostnameIsName {
+		return "", false
+	}
+	if key == hostnameLabel {
+		if _, ok := c.n.Labels[hostnameIsName]; ok {
+			return c.n.Name, true
+		}
+	}
+	v, ok := c.n.Labels[key]
+	return v, ok
+}
+
 // annotationPrefix starts every annotation of the node-fleet contract
 // (nodeapi: assignments, claims, statuses).
 const annotationPrefix = "dynconfig.io/"
 
 // nodeStrings shares the strings that repeat from Node to Node.
 var nodeStrings = interner{max: 1 << 13}
+
+// nodeMaps shares the label and annotation maps that repeat from Node to
+// Node (the Nodes of a pool, of a zone, on the same config).
+var nodeMaps = mapInterner{max: 1 << 12}
+
+// mapInterner hands out one copy of each map it has seen, as interner
+// does strings: at most max maps, whose keys and values are at most
+// maxInterned bytes each, starting over when full. The maps it hands
+// out are shared: never modify one.
+type mapInterner struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]map[string]string
+}
+
+func (in *mapInterner) of(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	size := 0
+	for k, v := range m {
+		if len(k) > maxInterned || len(v) > maxInterned {
+			return m
+		}
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.Grow(size)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(m[k])
+		b.WriteByte(0)
+	}
+	id := b.String()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[id]; ok {
+		return v
+	}
+	if in.m == nil || len(in.m) >= in.max {
+		in.m = make(map[string]map[string]string, 64)
+	}
+	// Its own copy, with shared strings.
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[nodeStrings.of(k)] = nodeStrings.of(v)
+	}
+	in.m[id] = out
+	return out
+}
 
 // interner hands out one copy of each string it has seen. It holds at
 // most max strings of at most maxInterned bytes (at most 8 MiB for

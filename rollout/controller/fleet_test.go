@@ -177,7 +177,6 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 	newRunner := func(strip bool) *runner {
 		r := &runner{
 			c:        &Controller{opts: Options{KnownBadNodes: 1}},
-			statuses: map[string]map[string]parsedStatus{},
 			routes:   map[string]route{},
 			nodes:    cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Node{}, 0, cache.Indexers{}),
 			rollouts: cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{}),
