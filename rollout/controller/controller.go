@@ -808,8 +808,8 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	}
 	u := obj.(*unstructured.Unstructured)
 	if settled(ro) {
-		// Its finalizer, if any, stays while Nodes carry its claims; the
-		// deletion plans it again.
+		// A finalizer left by an older controller goes when it is
+		// deleted: the deletion plans it again.
 		r.c.metrics.observe(ro)
 		return 0, nil
 	}
