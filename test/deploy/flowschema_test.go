@@ -138,4 +138,3 @@ func TestFlowSchemaClassifiesTheController(t *testing.T) {
 		})
 	}
 }
-
