@@ -414,7 +414,7 @@ func (r *runner) dropRoute(namespace, name string) {
 // matches its labels (before or after), and the ones an older controller
 // recorded it in. Every other rollout is left alone: at 10,000 nodes, a
 // Node event planning every rollout made each plan wait behind all.
-func (r *runner) enqueueForNode(nodes ...*corev1.Node) {
+func (r *runner) enqueueForNode(nodes ...*metav1.ObjectMeta) {
 	r.routeMu.RLock()
 	defer r.routeMu.RUnlock()
 	for key, rt := range r.routes {
@@ -424,7 +424,7 @@ func (r *runner) enqueueForNode(nodes ...*corev1.Node) {
 	}
 }
 
-func (r *runner) routeMatches(rt route, nodes []*corev1.Node) bool {
+func (r *runner) routeMatches(rt route, nodes []*metav1.ObjectMeta) bool {
 	for _, n := range nodes {
 		if n == nil {
 			continue
@@ -460,7 +460,7 @@ const maxStatusValues = 1 << 16
 
 // readStatus is nodeapi.ReadConfigStatus, decoding each annotation value
 // once. The result is shared: never modify it.
-func (r *runner) readStatus(n *corev1.Node, component string) (*nodeapi.ConfigStatus, error) {
+func (r *runner) readStatus(n *metav1.ObjectMeta, component string) (*nodeapi.ConfigStatus, error) {
 	key := nodeapi.StatusAnnotationFor(component)
 	raw, ok := n.Annotations[key]
 	if !ok {
@@ -474,7 +474,7 @@ func (r *runner) readStatus(n *corev1.Node, component string) (*nodeapi.ConfigSt
 	if p, ok := r.badStatuses[n.Name][key]; ok && p.raw == raw {
 		return p.st, p.err
 	}
-	st, err := nodeapi.ReadConfigStatus(n, component)
+	st, err := nodeapi.ReadConfigStatus(&corev1.Node{ObjectMeta: *n}, component)
 	if err == nil {
 		if r.statuses == nil || len(r.statuses) >= maxStatusValues {
 			r.statuses = make(map[statusValue]*nodeapi.ConfigStatus, 64)
@@ -573,26 +573,28 @@ func (c *Controller) run(ctx context.Context) error {
 	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
-			if n, ok := obj.(*corev1.Node); ok {
-				r.enqueueForNode(n)
+			if n, ok := obj.(*nodeFacts); ok {
+				r.enqueueForNode(&n.ObjectMeta)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
-			on, nn := old.(*corev1.Node), obj.(*corev1.Node)
+			on, nn := old.(*nodeFacts), obj.(*nodeFacts)
 			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
-				r.enqueueForNode(on, nn)
+				r.enqueueForNode(&on.ObjectMeta, &nn.ObjectMeta)
 			}
-			r.gates.nodeChanged(on, nn)
+			if !sameConditions(on.Conditions, nn.Conditions) {
+				r.gates.nodeChanged(on.node(), nn.node())
+			}
 		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if n, ok := obj.(*corev1.Node); ok {
+			if n, ok := obj.(*nodeFacts); ok {
 				r.nodeCache.OnDelete(n)
 				r.forgetStatus(n.Name)
-				r.enqueueForNode(n)
+				r.enqueueForNode(&n.ObjectMeta)
 			}
 		},
 	}); err != nil {
@@ -773,14 +775,24 @@ func selectorOf(ro *v1alpha1.ConfigRollout) (labels.Selector, error) {
 	return s, nil
 }
 
-// node returns the freshest copy of a Node: the informer's, or the one a
-// patch of this controller returned if that is newer.
-func (r *runner) node(name string) *corev1.Node {
+// node returns the freshest copy of a Node (what the controller keeps of
+// it, CachedNode): the informer's, or the one a patch of this controller
+// returned if that is newer.
+func (r *runner) node(name string) *nodeFacts {
 	obj, ok, err := r.nodeCache.GetByKey(name)
 	if err != nil || !ok {
 		return nil
 	}
-	return obj.(*corev1.Node)
+	return obj.(*nodeFacts)
+}
+
+// gateNode is the Node the health gates read: its name and conditions;
+// nil when it is gone.
+func (r *runner) gateNode(name string) *corev1.Node {
+	if f := r.node(name); f != nil {
+		return f.node()
+	}
+	return nil
 }
 
 // reconcile plans one rollout and writes the result.
@@ -821,7 +833,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	component := ro.Spec.Component
 	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now(), Scope: r.c.opts.Namespace, Memo: &r.memo}
 	in.Nodes = r.observeNodes(ro, sel, component)
-	r.gates.inputs(key, ro, in.Nodes, r.node)
+	r.gates.inputs(key, ro, in.Nodes, r.gateNode)
 	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
 		cm := cmObj.(*corev1.ConfigMap)
 		key, _ := plan.PayloadKey(&ro.Spec)
@@ -1008,7 +1020,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 			continue
 		}
 		claim, claimed := n.Annotations[claimKey]
-		selected := sel.Matches(nodeLabels(n))
+		selected := sel.Matches(nodeLabels(&n.ObjectMeta))
 		// A claim names its rollout's uid: a cheap test before Plan
 		// decodes it.
 		if !selected && !recorded[name] && !(claimed && uid != "" && strings.Contains(claim, uid)) {
@@ -1021,7 +1033,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 		if claimed {
 			pn.Claim = &claim
 		}
-		s, err := r.readStatus(n, component)
+		s, err := r.readStatus(&n.ObjectMeta, component)
 		if err != nil {
 			pn.StatusError = err.Error()
 		}
@@ -1036,7 +1048,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 // its nodes); the nodes of the active ones (selected or claimed).
 func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 	var out []plan.Other
-	var nodes []*corev1.Node
+	var nodes []*nodeFacts
 	for _, obj := range r.rollouts.GetStore().List() {
 		ro, err := toRollout(obj)
 		if err != nil || (ro.Namespace == self.Namespace && ro.Name == self.Name) {
@@ -1064,12 +1076,12 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		}
 		if nodes == nil {
 			for _, o := range r.nodes.GetStore().List() {
-				nodes = append(nodes, o.(*corev1.Node))
+				nodes = append(nodes, o.(*nodeFacts))
 			}
 		}
 		claimKey := nodeapi.ClaimAnnotationFor(ro.Spec.Component)
 		for _, n := range nodes {
-			if sel.Matches(nodeLabels(n)) {
+			if sel.Matches(nodeLabels(&n.ObjectMeta)) {
 				o.Nodes[n.Name] = true
 			} else if c, ok := n.Annotations[claimKey]; ok && ro.UID != "" && strings.Contains(c, string(ro.UID)) {
 				o.Nodes[n.Name] = true

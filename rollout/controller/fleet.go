@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
@@ -39,7 +41,7 @@ func (r *runner) fleetInput(ro *v1alpha1.ConfigRollout, in *plan.Input) {
 		if n == nil {
 			continue
 		}
-		st, err := r.readStatus(n, ro.Spec.Component)
+		st, err := r.readStatus(&n.ObjectMeta, ro.Spec.Component)
 		if err != nil {
 			continue
 		}
@@ -67,8 +69,9 @@ func (r *runner) fleetInput(ro *v1alpha1.ConfigRollout, in *plan.Input) {
 // reasons and messages. Read a cached Node's labels through nodeLabels,
 // and never modify its maps.
 //
-// Anything that is not a *corev1.Node is returned as it is; a Node it
-// already stripped comes back equal.
+// What it returns for a *corev1.Node is the controller's own type (a
+// Node's metadata and conditions, without the rest of a Node's struct);
+// anything else, its own type included, is returned as it is.
 func CachedNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
@@ -77,8 +80,32 @@ func CachedNode(obj any) (any, error) {
 	return cachedNode(n), nil
 }
 
-func cachedNode(n *corev1.Node) *corev1.Node {
-	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+// nodeFacts is what the controller keeps of a Node (CachedNode): a
+// third of a corev1.Node's struct.
+type nodeFacts struct {
+	metav1.ObjectMeta
+	// Conditions are the Node's status.conditions, without heartbeats.
+	Conditions []corev1.NodeCondition
+}
+
+// GetObjectKind is that of an object without a kind: a nodeFacts never
+// travels.
+func (f *nodeFacts) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies f.
+func (f *nodeFacts) DeepCopyObject() runtime.Object {
+	out := &nodeFacts{Conditions: slices.Clone(f.Conditions)}
+	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
+}
+
+// node is the Node the health gates read: its metadata and conditions.
+func (f *nodeFacts) node() *corev1.Node {
+	return &corev1.Node{ObjectMeta: f.ObjectMeta, Status: corev1.NodeStatus{Conditions: f.Conditions}}
+}
+
+func cachedNode(n *corev1.Node) *nodeFacts {
+	out := &nodeFacts{ObjectMeta: metav1.ObjectMeta{
 		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
 	}}
 	if n.Labels != nil {
@@ -106,9 +133,9 @@ func cachedNode(n *corev1.Node) *corev1.Node {
 	// batch the same claim.
 	out.Annotations = nodeMaps.of(out.Annotations)
 	if len(n.Status.Conditions) > 0 {
-		out.Status.Conditions = make([]corev1.NodeCondition, len(n.Status.Conditions))
+		out.Conditions = make([]corev1.NodeCondition, len(n.Status.Conditions))
 		for i, c := range n.Status.Conditions {
-			out.Status.Conditions[i] = corev1.NodeCondition{
+			out.Conditions[i] = corev1.NodeCondition{
 				Type: corev1.NodeConditionType(nodeStrings.of(string(c.Type))), Status: corev1.ConditionStatus(nodeStrings.of(string(c.Status))),
 				Reason: nodeStrings.of(c.Reason), Message: nodeStrings.of(c.Message), LastTransitionTime: c.LastTransitionTime,
 			}
@@ -125,8 +152,9 @@ const hostnameLabel = "kubernetes.io/hostname"
 // with the node's name as its value (a label key cannot hold a NUL).
 const hostnameIsName = "\x00" + hostnameLabel
 
-// nodeLabels are the labels of a Node, whole or cached (CachedNode).
-func nodeLabels(n *corev1.Node) labels.Labels {
+// nodeLabels are the labels of a Node's metadata, whole or cached
+// (CachedNode).
+func nodeLabels(n *metav1.ObjectMeta) labels.Labels {
 	if _, ok := n.Labels[hostnameIsName]; ok {
 		return cachedLabels{n}
 	}
@@ -134,7 +162,7 @@ func nodeLabels(n *corev1.Node) labels.Labels {
 }
 
 // cachedLabels reads the labels of a cached Node.
-type cachedLabels struct{ n *corev1.Node }
+type cachedLabels struct{ n *metav1.ObjectMeta }
 
 // Has reports whether the label is set.
 func (c cachedLabels) Has(key string) bool {

@@ -118,8 +118,9 @@ type benchResult struct {
 }
 
 // BenchmarkRolloutController measures what the rollout controller adds to a
-// rollout as the fleet grows: at each size (benchSizes) the Nodes exist on
-// one real kube-apiserver, and their components are simulated by one
+// rollout as the fleet grows: at each size (benchSizes) the Nodes (shaped
+// on a real kubelet's, realNodeFile) exist on one real kube-apiserver, and
+// their components are simulated by one
 // informer that answers each assignment through the API server as a
 // component does: Trial at once, Promoted benchTrial later (the status
 // annotation, through nodes/status), or RolledBack for one node in
@@ -242,14 +243,25 @@ func BenchmarkRolloutController(b *testing.B) {
 		realAt[i] = true
 		realNames = append(realNames, fmt.Sprintf("bench-node-%05d", i))
 	}
+	// Each Node is shaped on a real one (realNodeFile: labels, managed
+	// fields, conditions, addresses, images, capacity, nodeInfo, about
+	// 11.6 KB of JSON), with its own name, ids and addresses.
+	realistic, _ := realisticNodes(b)
 	grow := func(n int) {
 		on := cms[(rollouts+1)%2]
 		if err := parallel(n-created, func(i int) error {
 			i += created
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("bench-node-%05d", i), Labels: map[string]string{label: "true"},
-				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(on)},
-			}}
+			node := realistic(i)
+			node.Name = fmt.Sprintf("bench-node-%05d", i)
+			node.UID, node.ResourceVersion, node.CreationTimestamp = "", "", metav1.Time{}
+			node.Labels["kubernetes.io/hostname"] = node.Name
+			node.Labels[label] = "true"
+			for k := range node.Annotations {
+				if strings.HasPrefix(k, "dynconfig.io/") {
+					delete(node.Annotations, k)
+				}
+			}
+			node.Annotations[nodeapi.AssignmentAnnotation] = assignmentFor(on)
 			if realAt[i] {
 				node.Labels[realLabel] = "true" // its Controller reports
 			} else {
