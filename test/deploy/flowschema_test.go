@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -28,8 +29,8 @@ const (
 // and the controller's ServiceAccount and grants to a real API server, and
 // makes requests with the ServiceAccount's token: the API server must
 // classify a Node list (and a PATCH, as a rollout makes) in the FlowSchema
-// dynconfig-rollout and its priority level, and a Lease read in
-// dynconfig-rollout-leader-election (upstream's leader-election level). A
+// dynconfig-rollout and its priority level, and leave a Lease read to
+// upstream's system-leader-election (the leader-election level). A
 // component's status write with its node's identity must land in
 // upstream's system-node-high, as deploy/rollout/README.md says.
 func TestFlowSchemaClassifiesTheController(t *testing.T) {
@@ -91,7 +92,7 @@ func TestFlowSchemaClassifiesTheController(t *testing.T) {
 		{"the controller patches a Node", controller, http.MethodPatch, "/api/v1/nodes/apf-node",
 			`{"metadata":{"annotations":{"dynconfig.io/config-source":null}}}`, "dynconfig-rollout", "dynconfig-rollout"},
 		{"the controller reads its Lease", controller, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/dynconfig-rollout", "",
-			"dynconfig-rollout-leader-election", "leader-election"},
+			"system-leader-election", "leader-election"},
 		{"a component with its node's identity writes its status", kubelet, http.MethodPatch, "/api/v1/nodes/apf-node/status",
 			`{"metadata":{"annotations":{"dynconfig.io/config-status":"{\"phase\":\"Local\"}"}}}`, "system-node-high", "node-high"},
 	} {
@@ -110,7 +111,7 @@ func TestFlowSchemaClassifiesTheController(t *testing.T) {
 				if tc.body != "" {
 					body = strings.NewReader(tc.body)
 				}
-				req, err := http.NewRequestWithContext(ctx, tc.method, tc.cfg.Host+tc.path, body)
+				req, err := http.NewRequestWithContext(ctx, tc.method, strings.TrimSuffix(tc.cfg.Host, "/")+tc.path, body)
 				if err != nil {
 					return false, err
 				}
@@ -123,6 +124,9 @@ func TestFlowSchemaClassifiesTheController(t *testing.T) {
 				}
 				_ = resp.Body.Close()
 				gotFS, gotPL, status = resp.Header.Get(flowSchemaHeader), resp.Header.Get(priorityLevelHeader), resp.StatusCode
+				if status == http.StatusNotFound && tc.method == http.MethodGet && !strings.Contains(tc.path, "leases") {
+					return false, fmt.Errorf("%s %s: HTTP 404", req.Method, req.URL)
+				}
 				return gotFS == string(wantFS), nil
 			})
 			if err != nil {
