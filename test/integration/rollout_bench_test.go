@@ -468,9 +468,10 @@ func BenchmarkRolloutController(b *testing.B) {
 					byController, n = controllerRequests(after.sub(before))
 					ctlPatches = byController[requestKey{"PATCH", "nodes", ""}]
 					r.requestsPerNode = n / float64(size)
-					// A finished rollout keeps its claims (for undo) until it
-					// is deleted: delete it, so that the next one starts on
-					// free nodes; its finalizer takes the claims off.
+					// A finished rollout keeps its claims (for undo) while it
+					// exists: delete it, so that the next one may take its
+					// nodes (this tree's controller leaves the claims, stale;
+					// the baseline's finalizer takes them off).
 					if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 						b.Fatal(err)
 					}
@@ -601,8 +602,8 @@ func controllerRequests(c requestCount) (requestCount, float64) {
 // waitDeleted waits until a ConfigRollout is gone.
 func waitDeleted(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name string) {
 	b.Helper()
-	// Its finalizer takes the claims off first: one PATCH a node, at the
-	// controller's rate limit (50,000 nodes at 250/s: over 3 minutes).
+	// A baseline's finalizer takes the claims off first: one PATCH a
+	// node, at its rate limit (50,000 nodes at 250/s: over 3 minutes).
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := ri.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
