@@ -172,7 +172,12 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 		rollout("kubelet-other", "ro-uid-2", "", map[string]string{"topology.kubernetes.io/zone": "b"}, v1alpha1.PhaseProgressing),
 		rollout("kubelet-pending", "ro-uid-3", "", map[string]string{"pool": "general-purpose"}, v1alpha1.PhasePending),
 		rollout("proxy", "ro-uid-4", "kube-proxy", nil, v1alpha1.PhaseProgressing),
+		rollout("by-host", "ro-uid-5", "kube-proxy", nil, v1alpha1.PhasePending),
 	}
+	// A selector on the hostname label, which the cache keeps as a mark.
+	rollouts[4].Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/hostname", Operator: metav1.LabelSelectorOpIn, Values: []string{"node-004", "node-010", "node-020"}},
+	}}
 
 	newRunner := func(strip bool) *runner {
 		r := &runner{
