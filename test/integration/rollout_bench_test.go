@@ -158,7 +158,8 @@ type benchResult struct {
 // table) there after each size. DYNCONFIG_ROLLOUT_BENCH_QPS sets both
 // controllers' client rate limit (burst twice that; default: each
 // binary's defaults), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial,
-// DYNCONFIG_ROLLOUT_BENCH_REAL the number of real Controllers, and
+// DYNCONFIG_ROLLOUT_BENCH_REAL the number of real Controllers,
+// DYNCONFIG_ROLLOUT_BENCH_GOMEMLIMIT the controllers' GOMEMLIMIT, and
 // DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE=DIR writes the controller's CPU
 // profile of the first 30 s of each size's rollout there
 // (cpu-<nodes>.pprof).
@@ -836,6 +837,9 @@ func startRolloutProcess(ctx context.Context, b *testing.B, h *harness, bin stri
 	}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if v := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_GOMEMLIMIT"); v != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+v) // the controller's alone
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
