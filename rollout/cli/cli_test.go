@@ -284,7 +284,7 @@ func TestRenderStatusDeleting(t *testing.T) {
 		t.Errorf("with the finalizer:\n%s", got)
 	}
 	ro.Finalizers = nil
-	if got := RenderStatus(ro); !strings.Contains(got, "no node carries its claim any more") {
+	if got := RenderStatus(ro); !strings.Contains(got, "it puts no node back") {
 		t.Errorf("without the finalizer:\n%s", got)
 	}
 }

@@ -35,9 +35,9 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 		fmt.Fprintf(&b, "  STALE: %s\n", stale)
 	}
 	if ro.DeletionTimestamp != nil {
-		what := "it goes once the nodes it changed are back on their previous source (or, if it ended, no longer carry its claim)"
+		what := "it goes once the nodes it changed are back on their previous source"
 		if !slices.Contains(ro.Finalizers, plan.Finalizer) {
-			what = "no node carries its claim any more"
+			what = "it puts no node back (claims it leaves on nodes are stale: any rollout may take those nodes)"
 		}
 		fmt.Fprintf(&b, "  Deleting (since %s): %s\n", ro.DeletionTimestamp.UTC().Format(time.RFC3339), what)
 	}

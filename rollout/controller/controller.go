@@ -340,10 +340,15 @@ type runner struct {
 	// lastWrite is when each rollout's status was last written.
 	lastWrite sync.Map
 	// statuses caches what the nodes' status annotations decode to, by
-	// node name and annotation key: every plan reads every node, most of
-	// them unchanged since the last plan.
-	statusMu sync.Mutex
-	statuses map[string]map[string]parsedStatus
+	// annotation key and value: every plan reads every node, most of
+	// them unchanged since the last plan, and most nodes of a fleet
+	// publish the same value (decoded once for all of them). At most
+	// maxStatusValues; full, it starts over. badStatuses are the values
+	// that did not decode, by node name and key (the error names the
+	// node).
+	statusMu    sync.Mutex
+	statuses    map[statusValue]*nodeapi.ConfigStatus
+	badStatuses map[string]map[string]parsedStatus
 	// memo remembers decoded claims and assignments across plans.
 	memo plan.Memo
 	// routes say which rollouts a Node event concerns, by rollout key.
@@ -409,7 +414,7 @@ func (r *runner) dropRoute(namespace, name string) {
 // matches its labels (before or after), and the ones an older controller
 // recorded it in. Every other rollout is left alone: at 10,000 nodes, a
 // Node event planning every rollout made each plan wait behind all.
-func (r *runner) enqueueForNode(nodes ...*corev1.Node) {
+func (r *runner) enqueueForNode(nodes ...*metav1.ObjectMeta) {
 	r.routeMu.RLock()
 	defer r.routeMu.RUnlock()
 	for key, rt := range r.routes {
@@ -419,7 +424,7 @@ func (r *runner) enqueueForNode(nodes ...*corev1.Node) {
 	}
 }
 
-func (r *runner) routeMatches(rt route, nodes []*corev1.Node) bool {
+func (r *runner) routeMatches(rt route, nodes []*metav1.ObjectMeta) bool {
 	for _, n := range nodes {
 		if n == nil {
 			continue
@@ -430,23 +435,32 @@ func (r *runner) routeMatches(rt route, nodes []*corev1.Node) bool {
 		if c, ok := n.Annotations[rt.claimKey]; ok && rt.uid != "" && strings.Contains(c, rt.uid) {
 			return true
 		}
-		if rt.sel != nil && rt.sel.Matches(labels.Set(n.Labels)) {
+		if rt.sel != nil && rt.sel.Matches(nodeLabels(n)) {
 			return true
 		}
 	}
 	return false
 }
 
-// parsedStatus is a status annotation's value and what it decodes to.
+// parsedStatus is a status annotation's value that did not decode, and
+// why.
 type parsedStatus struct {
 	raw string
 	st  *nodeapi.ConfigStatus
 	err error
 }
 
+// statusValue is a status annotation's key and value.
+type statusValue struct{ key, raw string }
+
+// maxStatusValues bounds runner.statuses: distinct values are few (the
+// configs of a fleet, times the phases), but a trial's end time or an
+// error can make each node's its own.
+const maxStatusValues = 1 << 16
+
 // readStatus is nodeapi.ReadConfigStatus, decoding each annotation value
-// once.
-func (r *runner) readStatus(n *corev1.Node, component string) (*nodeapi.ConfigStatus, error) {
+// once. The result is shared: never modify it.
+func (r *runner) readStatus(n *metav1.ObjectMeta, component string) (*nodeapi.ConfigStatus, error) {
 	key := nodeapi.StatusAnnotationFor(component)
 	raw, ok := n.Annotations[key]
 	if !ok {
@@ -454,21 +468,37 @@ func (r *runner) readStatus(n *corev1.Node, component string) (*nodeapi.ConfigSt
 	}
 	r.statusMu.Lock()
 	defer r.statusMu.Unlock()
-	if p, ok := r.statuses[n.Name][key]; ok && p.raw == raw {
+	if st, ok := r.statuses[statusValue{key, raw}]; ok {
+		return st, nil
+	}
+	if p, ok := r.badStatuses[n.Name][key]; ok && p.raw == raw {
 		return p.st, p.err
 	}
-	st, err := nodeapi.ReadConfigStatus(n, component)
-	if r.statuses[n.Name] == nil {
-		r.statuses[n.Name] = map[string]parsedStatus{}
+	st, err := nodeapi.ReadConfigStatus(&corev1.Node{ObjectMeta: *n}, component)
+	if err == nil {
+		if r.statuses == nil || len(r.statuses) >= maxStatusValues {
+			r.statuses = make(map[statusValue]*nodeapi.ConfigStatus, 64)
+		}
+		r.statuses[statusValue{key, raw}] = st
+		delete(r.badStatuses[n.Name], key)
+		return st, nil
 	}
-	r.statuses[n.Name][key] = parsedStatus{raw: raw, st: st, err: err}
+	if r.badStatuses == nil {
+		r.badStatuses = map[string]map[string]parsedStatus{}
+	}
+	if r.badStatuses[n.Name] == nil {
+		r.badStatuses[n.Name] = map[string]parsedStatus{}
+	}
+	r.badStatuses[n.Name][key] = parsedStatus{raw: raw, st: st, err: err}
 	return st, err
 }
 
-// forgetStatus drops the decoded statuses of a deleted node.
+// forgetStatus drops what a deleted node's statuses decoded to, when
+// that was an error (a value that decoded is shared, and goes when the
+// table starts over).
 func (r *runner) forgetStatus(name string) {
 	r.statusMu.Lock()
-	delete(r.statuses, name)
+	delete(r.badStatuses, name)
 	r.statusMu.Unlock()
 }
 
@@ -483,6 +513,11 @@ func (c *Controller) run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.NodeLabelSelector }))
 	nodes := factory.Core().V1().Nodes().Informer()
+	// Cache what is read of a Node, not the Node: a real one is several
+	// KiB (images, managedFields), and the cache holds the whole fleet.
+	if err := nodes.SetTransform(CachedNode); err != nil {
+		return fmt.Errorf("Node informer: %w", err)
+	}
 	cmFactory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync, informers.WithNamespace(o.Namespace))
 	configMaps := cmFactory.Core().V1().ConfigMaps().Informer()
 	// Only the keys matter: drop the data from the cache.
@@ -504,7 +539,6 @@ func (c *Controller) run(ctx context.Context) error {
 		rollouts:   rollouts,
 		configMaps: configMaps,
 		recorder:   broadcaster.NewRecorder(c.scheme, corev1.EventSource{Component: "dynconfig-rollout"}),
-		statuses:   map[string]map[string]parsedStatus{},
 		routes:     map[string]route{},
 	}
 	r.gates = newAnalyzer(o.Client, o.Clock, r.queue.Add)
@@ -539,26 +573,28 @@ func (c *Controller) run(ctx context.Context) error {
 	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
-			if n, ok := obj.(*corev1.Node); ok {
-				r.enqueueForNode(n)
+			if n, ok := obj.(*nodeFacts); ok {
+				r.enqueueForNode(&n.ObjectMeta)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
-			on, nn := old.(*corev1.Node), obj.(*corev1.Node)
+			on, nn := old.(*nodeFacts), obj.(*nodeFacts)
 			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
-				r.enqueueForNode(on, nn)
+				r.enqueueForNode(&on.ObjectMeta, &nn.ObjectMeta)
 			}
-			r.gates.nodeChanged(on, nn)
+			if !sameConditions(on.Conditions, nn.Conditions) {
+				r.gates.nodeChanged(on.node(), nn.node())
+			}
 		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if n, ok := obj.(*corev1.Node); ok {
+			if n, ok := obj.(*nodeFacts); ok {
 				r.nodeCache.OnDelete(n)
 				r.forgetStatus(n.Name)
-				r.enqueueForNode(n)
+				r.enqueueForNode(&n.ObjectMeta)
 			}
 		},
 	}); err != nil {
@@ -739,14 +775,24 @@ func selectorOf(ro *v1alpha1.ConfigRollout) (labels.Selector, error) {
 	return s, nil
 }
 
-// node returns the freshest copy of a Node: the informer's, or the one a
-// patch of this controller returned if that is newer.
-func (r *runner) node(name string) *corev1.Node {
+// node returns the freshest copy of a Node (what the controller keeps of
+// it, CachedNode): the informer's, or the one a patch of this controller
+// returned if that is newer.
+func (r *runner) node(name string) *nodeFacts {
 	obj, ok, err := r.nodeCache.GetByKey(name)
 	if err != nil || !ok {
 		return nil
 	}
-	return obj.(*corev1.Node)
+	return obj.(*nodeFacts)
+}
+
+// gateNode is the Node the health gates read: its name and conditions;
+// nil when it is gone.
+func (r *runner) gateNode(name string) *corev1.Node {
+	if f := r.node(name); f != nil {
+		return f.node()
+	}
+	return nil
 }
 
 // reconcile plans one rollout and writes the result.
@@ -774,8 +820,8 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	}
 	u := obj.(*unstructured.Unstructured)
 	if settled(ro) {
-		// Its finalizer, if any, stays while Nodes carry its claims; the
-		// deletion plans it again.
+		// A finalizer left by an older controller goes when it is
+		// deleted: the deletion plans it again.
 		r.c.metrics.observe(ro)
 		return 0, nil
 	}
@@ -787,7 +833,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	component := ro.Spec.Component
 	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now(), Scope: r.c.opts.Namespace, Memo: &r.memo}
 	in.Nodes = r.observeNodes(ro, sel, component)
-	r.gates.inputs(key, ro, in.Nodes, r.node)
+	r.gates.inputs(key, ro, in.Nodes, r.gateNode)
 	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
 		cm := cmObj.(*corev1.ConfigMap)
 		key, _ := plan.PayloadKey(&ro.Spec)
@@ -995,7 +1041,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 			continue
 		}
 		claim, claimed := n.Annotations[claimKey]
-		selected := sel.Matches(labels.Set(n.Labels))
+		selected := sel.Matches(nodeLabels(&n.ObjectMeta))
 		// A claim names its rollout's uid: a cheap test before Plan
 		// decodes it.
 		if !selected && !recorded[name] && !(claimed && uid != "" && strings.Contains(claim, uid)) {
@@ -1008,7 +1054,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 		if claimed {
 			pn.Claim = &claim
 		}
-		s, err := r.readStatus(n, component)
+		s, err := r.readStatus(&n.ObjectMeta, component)
 		if err != nil {
 			pn.StatusError = err.Error()
 		}
@@ -1023,7 +1069,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 // its nodes); the nodes of the active ones (selected or claimed).
 func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 	var out []plan.Other
-	var nodes []*corev1.Node
+	var nodes []*nodeFacts
 	for _, obj := range r.rollouts.GetStore().List() {
 		ro, err := toRollout(obj)
 		if err != nil || (ro.Namespace == self.Namespace && ro.Name == self.Name) {
@@ -1051,12 +1097,12 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		}
 		if nodes == nil {
 			for _, o := range r.nodes.GetStore().List() {
-				nodes = append(nodes, o.(*corev1.Node))
+				nodes = append(nodes, o.(*nodeFacts))
 			}
 		}
 		claimKey := nodeapi.ClaimAnnotationFor(ro.Spec.Component)
 		for _, n := range nodes {
-			if sel.Matches(labels.Set(n.Labels)) {
+			if sel.Matches(nodeLabels(&n.ObjectMeta)) {
 				o.Nodes[n.Name] = true
 			} else if c, ok := n.Annotations[claimKey]; ok && ro.UID != "" && strings.Contains(c, string(ro.UID)) {
 				o.Nodes[n.Name] = true
@@ -1165,6 +1211,6 @@ func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p pl
 	case "assign":
 		r.c.assigns.Add(1)
 	}
-	r.nodeCache.Mutation(got)
+	r.nodeCache.Mutation(cachedNode(got)) // as the informer caches it
 	return nil
 }

@@ -187,8 +187,8 @@ func TestNodeEventsRoute(t *testing.T) {
 	mk("a", "zone-a", "uid-a", map[string]string{"zone": "a"}, v1alpha1.PhaseProgressing)
 	mk("a", "zone-b", "uid-b", map[string]string{"zone": "b"}, v1alpha1.PhaseProgressing)
 	mk("b", "done", "uid-done", nil, v1alpha1.PhaseCompleted)
-	node := func(zone, claimUID string) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": zone}, Annotations: map[string]string{}}}
+	node := func(zone, claimUID string) *metav1.ObjectMeta {
+		n := &metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": zone}, Annotations: map[string]string{}}
 		if claimUID != "" {
 			n.Annotations[nodeapi.ClaimAnnotation] = `{"namespace":"x","name":"y","uid":"` + claimUID + `","assignedAt":"2026-01-01T00:00:00Z"}`
 		}
@@ -196,13 +196,13 @@ func TestNodeEventsRoute(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		nodes []*corev1.Node
+		nodes []*metav1.ObjectMeta
 		want  []string
 	}{
-		{"selected by one", []*corev1.Node{node("a", "")}, []string{"a/zone-a"}},
-		{"relabelled", []*corev1.Node{node("a", ""), node("b", "")}, []string{"a/zone-a", "a/zone-b"}},
-		{"claimed by a completed rollout", []*corev1.Node{node("c", "uid-done")}, []string{"b/done"}},
-		{"nobody's", []*corev1.Node{node("c", "")}, nil},
+		{"selected by one", []*metav1.ObjectMeta{node("a", "")}, []string{"a/zone-a"}},
+		{"relabelled", []*metav1.ObjectMeta{node("a", ""), node("b", "")}, []string{"a/zone-a", "a/zone-b"}},
+		{"claimed by a completed rollout", []*metav1.ObjectMeta{node("c", "uid-done")}, []string{"b/done"}},
+		{"nobody's", []*metav1.ObjectMeta{node("c", "")}, nil},
 	} {
 		r.enqueueForNode(tc.nodes...)
 		var got []string
@@ -222,12 +222,13 @@ func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 }
 
-// TestReadStatusDecodesOnce: a node's status annotation is decoded once
-// per value, and a new value is decoded again.
+// TestReadStatusDecodesOnce: a status annotation is decoded once per
+// value, for every node that publishes it, and a new value is decoded
+// again; a value that does not decode is an error naming its node.
 func TestReadStatusDecodesOnce(t *testing.T) {
-	r := &runner{statuses: map[string]map[string]parsedStatus{}}
-	node := func(v string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"dynconfig.io/config-status": v}}}
+	r := &runner{}
+	node := func(v string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"dynconfig.io/config-status": v}}
 	}
 	a, err := r.readStatus(node(`{"phase":"Local"}`), "kubelet")
 	if err != nil || a == nil || a.Phase != "Local" {
@@ -237,6 +238,11 @@ func TestReadStatusDecodesOnce(t *testing.T) {
 	if a != b {
 		t.Errorf("the same value was decoded again")
 	}
+	other := node(`{"phase":"Local"}`)
+	other.Name = "n2"
+	if o, _ := r.readStatus(other, "kubelet"); o != a {
+		t.Errorf("another node's equal value was decoded again")
+	}
 	c, err := r.readStatus(node(`{"phase":"Trial"}`), "kubelet")
 	if err == nil && (c == nil || c.Phase != "Trial") {
 		t.Errorf("a new value read as %+v", c)
@@ -244,12 +250,20 @@ func TestReadStatusDecodesOnce(t *testing.T) {
 	if _, err := r.readStatus(node(`{`), "kubelet"); err == nil || !strings.Contains(err.Error(), `node "n1" annotation dynconfig.io/config-status`) {
 		t.Errorf("a bad value: %v", err)
 	}
-	if s, err := r.readStatus(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, "kubelet"); s != nil || err != nil {
+	if _, err := r.readStatus(other, "kubelet"); err != nil {
+		t.Errorf("n2's good value after n1's bad one: %v", err)
+	}
+	bad := node(`{`)
+	bad.Name = "n2"
+	if _, err := r.readStatus(bad, "kubelet"); err == nil || !strings.Contains(err.Error(), `node "n2"`) {
+		t.Errorf("the same bad value on n2: %v, want an error naming n2", err)
+	}
+	if s, err := r.readStatus(&metav1.ObjectMeta{Name: "n1"}, "kubelet"); s != nil || err != nil {
 		t.Errorf("no annotation: %v, %v", s, err)
 	}
 	r.forgetStatus("n1")
-	if len(r.statuses) != 0 {
-		t.Errorf("a deleted node's statuses stay: %v", r.statuses)
+	if _, ok := r.badStatuses["n1"]; ok || len(r.badStatuses) != 1 {
+		t.Errorf("a deleted node's bad statuses stay: %v", r.badStatuses)
 	}
 }
 

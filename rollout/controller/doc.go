@@ -19,10 +19,11 @@
 //     so a new leader plans on a fresh list and the records its
 //     predecessor stored; on shutdown the workers stop before the Lease is
 //     released;
-//   - while nodes carry a rollout's claim (plan.Result.Finalized is false)
-//     the rollout holds plan.Finalizer, added before the status that needs
-//     it is written: deleting it reverts them (or takes the claims off,
-//     once it ended) before the object goes;
+//   - while a rollout is active or puts nodes back (plan.Result.Finalized
+//     is false) it holds plan.Finalizer, added before the status that
+//     needs it is written: deleting it reverts them before the object
+//     goes; a rollout that ended drops it, and its deletion makes no
+//     request (its claims stay, stale, until a rollout takes the nodes);
 //   - a Node event plans only the rollouts that select the Node (before or
 //     after the event), whose claim it carries, or whose older records
 //     name it;

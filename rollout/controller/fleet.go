@@ -1,8 +1,16 @@
 package controller
 
 import (
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
@@ -33,7 +41,7 @@ func (r *runner) fleetInput(ro *v1alpha1.ConfigRollout, in *plan.Input) {
 		if n == nil {
 			continue
 		}
-		st, err := r.readStatus(n, ro.Spec.Component)
+		st, err := r.readStatus(&n.ObjectMeta, ro.Spec.Component)
 		if err != nil {
 			continue
 		}
@@ -41,4 +49,236 @@ func (r *runner) fleetInput(ro *v1alpha1.ConfigRollout, in *plan.Input) {
 			in.BadReports = append(in.BadReports, *b)
 		}
 	}
+}
+
+// CachedNode is what the controller keeps of a Node in its informer's
+// cache (the informer's transform) and of the Nodes its patches return:
+// what the planner, the routing of Node events and the health gates read,
+// and nothing else. That is the name, uid, resourceVersion and labels
+// (rollout selectors may name any label), the annotations under
+// "dynconfig.io/" (assignments, claims and the components' statuses, of
+// every component), and each condition's type, status, reason, message
+// and lastTransitionTime (spec.analysis; not the heartbeat time, which
+// moves every few minutes). Dropped: managedFields, every other
+// annotation, the spec, and the rest of the status (images, addresses,
+// capacity, nodeInfo, daemonEndpoints), which are most of a real Node's
+// bytes. What repeats across a fleet is shared: the label maps of the
+// nodes of a pool (the kubernetes.io/hostname label, when it is the
+// node's name, is kept as a mark that nodeLabels reads back), the
+// annotation maps of the nodes on the same config, condition types,
+// reasons and messages. Read a cached Node's labels through nodeLabels,
+// and never modify its maps.
+//
+// What it returns for a *corev1.Node is the controller's own type (a
+// Node's metadata and conditions, without the rest of a Node's struct);
+// anything else, its own type included, is returned as it is.
+func CachedNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return cachedNode(n), nil
+}
+
+// nodeFacts is what the controller keeps of a Node (CachedNode): a
+// third of a corev1.Node's struct.
+type nodeFacts struct {
+	metav1.ObjectMeta
+	// Conditions are the Node's status.conditions, without heartbeats.
+	Conditions []corev1.NodeCondition
+}
+
+// GetObjectKind is that of an object without a kind: a nodeFacts never
+// travels.
+func (f *nodeFacts) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies f.
+func (f *nodeFacts) DeepCopyObject() runtime.Object {
+	out := &nodeFacts{Conditions: slices.Clone(f.Conditions)}
+	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
+}
+
+// node is the Node the health gates read: its metadata and conditions.
+func (f *nodeFacts) node() *corev1.Node {
+	return &corev1.Node{ObjectMeta: f.ObjectMeta, Status: corev1.NodeStatus{Conditions: f.Conditions}}
+}
+
+func cachedNode(n *corev1.Node) *nodeFacts {
+	out := &nodeFacts{ObjectMeta: metav1.ObjectMeta{
+		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
+	}}
+	if n.Labels != nil {
+		l := make(map[string]string, len(n.Labels))
+		for k, v := range n.Labels {
+			if k == hostnameLabel && v == n.Name {
+				// The one label that differs on every node of a pool:
+				// noted, so that the rest is shared (nodeLabels).
+				k, v = hostnameIsName, ""
+			}
+			l[k] = v
+		}
+		out.Labels = nodeMaps.of(l)
+	}
+	for k, v := range n.Annotations {
+		if !strings.HasPrefix(k, annotationPrefix) {
+			continue
+		}
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[k] = v
+	}
+	// A fleet's nodes mostly carry the same assignment and status, and a
+	// batch the same claim.
+	out.Annotations = nodeMaps.of(out.Annotations)
+	if len(n.Status.Conditions) > 0 {
+		out.Conditions = make([]corev1.NodeCondition, len(n.Status.Conditions))
+		for i, c := range n.Status.Conditions {
+			out.Conditions[i] = corev1.NodeCondition{
+				Type: corev1.NodeConditionType(nodeStrings.of(string(c.Type))), Status: corev1.ConditionStatus(nodeStrings.of(string(c.Status))),
+				Reason: nodeStrings.of(c.Reason), Message: nodeStrings.of(c.Message), LastTransitionTime: c.LastTransitionTime,
+			}
+		}
+	}
+	return out
+}
+
+// hostnameLabel is the label the kubelet sets to the node's hostname,
+// mostly its name.
+const hostnameLabel = "kubernetes.io/hostname"
+
+// hostnameIsName stands, in a cached Node's labels, for hostnameLabel
+// with the node's name as its value (a label key cannot hold a NUL).
+const hostnameIsName = "\x00" + hostnameLabel
+
+// nodeLabels are the labels of a Node's metadata, whole or cached
+// (CachedNode).
+func nodeLabels(n *metav1.ObjectMeta) labels.Labels {
+	if _, ok := n.Labels[hostnameIsName]; ok {
+		return cachedLabels{n}
+	}
+	return labels.Set(n.Labels)
+}
+
+// cachedLabels reads the labels of a cached Node.
+type cachedLabels struct{ n *metav1.ObjectMeta }
+
+// Has reports whether the label is set.
+func (c cachedLabels) Has(key string) bool {
+	_, ok := c.Lookup(key)
+	return ok
+}
+
+// Get returns the label's value, "" when unset.
+func (c cachedLabels) Get(key string) string {
+	v, _ := c.Lookup(key)
+	return v
+}
+
+// Lookup returns the label's value and whether it is set.
+func (c cachedLabels) Lookup(key string) (string, bool) {
+	if key == hostnameIsName {
+		return "", false
+	}
+	if key == hostnameLabel {
+		if _, ok := c.n.Labels[hostnameIsName]; ok {
+			return c.n.Name, true
+		}
+	}
+	v, ok := c.n.Labels[key]
+	return v, ok
+}
+
+// annotationPrefix starts every annotation of the node-fleet contract
+// (nodeapi: assignments, claims, statuses).
+const annotationPrefix = "dynconfig.io/"
+
+// nodeStrings shares the strings that repeat from Node to Node.
+var nodeStrings = interner{max: 1 << 13}
+
+// nodeMaps shares the label and annotation maps that repeat from Node to
+// Node (the Nodes of a pool, of a zone, on the same config).
+var nodeMaps = mapInterner{max: 1 << 12}
+
+// mapInterner hands out one copy of each map it has seen, as interner
+// does strings: at most max maps, whose keys and values are at most
+// maxInterned bytes each, starting over when full. The maps it hands
+// out are shared: never modify one.
+type mapInterner struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]map[string]string
+}
+
+func (in *mapInterner) of(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	size := 0
+	for k, v := range m {
+		if len(k) > maxInterned || len(v) > maxInterned {
+			return m
+		}
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.Grow(size)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(m[k])
+		b.WriteByte(0)
+	}
+	id := b.String()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[id]; ok {
+		return v
+	}
+	if in.m == nil || len(in.m) >= in.max {
+		in.m = make(map[string]map[string]string, 64)
+	}
+	// Its own copy, with shared strings.
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[nodeStrings.of(k)] = nodeStrings.of(v)
+	}
+	in.m[id] = out
+	return out
+}
+
+// interner hands out one copy of each string it has seen. It holds at
+// most max strings of at most maxInterned bytes (at most 8 MiB for
+// nodeStrings); when full it starts over (the strings handed out stay
+// with the Nodes that hold them): a fleet's label keys, zones, condition
+// messages and current assignments are few, and a value unique to each
+// node only costs a turn of the table.
+type interner struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]string
+}
+
+// maxInterned is the longest string an interner keeps.
+const maxInterned = 1024
+
+func (in *interner) of(s string) string {
+	if s == "" || len(s) > maxInterned {
+		return s
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if in.m == nil || len(in.m) >= in.max {
+		in.m = make(map[string]string, 256)
+	}
+	s = strings.Clone(s) // not a slice of a larger decoded buffer
+	in.m[s] = s
+	return s
 }

@@ -100,7 +100,7 @@ func TestPlansArePaced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.Annotations = map[string]string{"report": fmt.Sprint(i)}
+		n.Annotations = map[string]string{"dynconfig.io/config-status": fmt.Sprintf(`{"phase":"Local","error":"%d"}`, i)} // a report: what the controller caches
 		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -37,9 +37,10 @@
 //   - a ConfigMap whose UID or resourceVersion differs from the one the
 //     rollout started with halts it (the reason names both versions);
 //   - a rollout deleted while active reverts every node it changed; one
-//     deleted after it ended takes its claims off and leaves the
-//     assignments; Result.Finalized is false while any Node carries its
-//     claim (the controller holds Finalizer until then);
+//     deleted after it ended changes no node (its claims stay, stale once
+//     it is gone, and any rollout may take those nodes over);
+//     Result.Finalized is false while it is active or a node it reverts
+//     still carries its claim (the controller holds Finalizer until then);
 //   - with spec.analysis, a held node whose health gate failed
 //     (Node.Analysis, which the caller observes) fails like any other; a
 //     promoted node stays in Trial (against maxUnavailable, holding the

@@ -48,8 +48,10 @@ var (
 //   - at the end of a sequence, a rollout still active ends once every
 //     component promotes and every gate passes (drain);
 //   - a rollout deleted while active, once Finalized, has put every node
-//     back on its start assignment; one deleted after it ended changed none
-//     back; either way no node carries its claim any more.
+//     back on its start assignment and no node carries its claim; one
+//     deleted after it ended changed none back, and asks no patch unless
+//     it puts nodes back (then, once Finalized, no node carries its
+//     claim).
 //
 // A failure prints its seed: go test -run TestModel -model.seed=N ./rollout/plan
 func TestModel(t *testing.T) {
@@ -344,9 +346,16 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				return fail("node %s: claim's previous %v, started on %v", n.Name, c.Previous, prev)
 			}
 		}
+		// A rollout that ended without putting nodes back keeps its
+		// claims when deleted, and its deletion patches nothing.
+		rst := &res.Status
+		reverting := rst.Phase == v1alpha1.PhaseReverted || rst.Phase == v1alpha1.PhaseHalted && (w.r.Spec.RevertOnHalt == nil || *w.r.Spec.RevertOnHalt)
+		if w.r.DeletionTimestamp != nil && !deletedActive && !reverting && !rst.Phase.Active() && len(res.Patches) > 0 {
+			return fail("rollout deleted after it ended (%s) asks %d patches, want none", rst.Phase, len(res.Patches))
+		}
 		if w.r.DeletionTimestamp != nil && res.Finalized {
 			for _, n := range w.nodes {
-				if w.claim(n) != nil {
+				if w.claim(n) != nil && (deletedActive || reverting) {
 					return fail("deleted rollout finalized with its claim still on node %s", n.Name)
 				}
 				want := atDeletion[n.Name]

@@ -639,8 +639,10 @@ func (p *planner) decide() {
 // node it changed back on its previous source first, as a halt with
 // revertOnHalt does: nothing else would put them back once the object is
 // gone. A rollout that already ended (completed, aborted, halted,
-// reverted) leaves its nodes' assignments as they are and only takes its
-// claims off them.
+// reverted) and puts no node back leaves its nodes as they are, claims
+// included: once it is gone they are stale, and the next rollout that
+// assigns such a node takes it (takeable) and writes its own claim in the
+// same PATCH. Deleting it costs no request a node.
 func (p *planner) deleted() {
 	st := p.st
 	switch {
@@ -675,18 +677,23 @@ func (p *planner) dropAssignments() {
 }
 
 // Finalizer is the finalizer the rollout controller keeps on a
-// ConfigRollout while it is active or a Node carries its claim, so that
-// deleting it reverts the nodes it changed (an active one) or takes its
-// claims off them (one that ended) before the object goes.
+// ConfigRollout while it is active or puts nodes back, so that deleting
+// it reverts the nodes it changed before the object goes. Once it ended
+// (and put back what it had to) the finalizer goes, though its claims stay
+// on the Nodes (undo reverts from them while the rollout exists).
 const Finalizer = "dynconfig.io/revert-records"
 
 // finalized reports whether the rollout needs its finalizer no more: it
-// is not active, and no Node carries its claim (and no record of an older
-// controller is left), so that deleting it has nothing to put back or
-// take off.
+// is not active, no record of an older controller is left, and it puts no
+// node back (a revert asked of a node that still carries its claim), so
+// that deleting it has nothing to do. The claims of a rollout that ended
+// without reverting stay: deleted, it leaves them stale (deleted).
 func (p *planner) finalized() bool {
 	if p.st.Phase.Active() || len(p.st.Nodes) > 0 {
 		return false
+	}
+	if !p.revertMode() {
+		return true
 	}
 	for _, v := range p.held {
 		if !v.fresh {
@@ -1138,12 +1145,12 @@ func abbreviate(names []string, max int) string {
 // every node it holds: the previous source and no claim for one that
 // carries the rollout's assignment, no claim for the others (their
 // assignment is someone else's change, or already the previous one). A
-// rollout being deleted after it ended only takes its claims off. A node
+// rollout being deleted after it ended asks nothing (deleted). A node
 // that carries a claim rebuilt from an older controller's record gets it
 // written.
 func (p *planner) reverts() {
 	var patched int
-	revert := p.revertMode() || (p.r.DeletionTimestamp != nil && !p.st.Phase.Active())
+	revert := p.revertMode()
 	asked := map[string]bool{}
 	for _, pt := range p.res.Patches {
 		asked[pt.Node] = true
@@ -1164,8 +1171,6 @@ func (p *planner) reverts() {
 		}
 		pt := Patch{Node: name, ResourceVersion: v.n.ResourceVersion, Revert: true, ClaimOnly: true}
 		switch {
-		case !p.revertMode():
-			// Deleted after it ended: the assignment stays.
 		case p.ours != nil && p.carries(v.n, p.ours):
 			pt.ClaimOnly = false
 			if prev := v.claim.Previous; prev != nil {
@@ -1224,7 +1229,7 @@ func (p *planner) count(wasActive bool) {
 	if wasActive {
 		p.countHeld()
 	}
-	if p.revertMode() || (p.r.DeletionTimestamp != nil && !st.Phase.Active()) {
+	if p.revertMode() {
 		// What is put back no longer runs the config; failures stay.
 		st.Reverting = 0
 		for _, v := range p.held {

@@ -118,8 +118,9 @@ type benchResult struct {
 }
 
 // BenchmarkRolloutController measures what the rollout controller adds to a
-// rollout as the fleet grows: at each size (benchSizes) the Nodes exist on
-// one real kube-apiserver, and their components are simulated by one
+// rollout as the fleet grows: at each size (benchSizes) the Nodes (shaped
+// on a real kubelet's, realNodeFile) exist on one real kube-apiserver, and
+// their components are simulated by one
 // informer that answers each assignment through the API server as a
 // component does: Trial at once, Promoted benchTrial later (the status
 // annotation, through nodes/status), or RolledBack for one node in
@@ -157,7 +158,8 @@ type benchResult struct {
 // table) there after each size. DYNCONFIG_ROLLOUT_BENCH_QPS sets both
 // controllers' client rate limit (burst twice that; default: each
 // binary's defaults), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial,
-// DYNCONFIG_ROLLOUT_BENCH_REAL the number of real Controllers, and
+// DYNCONFIG_ROLLOUT_BENCH_REAL the number of real Controllers,
+// DYNCONFIG_ROLLOUT_BENCH_GOMEMLIMIT the controllers' GOMEMLIMIT, and
 // DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE=DIR writes the controller's CPU
 // profile of the first 30 s of each size's rollout there
 // (cpu-<nodes>.pprof).
@@ -247,14 +249,25 @@ func BenchmarkRolloutController(b *testing.B) {
 		realAt[i] = true
 		realNames = append(realNames, fmt.Sprintf("bench-node-%05d", i))
 	}
+	// Each Node is shaped on a real one (realNodeFile: labels, managed
+	// fields, conditions, addresses, images, capacity, nodeInfo, about
+	// 11.6 KB of JSON), with its own name, ids and addresses.
+	realistic, _ := realisticNodes(b)
 	grow := func(n int) {
 		on := cms[(rollouts+1)%2]
 		if err := parallel(n-created, func(i int) error {
 			i += created
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("bench-node-%05d", i), Labels: map[string]string{label: "true"},
-				Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(on)},
-			}}
+			node := realistic(i)
+			node.Name = fmt.Sprintf("bench-node-%05d", i)
+			node.UID, node.ResourceVersion, node.CreationTimestamp = "", "", metav1.Time{}
+			node.Labels["kubernetes.io/hostname"] = node.Name
+			node.Labels[label] = "true"
+			for k := range node.Annotations {
+				if strings.HasPrefix(k, "dynconfig.io/") {
+					delete(node.Annotations, k)
+				}
+			}
+			node.Annotations[nodeapi.AssignmentAnnotation] = assignmentFor(on)
 			if realAt[i] {
 				node.Labels[realLabel] = "true" // its Controller reports
 			} else {
@@ -397,6 +410,14 @@ func BenchmarkRolloutController(b *testing.B) {
 				rollout: func() int { baselineRuns++; return baselineRuns - 1 }}}, runs...)
 		}
 		for _, rn := range runs {
+			if rn.ns != namespace {
+				// A deleted rollout of this tree's controller leaves its
+				// claims on the Nodes (stale: any rollout of its namespace
+				// takes them over), but the baseline watches another
+				// namespace and cannot tell them from live ones: take
+				// them off, as an operator would, before it runs.
+				releaseStaleClaims(ctx, b, h, label, namespace)
+			}
 			ri := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(rn.ns)
 			b.Run(rn.name, func(b *testing.B) {
 				rc := startRolloutProcess(ctx, b, h, rn.bin, "--namespace", rn.ns)
@@ -449,9 +470,10 @@ func BenchmarkRolloutController(b *testing.B) {
 					byController, n = controllerRequests(after.sub(before))
 					ctlPatches = byController[requestKey{"PATCH", "nodes", ""}]
 					r.requestsPerNode = n / float64(size)
-					// A finished rollout keeps its claims (for undo) until it
-					// is deleted: delete it, so that the next one starts on
-					// free nodes; its finalizer takes the claims off.
+					// A finished rollout keeps its claims (for undo) while it
+					// exists: delete it, so that the next one may take its
+					// nodes (this tree's controller leaves the claims, stale;
+					// the baseline's finalizer takes them off).
 					if err := ri.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 						b.Fatal(err)
 					}
@@ -538,6 +560,30 @@ func BenchmarkRolloutController(b *testing.B) {
 	}
 }
 
+// releaseStaleClaims takes off the Nodes labelled label the claims of
+// rollouts of namespace ns (none of which exists any more).
+func releaseStaleClaims(ctx context.Context, b *testing.B, h *harness, label, ns string) {
+	b.Helper()
+	list, err := h.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: label})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var names []string
+	for _, n := range list.Items {
+		if c, err := nodeapi.ReadClaim(&n, ""); err == nil && c != nil && c.Namespace == ns {
+			names = append(names, n.Name)
+		}
+	}
+	patch := []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{nodeapi.ClaimAnnotation: nil}}}))
+	if err := parallel(len(names), func(i int) error {
+		_, err := h.client.CoreV1().Nodes().Patch(ctx, names[i], types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		b.Fatalf("taking stale claims off: %v", err)
+	}
+	b.Logf("took the stale claims of namespace %s off %d Nodes before the baseline", ns, len(names))
+}
+
 // controllerRequests keeps the requests of a rollout controller among
 // the API server's counts: Node PATCHes (the components patch
 // nodes/status), ConfigRollout status writes, and Event writes (the real
@@ -558,8 +604,8 @@ func controllerRequests(c requestCount) (requestCount, float64) {
 // waitDeleted waits until a ConfigRollout is gone.
 func waitDeleted(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, name string) {
 	b.Helper()
-	// Its finalizer takes the claims off first: one PATCH a node, at the
-	// controller's rate limit (50,000 nodes at 250/s: over 3 minutes).
+	// A baseline's finalizer takes the claims off first: one PATCH a
+	// node, at its rate limit (50,000 nodes at 250/s: over 3 minutes).
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := ri.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
@@ -781,6 +827,9 @@ func startRolloutProcess(ctx context.Context, b *testing.B, h *harness, bin stri
 	}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if v := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_GOMEMLIMIT"); v != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+v) // the controller's alone
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

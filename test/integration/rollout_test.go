@@ -370,8 +370,10 @@ func TestRollout(t *testing.T) {
 }
 
 // testRolloutDeletion: deleting an active rollout puts its nodes back
-// before the object goes (the finalizer stays until then); deleting a
-// completed one changes no node's assignment and takes its claims off.
+// before the object goes (the finalizer stays until then); a completed
+// one drops its finalizer, and deleting it patches no Node (its whole
+// life: at most 1.1 Node PATCHes a node, as the API server counts them);
+// its claims stay, stale, and the next rollout takes the nodes over.
 func testRolloutDeletion(t *testing.T, h *harness) {
 	ctx := testContext(t, 5*time.Minute)
 	f := startFleet(ctx, t, h, "delete", 6, nil)
@@ -414,26 +416,62 @@ func testRolloutDeletion(t *testing.T, h *harness) {
 		t.Errorf("%d assignments, %d reverts; want 2 and 2", assigns, reverts)
 	}
 
+	// A rollout's whole life, as the API server counts it: one Node PATCH
+	// a node to roll it out, none to delete it once it completed.
+	nodePatches := func() float64 {
+		t.Helper()
+		c, _, err := scrape(ctx, h.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c[requestKey{"PATCH", "nodes", ""}] // the components write nodes/status
+	}
+	start := nodePatches()
 	done := f.rollout("done", func(s *v1alpha1.ConfigRolloutSpec) {
 		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
 		s.MaxUnavailable = ptr.To(intstr.FromInt32(3))
 	})
 	got := f.waitPhase(ctx, done, v1alpha1.PhaseCompleted)
-	// Its nodes carry its claim (undo would still work): the finalizer
-	// stays, so that the deletion takes the claims off.
-	if n := len(f.claims(ctx, got)); n != 6 || !slices.Contains(finalizers(done), plan.Finalizer) {
-		t.Fatalf("completed: %d nodes claimed, finalizers %v; want 6 and %s", n, finalizers(done), plan.Finalizer)
+	// Its nodes carry its claim (undo works while it exists); it ended,
+	// so it needs its finalizer no more.
+	if n := len(f.claims(ctx, got)); n != 6 {
+		t.Fatalf("completed: %d nodes claimed, want 6", n)
 	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		return !slices.Contains(finalizers(done), plan.Finalizer), nil
+	}); err != nil {
+		t.Fatalf("a completed rollout keeps its finalizer: %v", finalizers(done))
+	}
+	rolledOut := nodePatches()
 	if err := ri.Delete(ctx, done, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(done)
 	f.wantAll(ctx, f.newCM)
-	if n := len(f.claims(ctx, got)); n != 0 {
-		t.Errorf("%d nodes still carry the deleted rollout's claim", n)
+	// Nothing the controller would do is left: it planned the deletion
+	// (or had nothing to plan) well within this.
+	time.Sleep(2 * time.Second)
+	deleted := nodePatches()
+	t.Logf("Node PATCHes for a rollout of %d nodes: %.0f to roll it out, %.0f to delete it", len(f.names), rolledOut-start, deleted-rolledOut)
+	if perNode := (deleted - start) / float64(len(f.names)); perNode > 1.1 {
+		t.Errorf("the rollout's whole life took %.2f Node PATCHes a node (%.0f to roll out, %.0f to delete), want at most 1.1",
+			perNode, rolledOut-start, deleted-rolledOut)
 	}
-	if assigns, reverts := rc.patches(); assigns != 8 || reverts != 2 {
-		t.Errorf("%d assignments, %d reverts in all; want 8 and 2 (deleting a completed rollout reverts nothing)", assigns, reverts)
+	// Its claims stay, stale: the next rollout takes the nodes.
+	if n := len(f.claims(ctx, got)); n != 6 {
+		t.Errorf("%d nodes carry the deleted rollout's claim, want 6 (left stale)", n)
+	}
+	back := f.rolloutOf("back", f.oldCM.Name, func(s *v1alpha1.ConfigRolloutSpec) {
+		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
+		s.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+	})
+	backRO := f.waitPhase(ctx, back, v1alpha1.PhaseCompleted)
+	f.wantAll(ctx, f.oldCM)
+	if n := len(f.claims(ctx, backRO)); n != 6 {
+		t.Errorf("the next rollout claims %d nodes, want 6 (the stale claims taken over)", n)
+	}
+	if assigns, reverts := rc.patches(); assigns != 14 || reverts != 2 {
+		t.Errorf("%d assignments, %d reverts in all; want 14 and 2 (deleting a completed rollout reverts nothing)", assigns, reverts)
 	}
 }
 
