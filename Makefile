@@ -23,7 +23,8 @@ full:
 integration: bins
 	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/... ./promserver/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/...
 
-## bins: build kube-apiserver, etcd, hollow-kubelet and kubelet into bin/ when missing or stale.
+## bins: build kube-apiserver, etcd, hollow-kubelet, kubelet, kube-controller-manager and
+## kube-scheduler into bin/ when missing or stale.
 bins:
 	test/hack/ensure-bins.sh
 

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // applyFieldManager owns the fields ApplyManifests sets.
@@ -78,18 +80,57 @@ func (c *Cluster) ApplyManifests(ctx context.Context, paths ...string) ([]Manife
 	if err != nil {
 		return nil, err
 	}
+	if err := c.applyObjects(ctx, manifests); err != nil {
+		return nil, err
+	}
+	return manifests, nil
+}
+
+// ApplyKustomization builds the kustomization in dir as `kubectl apply -k`
+// does (kustomize's default options) and server-side applies every object
+// it yields, in kustomize's order, as the admin; ApplyManifests' notes
+// apply. A Manifest's File is dir and its Index the object's position in
+// the build.
+func (c *Cluster) ApplyKustomization(ctx context.Context, dir string) ([]Manifest, error) {
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: kustomize build %s: %w", dir, err)
+	}
+	var manifests []Manifest
+	for i, r := range m.Resources() {
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: kustomize build %s, object %d (%s): %w", dir, i, r.CurId(), err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("cluster: kustomize build %s, object %d (%s): %w", dir, i, r.CurId(), err)
+		}
+		manifests = append(manifests, Manifest{File: dir, Index: i, Object: u})
+	}
+	if len(manifests) == 0 {
+		return nil, fmt.Errorf("cluster: kustomize build %s: no objects", dir)
+	}
+	if err := c.applyObjects(ctx, manifests); err != nil {
+		return nil, err
+	}
+	return manifests, nil
+}
+
+// applyObjects server-side applies each manifest's object, in order.
+func (c *Cluster) applyObjects(ctx context.Context, manifests []Manifest) error {
 	disc, err := discovery.NewDiscoveryClientForConfig(c.Config)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: discovery client: %w", err)
+		return fmt.Errorf("cluster: discovery client: %w", err)
 	}
 	groups, err := restmapper.GetAPIGroupResources(disc)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: discovering API resources: %w", err)
+		return fmt.Errorf("cluster: discovering API resources: %w", err)
 	}
 	mapper := restmapper.NewDiscoveryRESTMapper(groups)
 	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: dynamic client: %w", err)
+		return fmt.Errorf("cluster: dynamic client: %w", err)
 	}
 	for _, m := range manifests {
 		u := m.Object
@@ -97,7 +138,7 @@ func (c *Cluster) ApplyManifests(ctx context.Context, paths ...string) ([]Manife
 		what := fmt.Sprintf("manifest %s, document %d (%s %s)", m.File, m.Index, gvk.Kind, u.GetName())
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: %s: %w", what, err)
+			return fmt.Errorf("cluster: %s: %w", what, err)
 		}
 		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -108,8 +149,8 @@ func (c *Cluster) ApplyManifests(ctx context.Context, paths ...string) ([]Manife
 			ri = dyn.Resource(mapping.Resource).Namespace(ns)
 		}
 		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: applyFieldManager, Force: true}); err != nil {
-			return nil, fmt.Errorf("cluster: applying %s: %w", what, err)
+			return fmt.Errorf("cluster: applying %s: %w", what, err)
 		}
 	}
-	return manifests, nil
+	return nil
 }

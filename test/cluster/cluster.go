@@ -64,6 +64,24 @@ type Options struct {
 	// Node authorizer gives a kubelet and may change only its own Node.
 	// ValidatingAdmissionPolicy is on by default; no flag is needed for it.
 	NodeAuthorization bool
+
+	// ControlPlane also starts kube-controller-manager (every default
+	// controller plus bootstrapsigner and tokencleaner, each with its own
+	// ServiceAccount's credentials: --use-service-account-credentials) and
+	// kube-scheduler, with the flags kubeadm runs them with, and
+	// StartWithOptions returns once both serve /healthz and hold their
+	// leader-election Lease. Deployments then get ReplicaSets and Pods,
+	// Pods get scheduled, PodDisruptionBudgets get a status, volumes get
+	// attached. It needs bin/kube-controller-manager and
+	// bin/kube-scheduler (ensure-bins.sh) and costs a few CPU-seconds per
+	// start, so it is off by default.
+	ControlPlane bool
+
+	// ControllerManagerFlags and SchedulerFlags are extra flags of the two
+	// components (with ControlPlane), by name without the leading dashes;
+	// they replace the default value of the same flag.
+	ControllerManagerFlags map[string][]string
+	SchedulerFlags         map[string][]string
 }
 
 // Cluster is a running etcd and kube-apiserver.
@@ -77,16 +95,20 @@ type Cluster struct {
 	// started by a test (write it under t.TempDir()).
 	KubeConfig []byte
 
-	tb      testing.TB
-	timeout time.Duration
-	logDir  string
+	tb          testing.TB
+	timeout     time.Duration
+	stopTimeout time.Duration
+	logDir      string
 
-	mu       sync.Mutex
-	env      *envtest.Environment
-	logs     []*os.File
-	apiDown  bool
-	stopped  bool
-	stopErrs []error
+	mu   sync.Mutex
+	env  *envtest.Environment
+	logs []*os.File
+	// components are the control-plane processes Options.ControlPlane
+	// started, in start order.
+	components []*component
+	apiDown    bool
+	stopped    bool
+	stopErrs   []error
 }
 
 // Start starts etcd and kube-apiserver with the default Options and stops
@@ -123,7 +145,7 @@ func StartWithOptions(tb testing.TB, o Options) *Cluster {
 	ctrllog.SetLogger(klog.Background())
 
 	work := tb.TempDir()
-	c := &Cluster{tb: tb, timeout: o.StartTimeout, logDir: filepath.Join(work, "logs")}
+	c := &Cluster{tb: tb, timeout: o.StartTimeout, stopTimeout: o.StopTimeout, logDir: filepath.Join(work, "logs")}
 	certDir := filepath.Join(work, "apiserver")
 	for _, d := range []string{c.logDir, certDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -185,6 +207,11 @@ func StartWithOptions(tb testing.TB, o Options) *Cluster {
 	c.Config = cfg
 	c.Client = client
 	c.KubeConfig = c.env.KubeConfig
+	if o.ControlPlane {
+		if err := c.startControlPlane(o, work, certDir); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return c
 }
 
@@ -224,18 +251,31 @@ func isTestModule(goMod string) bool {
 // findBinaries returns the paths of kube-apiserver and etcd in dir, or an
 // error that says how to build them.
 func findBinaries(dir string) (apiServer, etcd string, err error) {
-	var missing []string
-	for _, name := range []string{APIServerBinary, EtcdBinary} {
-		fi, err := os.Stat(filepath.Join(dir, name))
+	paths, err := findExecutables(dir, APIServerBinary, EtcdBinary)
+	if err != nil {
+		return "", "", err
+	}
+	return paths[0], paths[1], nil
+}
+
+// findExecutables returns the paths of the named executables in dir, in
+// order, or an error that names the missing ones and says how to build
+// them.
+func findExecutables(dir string, names ...string) ([]string, error) {
+	var paths, missing []string
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		fi, err := os.Stat(path)
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 			missing = append(missing, name)
 		}
+		paths = append(paths, path)
 	}
 	if len(missing) > 0 {
-		return "", "", fmt.Errorf("%s missing or not executable in %s: %s first",
+		return nil, fmt.Errorf("%s missing or not executable in %s: %s first",
 			strings.Join(missing, " and "), dir, EnsureBinsHint)
 	}
-	return filepath.Join(dir, APIServerBinary), filepath.Join(dir, EtcdBinary), nil
+	return paths, nil
 }
 
 // StopAPIServer stops the API server and leaves etcd running. Clients then
@@ -310,6 +350,11 @@ func (c *Cluster) Stop() {
 		return
 	}
 	c.stopped = true
+	// The components first: stopped after the API server they would log
+	// connection errors until killed.
+	for _, err := range c.stopComponents(c.stopTimeout) {
+		c.tb.Errorf("%v", err)
+	}
 	if err := c.env.Stop(); err != nil {
 		c.tb.Errorf("cluster: stopping the control plane: %v", err)
 	}
@@ -340,9 +385,12 @@ func (c *Cluster) closeLogs() {
 
 // logTails adds the last lines of each log to the test output.
 func (c *Cluster) logTails() {
-	for _, name := range []string{EtcdBinary + ".log", APIServerBinary + ".log"} {
+	for _, name := range []string{EtcdBinary + ".log", APIServerBinary + ".log", ControllerManagerBinary + ".log", SchedulerBinary + ".log"} {
 		path := filepath.Join(c.logDir, name)
 		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) && (name == ControllerManagerBinary+".log" || name == SchedulerBinary+".log") {
+			continue // not started
+		}
 		if err != nil {
 			c.tb.Logf("cluster: reading %s: %v", path, err)
 			continue

@@ -128,6 +128,26 @@ func TestFindBinaries(t *testing.T) {
 	}
 }
 
+// TestFindControlPlaneBinaries: Options.ControlPlane's binaries are looked
+// up, and reported missing, as the API server's are.
+func TestFindControlPlaneBinaries(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "kube-scheduler"), "#!/bin/false\n", 0o755)
+	_, err := findExecutables(dir, ControllerManagerBinary, SchedulerBinary)
+	want := "kube-controller-manager missing or not executable in " + dir + ": run test/hack/ensure-bins.sh first"
+	if err == nil || err.Error() != want {
+		t.Fatalf("findExecutables() error %v; want %q", err, want)
+	}
+	writeFile(t, filepath.Join(dir, "kube-controller-manager"), "#!/bin/false\n", 0o755)
+	got, err := findExecutables(dir, ControllerManagerBinary, SchedulerBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(dir, "kube-controller-manager"), filepath.Join(dir, "kube-scheduler")}, got); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+}
+
 // fatalRecorder records the first Fatalf and ends the goroutine as a real
 // testing.TB would; everything else goes to the embedded test.
 type fatalRecorder struct {

@@ -23,16 +23,32 @@
 //     PodTokenConfig one bound to a Pod, as its projected volume holds;
 //     KubeConfigFor writes any of them as a kubeconfig for a process.
 //   - ApplyManifests server-side applies YAML files as they are (so tests
-//     exercise the checked-in manifests themselves); an error names the
-//     file and the document.
+//     exercise the checked-in manifests themselves), ApplyKustomization a
+//     kustomize build of a directory as `kubectl apply -k` would; an error
+//     names the file (or directory) and the document.
+//   - With Options.ControlPlane the upstream kube-controller-manager and
+//     kube-scheduler run too (bin/, built by ensure-bins.sh from the same
+//     k8s.io/kubernetes as the kubelet), with the flags kubeadm's static
+//     Pods give them: every default controller plus bootstrapsigner and
+//     tokencleaner, each on its own ServiceAccount's credentials
+//     (--use-service-account-credentials), the API server's ServiceAccount
+//     signing key and CA, leader election. StartWithOptions returns once
+//     both answer /healthz on their secure ports and hold their Leases; a
+//     component that exits before the cluster stops it fails the test.
 //   - Everything started is stopped, and its files removed, when the test
 //     ends; the tail of the API server's and etcd's logs is added to the test
 //     log when the test failed.
 //
 // What it does not do:
-//   - No controllers run (no controller-manager, no scheduler, no kubelet):
-//     objects are stored and served, but nothing acts on them; namespaces
-//     are not garbage-collected, pods are never scheduled.
+//   - Without Options.ControlPlane no controllers run (no controller
+//     manager, no scheduler): objects are stored and served, but nothing
+//     acts on them; namespaces are not garbage-collected, pods are never
+//     scheduled. No kubelet runs in any case (test/integration starts
+//     bin/hollow-kubelet, test/realnode the real one).
+//   - The controller manager's CSR signer signs with a CA of its own, not
+//     the client CA the API server trusts (envtest keeps that CA's key in
+//     memory): certificates it issues do not authenticate to the API
+//     server. There is no front proxy (--requestheader-client-ca-file).
 //   - The ServiceAccount admission plugin is disabled (envtest's default), and
 //     authorization is RBAC only unless NodeAuthorization is set, so a
 //     non-admin user gets only what RBAC objects the test creates grant it

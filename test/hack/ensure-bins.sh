@@ -2,7 +2,9 @@
 # ensure-bins.sh builds the kube-apiserver and etcd binaries that the
 # integration tests start (test/cluster), and the hollow-kubelet (a kubelet
 # fork on dynconfig, test/cmd/hollow-kubelet), into the repository's bin/
-# directory, and the unmodified upstream kubelet (test/realnode).
+# directory, and the unmodified upstream kubelet (test/realnode),
+# kube-controller-manager and kube-scheduler (test/cluster's
+# Options.ControlPlane).
 #
 # A binary is rebuilt only when it is missing or older than test/go.sum,
 # test/go.mod or its main.go; the hollow-kubelet also when any of its own
@@ -115,3 +117,18 @@ if stale kubelet cmd/kubelet; then
 else
 	echo "ensure-bins: $bin_dir/kubelet is up to date"
 fi
+
+# The stock kube-controller-manager and kube-scheduler, unmodified
+# (test/cmd/kube-controller-manager/tools.go and test/cmd/kube-scheduler/
+# tools.go keep them in the module graph), for test/cluster's
+# Options.ControlPlane. Built after the kubelet from the same
+# k8s.io/kubernetes with the same flags: most of their packages are
+# compiled already.
+for name in kube-controller-manager kube-scheduler; do
+	if stale "$name" "cmd/$name"; then
+		stamp="$(version_ldflags)"
+		PKG="k8s.io/kubernetes/cmd/$name" build "$name" "$stamp"
+	else
+		echo "ensure-bins: $bin_dir/$name is up to date"
+	fi
+done
