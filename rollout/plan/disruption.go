@@ -119,7 +119,7 @@ func (b *budgetCheck) fits(node string) bool {
 	var over []string
 	for i, n := range need {
 		if n > 0 && n > b.left[i] {
-			over = append(over, b.describe(i))
+			over = append(over, b.describe(i, n))
 		}
 	}
 	if len(over) > 0 {
@@ -182,16 +182,16 @@ func (b *budgetCheck) need(node string) ([]int32, error) {
 	return need, nil
 }
 
-// describe names budget i and what it allows now, and notes it as one
-// holding the rollout.
-func (b *budgetCheck) describe(i int) string {
+// describe says why budget i holds a node with n Ready pods of it, and
+// notes it as one holding the rollout.
+func (b *budgetCheck) describe(i int, n int32) string {
 	if b.by == nil {
 		b.by = map[int]bool{}
 	}
 	b.by[i] = true
 	bu := b.d.Budgets[i]
-	return fmt.Sprintf("PodDisruptionBudget %s/%s allows %d disruptions, %d left after the nodes in trial and this step",
-		bu.Namespace, bu.Name, bu.Allowed, max(b.left[i], 0))
+	return fmt.Sprintf("%d Ready pods of %s/%s, which allows %d disruptions: %d left after the nodes in trial and this round",
+		n, bu.Namespace, bu.Name, bu.Allowed, max(b.left[i], 0))
 }
 
 // report writes the DisruptionBudget condition of the round, records an

@@ -83,7 +83,7 @@ func TestDisruptionBudgets(t *testing.T) {
 			nodes: 2, maxUnavailable: 2,
 			f:      pdbs{budgets: []Budget{web}, pods: map[string][]Pod{"node-000": {ready(0)}, "node-001": {ready(0)}}},
 			want:   []string{"node-000"},
-			reason: "Held", message: []string{"held by PodDisruptionBudget shop/web: 1 nodes wait: node node-001 (PodDisruptionBudget shop/web allows 1 disruptions, 0 left"},
+			reason: "Held", message: []string{"held by PodDisruptionBudget shop/web: 1 nodes wait: node node-001 (1 Ready pods of shop/web, which allows 1 disruptions: 0 left"},
 		},
 		{
 			name: "knob off: both", nodes: 2, maxUnavailable: 2, policy: v1alpha1.DisruptionBudgetsIgnore,
@@ -101,7 +101,7 @@ func TestDisruptionBudgets(t *testing.T) {
 			name: "a budget that allows 0 holds every node with a Ready pod of it, and is named", nodes: 3, maxUnavailable: 3,
 			f:      pdbs{budgets: []Budget{db}, pods: map[string][]Pod{"node-000": {ready(0)}, "node-002": {ready(0), ready(0)}}},
 			want:   []string{"node-001"},
-			reason: "Held", message: []string{"held by PodDisruptionBudget shop/db: 2 nodes wait", "node node-000 (PodDisruptionBudget shop/db allows 0 disruptions"},
+			reason: "Held", message: []string{"held by PodDisruptionBudget shop/db: 2 nodes wait", "node node-000 (1 Ready pods of shop/db, which allows 0 disruptions"},
 		},
 		{
 			name: "a pod that is not Ready is disrupted already: a budget at 0 does not hold its node", nodes: 1, maxUnavailable: 1,
@@ -121,7 +121,7 @@ func TestDisruptionBudgets(t *testing.T) {
 				"node-000": {ready(0), ready(0), ready(0)}, "node-001": {ready(0)}, "node-002": {ready(0)},
 			}},
 			want:   []string{"node-001", "node-002"},
-			reason: "Held", message: []string{"node node-000 (PodDisruptionBudget shop/cache allows 2 disruptions, 2 left"},
+			reason: "Held", message: []string{"node node-000 (3 Ready pods of shop/cache, which allows 2 disruptions: 2 left"},
 		},
 		{
 			name: "a pod of two budgets counts against both; only the short one is named", nodes: 2, maxUnavailable: 2,
