@@ -71,15 +71,34 @@ type Pod struct {
 // which nodes fit the budgets. It reads lazily: nothing before the first
 // node is checked.
 type budgetCheck struct {
-	d      *Disruption
-	off    bool     // spec.podDisruptionBudgets: Ignore
-	trial  []string // the nodes this rollout has in trial
-	left   []int32  // what each budget still allows; nil before the first check
-	err    string   // why nothing can be assigned ("" when the budgets are known)
-	held   []string // the nodes held back, with the budgets holding each
-	by     map[int]bool
-	asked  bool // some node was checked
-	failed bool // some node's pods could not be read
+	d     *Disruption
+	off   bool     // spec.podDisruptionBudgets: Ignore
+	trial []string // the nodes this rollout has in trial
+	left  []int32  // what each budget still allows; nil before the first check
+	err   string   // why nothing can be assigned ("" when the budgets are known)
+	held  []heldNode
+	by    map[int]bool // the budgets holding some node
+	asked bool         // some node was checked
+	// count and touched are need's scratch: the Ready pods of each budget
+	// on the node being checked, and the budgets it touched.
+	count   []int32
+	touched []int
+}
+
+// heldShown is how many held nodes the condition's message describes.
+const heldShown = 3
+
+// heldNode is a node held back: by the budgets over (with its Ready pods
+// of each and what was left), or because its pods could not be read.
+type heldNode struct {
+	name string
+	over []overBudget
+	err  error
+}
+
+type overBudget struct {
+	budget      int
+	ready, left int32
 }
 
 // budgets starts the check of one assignment round: the nodes this
@@ -110,24 +129,30 @@ func (b *budgetCheck) fits(node string) bool {
 	if b.err != "" {
 		return false
 	}
-	need, err := b.need(node)
-	if err != nil {
-		b.failed = true
-		b.held = append(b.held, fmt.Sprintf("node %s (its pods could not be read: %v)", node, err))
+	if err := b.need(node); err != nil {
+		b.held = append(b.held, heldNode{name: node, err: err})
 		return false
 	}
-	var over []string
-	for i, n := range need {
-		if n > 0 && n > b.left[i] {
-			over = append(over, b.describe(i, n))
+	var over []overBudget
+	isOver := false
+	for _, i := range b.touched {
+		if n := b.count[i]; n > b.left[i] {
+			isOver = true
+			if len(b.held) < heldShown { // only these are described
+				over = append(over, overBudget{budget: i, ready: n, left: max(b.left[i], 0)})
+			}
+			if b.by == nil {
+				b.by = map[int]bool{}
+			}
+			b.by[i] = true
 		}
 	}
-	if len(over) > 0 {
-		b.held = append(b.held, fmt.Sprintf("node %s (%s)", node, strings.Join(over, ", ")))
+	if isOver {
+		b.held = append(b.held, heldNode{name: node, over: over})
 		return false
 	}
-	for i, n := range need {
-		b.left[i] -= n
+	for _, i := range b.touched {
+		b.left[i] -= b.count[i]
 	}
 	return true
 }
@@ -140,31 +165,35 @@ func (b *budgetCheck) start() {
 		return
 	}
 	b.left = make([]int32, len(b.d.Budgets))
+	b.count = make([]int32, len(b.d.Budgets))
 	for i, bu := range b.d.Budgets {
 		b.left[i] = bu.Allowed
 	}
 	for _, node := range b.trial {
-		need, err := b.need(node)
-		if err != nil {
+		if err := b.need(node); err != nil {
 			b.err = fmt.Sprintf("the pods of node %s, in trial, could not be read: %v", node, err)
 			return
 		}
-		for i, n := range need {
-			b.left[i] -= n
+		for _, i := range b.touched {
+			b.left[i] -= b.count[i]
 		}
 	}
 }
 
-// need counts the Ready pods of each budget on node (by budget index).
-func (b *budgetCheck) need(node string) ([]int32, error) {
+// need counts the Ready pods of each budget on node into count, the
+// budgets with some in touched (in the order met).
+func (b *budgetCheck) need(node string) error {
+	for _, i := range b.touched {
+		b.count[i] = 0
+	}
+	b.touched = b.touched[:0]
 	if b.d.PodsOn == nil {
-		return nil, nil
+		return nil
 	}
 	pods, err := b.d.PodsOn(node)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var need []int32
 	for _, pod := range pods {
 		if !pod.Ready {
 			continue
@@ -173,25 +202,27 @@ func (b *budgetCheck) need(node string) ([]int32, error) {
 			if i < 0 || i >= len(b.d.Budgets) {
 				continue
 			}
-			if need == nil {
-				need = make([]int32, len(b.d.Budgets))
+			if b.count[i] == 0 {
+				b.touched = append(b.touched, i)
 			}
-			need[i]++
+			b.count[i]++
 		}
 	}
-	return need, nil
+	return nil
 }
 
-// describe says why budget i holds a node with n Ready pods of it, and
-// notes it as one holding the rollout.
-func (b *budgetCheck) describe(i int, n int32) string {
-	if b.by == nil {
-		b.by = map[int]bool{}
+// describe says why a node is held.
+func (b *budgetCheck) describe(h heldNode) string {
+	if h.err != nil {
+		return fmt.Sprintf("node %s (its pods could not be read: %v)", h.name, h.err)
 	}
-	b.by[i] = true
-	bu := b.d.Budgets[i]
-	return fmt.Sprintf("%d Ready pods of %s/%s, which allows %d disruptions: %d left after the nodes in trial and this round",
-		n, bu.Namespace, bu.Name, bu.Allowed, max(b.left[i], 0))
+	parts := make([]string, len(h.over))
+	for k, o := range h.over {
+		bu := b.d.Budgets[o.budget]
+		parts[k] = fmt.Sprintf("%d Ready pods of %s/%s, which allows %d disruptions: %d left after the nodes in trial and this round",
+			o.ready, bu.Namespace, bu.Name, bu.Allowed, o.left)
+	}
+	return fmt.Sprintf("node %s (%s)", h.name, strings.Join(parts, ", "))
 }
 
 // report writes the DisruptionBudget condition of the round, records an
@@ -219,7 +250,15 @@ func (p *planner) reportBudgets(b *budgetCheck) {
 		if len(names) > 0 {
 			what = "PodDisruptionBudget " + abbreviate(names, 5)
 		}
-		cond.Message = fmt.Sprintf("held by %s: %d nodes wait: %s", what, len(b.held), abbreviate(b.held, 3))
+		var nodes []string
+		for _, h := range b.held[:min(len(b.held), heldShown)] {
+			nodes = append(nodes, b.describe(h))
+		}
+		list := strings.Join(nodes, ", ")
+		if len(b.held) > heldShown {
+			list += fmt.Sprintf(" and %d more", len(b.held)-heldShown)
+		}
+		cond.Message = fmt.Sprintf("held by %s: %d nodes wait: %s", what, len(b.held), list)
 	default:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "WithinBudgets", "every node picked fits the PodDisruptionBudgets"
 	}

@@ -262,16 +262,25 @@ func TestDisruptionBudgetReadsLazily(t *testing.T) {
 // budget (150 pods a budget over 150 nodes), 50 nodes in trial,
 // maxUnavailable 100. "fit": each budget allows 20, the round fills its
 // 50 slots; "held": every budget allows 0, every one of the 950
-// candidates is checked and held. The pods are built once (the caller's
-// reads are not measured here).
+// candidates is checked and held; "off": the "fit" round with
+// spec.podDisruptionBudgets Ignore, the baseline. The pods are built once
+// (the caller's reads are not measured here).
 func BenchmarkDisruptionBudgets1000(b *testing.B) {
-	for _, allowed := range []int32{20, 0} {
-		b.Run(map[int32]string{20: "fit", 0: "held"}[allowed], func(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		allowed int32
+		policy  v1alpha1.DisruptionBudgetPolicy
+		want    int
+	}{
+		{"off", 20, v1alpha1.DisruptionBudgetsIgnore, 50},
+		{"fit", 20, "", 50},
+		{"held", 0, "", 0},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			w := newWorld(b, 1000, percentStep("100%"))
-			w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(100))
 			d := &Disruption{}
 			for i := range 200 {
-				d.Budgets = append(d.Budgets, Budget{Namespace: fmt.Sprintf("ns-%d", i%20), Name: fmt.Sprintf("pdb-%d", i), Allowed: allowed})
+				d.Budgets = append(d.Budgets, Budget{Namespace: fmt.Sprintf("ns-%d", i%20), Name: fmt.Sprintf("pdb-%d", i), Allowed: bc.allowed})
 			}
 			pods := map[string][]Pod{}
 			for i, n := range w.nodes {
@@ -280,24 +289,23 @@ func BenchmarkDisruptionBudgets1000(b *testing.B) {
 				}
 			}
 			d.PodsOn = func(node string) ([]Pod, error) { return pods[node], nil }
-			// 50 nodes in trial, promoted nothing: set up with the rule off.
+			// 50 nodes in trial: set up with the rule off.
 			w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(50))
 			w.r.Spec.PodDisruptionBudgets = v1alpha1.DisruptionBudgetsIgnore
 			w.planBudgets(d)
-			w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(100))
-			w.r.Spec.PodDisruptionBudgets = ""
 			if w.r.Status.InTrial != 50 {
 				b.Fatalf("set-up: %d in trial", w.r.Status.InTrial)
 			}
+			w.r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(100))
+			w.r.Spec.PodDisruptionBudgets = bc.policy
 			in := w.input()
 			in.Disruption = d
 			in.Memo = &Memo{}
-			want := map[int32]int{20: 50, 0: 0}[allowed]
 			b.ReportAllocs()
 			for b.Loop() {
 				res := Plan(in)
-				if got := len(res.Patches); got != want {
-					b.Fatalf("%d patches, want %d", got, want)
+				if got := len(res.Patches); got != bc.want {
+					b.Fatalf("%d patches, want %d", got, bc.want)
 				}
 			}
 		})
