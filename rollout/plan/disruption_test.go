@@ -44,18 +44,7 @@ func notReady(budgets ...int) Pod { return Pod{Budgets: budgets} }
 // planBudgets is world.plan with the budgets as input.
 func (w *world) planBudgets(d *Disruption) Result {
 	w.t.Helper()
-	in := w.input()
-	in.Disruption = d
-	res := Plan(in)
-	w.r.Status = res.Status
-	for _, p := range res.Patches {
-		w.apply(p)
-		if !p.ClaimOnly {
-			w.patches[p.Node]++
-		}
-	}
-	w.last = res
-	return res
+	return w.planIn(func(in *Input) { in.Disruption = d })
 }
 
 func budgetCondition(w *world) *metav1.Condition {
