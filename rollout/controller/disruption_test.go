@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
@@ -160,5 +161,44 @@ func TestBudgetsInput(t *testing.T) {
 	done.Status.Phase = v1alpha1.PhaseCompleted
 	if d := b.input(ctx, done); d != nil {
 		t.Errorf("a completed rollout got %+v, want nil", d)
+	}
+}
+
+// TestBudgetChangePlansHeldRollouts: a PodDisruptionBudget's change plans
+// again the rollouts whose DisruptionBudget condition is True (they hold
+// nodes for a budget), not the others.
+func TestBudgetChangePlansHeldRollouts(t *testing.T) {
+	r := &runner{rollouts: cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})}
+	r.queue = newTestQueue()
+	defer r.queue.ShutDown()
+	for _, ro := range []struct {
+		name   string
+		status metav1.ConditionStatus
+	}{{"held", metav1.ConditionTrue}, {"free", metav1.ConditionFalse}, {"none", ""}} {
+		obj := &v1alpha1.ConfigRollout{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "dynconfig.io/v1alpha1", Kind: "ConfigRollout"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: ro.name},
+			Status:     v1alpha1.ConfigRolloutStatus{Phase: v1alpha1.PhaseProgressing},
+		}
+		if ro.status != "" {
+			obj.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDisruptionBudget, Status: ro.status, Reason: "R"}}
+		}
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.rollouts.GetStore().Add(&unstructured.Unstructured{Object: raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.enqueueHeld()
+	var got []string
+	for r.queue.Len() > 0 {
+		k, _ := r.queue.Get()
+		got = append(got, k)
+		r.queue.Done(k)
+	}
+	if diff := cmp.Diff([]string{"ns/held"}, got); diff != "" {
+		t.Errorf("planned (-want +got):\n%s", diff)
 	}
 }
