@@ -15,6 +15,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
@@ -163,74 +164,73 @@ func TestRolloutKeepsPodDisruptionBudgets(t *testing.T) {
 	t.Logf("budgets respected: %d moments below the minimum; ignored: %d (%s)", len(respected), len(ignored), strings.Join(ignored, "; "))
 }
 
-// budgetWatch records every status of a PodDisruptionBudget, as the
-// disruption controller writes it, whose currentHealthy is below its
-// desiredHealthy.
-type budgetWatch struct {
-	mu         sync.Mutex
-	violations []string
+// recorder keeps what a watch saw, one line per moment of interest.
+type recorder struct {
+	mu    sync.Mutex
+	lines []string
 }
 
-func watchBudget(ctx context.Context, t *testing.T, h *harness, name string) *budgetWatch {
+// watchRecord runs an informer until ctx ends and records, for each object
+// added or updated, what note says of it ("": nothing).
+func watchRecord(ctx context.Context, t *testing.T, lw cache.ListerWatcher, objType runtime.Object, note func(obj any) string) *recorder {
 	t.Helper()
-	w := &budgetWatch{}
-	lw := cache.NewListWatchFromClient(h.client.PolicyV1().RESTClient(), "poddisruptionbudgets", namespace, fields.OneTermEqualSelector("metadata.name", name))
+	w := &recorder{}
 	check := func(obj any) {
-		p, ok := obj.(*policyv1.PodDisruptionBudget)
-		if !ok || p.Status.ObservedGeneration != p.Generation || p.Status.CurrentHealthy >= p.Status.DesiredHealthy {
-			return
+		if line := note(obj); line != "" {
+			w.mu.Lock()
+			w.lines = append(w.lines, time.Now().Format("15:04:05.000")+": "+line)
+			w.mu.Unlock()
 		}
-		w.mu.Lock()
-		w.violations = append(w.violations, fmt.Sprintf("%s: currentHealthy %d < desiredHealthy %d (resourceVersion %s)",
-			time.Now().Format("15:04:05.000"), p.Status.CurrentHealthy, p.Status.DesiredHealthy, p.ResourceVersion))
-		w.mu.Unlock()
 	}
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw, ObjectType: &policyv1.PodDisruptionBudget{},
+		ListerWatcher: lw, ObjectType: objType,
 		Handler: cache.ResourceEventHandlerFuncs{AddFunc: check, UpdateFunc: func(_, obj any) { check(obj) }},
 	})
 	go ctrl.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
-		t.Fatal("the PodDisruptionBudget watch did not sync")
+		t.Fatalf("the watch of %T did not sync", objType)
 	}
 	return w
 }
 
-// take returns the violations recorded since the last take.
-func (w *budgetWatch) take() []string {
+// take returns the lines recorded since the last take.
+func (w *recorder) take() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.violations
-	w.violations = nil
+	out := w.lines
+	w.lines = nil
 	return out
 }
 
-// watchNotReady records every pod status of the app, as the kubelets write
-// them, that is not Ready.
-func watchNotReady(ctx context.Context, t *testing.T, h *harness, app map[string]string) *budgetWatch {
+// watchBudget records every status of a PodDisruptionBudget, as the
+// disruption controller writes it, whose currentHealthy is below its
+// desiredHealthy.
+func watchBudget(ctx context.Context, t *testing.T, h *harness, name string) *recorder {
 	t.Helper()
-	w := &budgetWatch{}
+	lw := cache.NewListWatchFromClient(h.client.PolicyV1().RESTClient(), "poddisruptionbudgets", namespace, fields.OneTermEqualSelector("metadata.name", name))
+	return watchRecord(ctx, t, lw, &policyv1.PodDisruptionBudget{}, func(obj any) string {
+		p, ok := obj.(*policyv1.PodDisruptionBudget)
+		if !ok || p.Status.ObservedGeneration != p.Generation || p.Status.CurrentHealthy >= p.Status.DesiredHealthy {
+			return ""
+		}
+		return fmt.Sprintf("currentHealthy %d < desiredHealthy %d (resourceVersion %s)", p.Status.CurrentHealthy, p.Status.DesiredHealthy, p.ResourceVersion)
+	})
+}
+
+// watchNotReady records every pod status of the app, as the kubelets (and
+// resetReadinessOnRestart) write them, that is not Ready.
+func watchNotReady(ctx context.Context, t *testing.T, h *harness, app map[string]string) *recorder {
+	t.Helper()
 	lw := cache.NewFilteredListWatchFromClient(h.client.CoreV1().RESTClient(), "pods", namespace, func(o *metav1.ListOptions) {
 		o.LabelSelector = metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: app})
 	})
-	check := func(obj any) {
+	return watchRecord(ctx, t, lw, &corev1.Pod{}, func(obj any) string {
 		p, ok := obj.(*corev1.Pod)
-		if !ok || podIsReady(p) {
-			return
+		if !ok || podIsReady(p) || p.Status.Phase != corev1.PodRunning {
+			return ""
 		}
-		w.mu.Lock()
-		w.violations = append(w.violations, fmt.Sprintf("%s: %s on %s %s not Ready", time.Now().Format("15:04:05.000"), p.Name, p.Spec.NodeName, p.Status.Phase))
-		w.mu.Unlock()
-	}
-	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw, ObjectType: &corev1.Pod{},
-		Handler: cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { check(obj) }},
+		return fmt.Sprintf("%s on %s Running, not Ready", p.Name, p.Spec.NodeName)
 	})
-	go ctrl.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
-		t.Fatal("the pods watch did not sync")
-	}
-	return w
 }
 
 // resetReadinessOnRestart plays the part of KEP-4781 that the hollow
