@@ -25,8 +25,10 @@ import (
 
 // podsTTL is how long the pods read on a node serve the plans that follow:
 // a burst of plans (every Node event of a rollout plans it) reads each
-// node once. A pod's readiness is at most this old; the budgets' status,
-// from the informer, is current.
+// node once. A pod served from this cache counts as Ready whatever it was
+// then: one that turned Ready since would otherwise be missed (the
+// budgets' status, from the informer, already counts it healthy), so a
+// cached read can only hold a node longer, never let one go too soon.
 const podsTTL = 5 * time.Second
 
 // budgets gathers plan.Input.Disruption: the PodDisruptionBudgets of every
@@ -154,7 +156,7 @@ func (b *budgets) input(ctx context.Context, ro *v1alpha1.ConfigRollout) *plan.D
 		if len(pdbs) == 0 {
 			return nil, nil
 		}
-		pods, err := b.podsOn(ctx, node)
+		pods, cached, err := b.podsOn(ctx, node)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +170,7 @@ func (b *budgets) input(ctx context.Context, ro *v1alpha1.ConfigRollout) *plan.D
 				}
 			}
 			if of != nil {
-				out = append(out, plan.Pod{Budgets: of, Ready: healthy(pod)})
+				out = append(out, plan.Pod{Budgets: of, Ready: cached || healthy(pod)})
 			}
 		}
 		return out, nil
@@ -213,13 +215,13 @@ func (b *budgets) forgetSelectors(pdbs []*policyv1.PodDisruptionBudget) {
 }
 
 // podsOn lists the pods bound to node (from the watch cache), or returns
-// the ones read within podsTTL.
-func (b *budgets) podsOn(ctx context.Context, node string) ([]corev1.Pod, error) {
+// the ones read within podsTTL (cached).
+func (b *budgets) podsOn(ctx context.Context, node string) (pods []corev1.Pod, cached bool, err error) {
 	now := b.clock.Now()
 	b.mu.Lock()
 	if p, ok := b.pods[node]; ok && now.Sub(p.at) < podsTTL {
 		b.mu.Unlock()
-		return p.pods, nil
+		return p.pods, true, nil
 	}
 	b.mu.Unlock()
 	list, err := b.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
@@ -227,9 +229,9 @@ func (b *budgets) podsOn(ctx context.Context, node string) ([]corev1.Pod, error)
 		ResourceVersion: "0",
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list the pods on node %s: %w", node, err)
+		return nil, false, fmt.Errorf("list the pods on node %s: %w", node, err)
 	}
-	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != node })
+	pods = slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != node })
 	b.mu.Lock()
 	for name, p := range b.pods {
 		if now.Sub(p.at) >= podsTTL {
@@ -238,7 +240,7 @@ func (b *budgets) podsOn(ctx context.Context, node string) ([]corev1.Pod, error)
 	}
 	b.pods[node] = nodePods{at: now, pods: pods}
 	b.mu.Unlock()
-	return pods, nil
+	return pods, false, nil
 }
 
 // healthy reports whether the disruption controller counts pod as

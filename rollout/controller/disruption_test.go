@@ -129,11 +129,19 @@ func TestBudgetsInput(t *testing.T) {
 		return n
 	}
 	before := lists()
-	if _, err := b.input(ctx, activeRollout()).PodsOn("n1"); err != nil {
+	cached, err := b.input(ctx, activeRollout()).PodsOn("n1")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := lists() - before; got != 0 {
 		t.Errorf("%d lists of the pods within podsTTL, want 0", got)
+	}
+	// A cached read counts every pod Ready: one may have turned Ready since.
+	for i := range wantPods {
+		wantPods[i].Ready = true
+	}
+	if diff := cmp.Diff(wantPods, cached); diff != "" {
+		t.Errorf("pods on n1 from the cache (-want +got):\n%s", diff)
 	}
 	clk.Step(podsTTL)
 	if _, err := b.input(ctx, activeRollout()).PodsOn("n1"); err != nil {
