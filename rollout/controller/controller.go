@@ -358,6 +358,8 @@ type runner struct {
 	gates *analyzer
 	// pace spaces the plans of each rollout (pacing.go).
 	pace pacer
+	// budgets reads the PodDisruptionBudgets and pods (disruption.go).
+	budgets *budgets
 }
 
 // route is what a Node event is matched against for one rollout.
@@ -620,6 +622,11 @@ func (c *Controller) run(ctx context.Context) error {
 	defer factory.Shutdown()
 	defer cmFactory.Shutdown()
 	defer dynFactory.Shutdown()
+	stopBudgets, err := r.startBudgets(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopBudgets()
 	if !r.waitForSync(ctx, nodes.HasSynced, configMaps.HasSynced, rollouts.HasSynced) {
 		return nil
 	}
@@ -834,6 +841,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	in := plan.Input{Rollout: ro, Now: r.c.opts.Clock.Now(), Scope: r.c.opts.Namespace, Memo: &r.memo}
 	in.Nodes = r.observeNodes(ro, sel, component)
 	r.gates.inputs(key, ro, in.Nodes, r.gateNode)
+	in.Disruption = r.budgets.input(ctx, ro)
 	if cmObj, ok, _ := r.configMaps.GetStore().GetByKey(ro.Namespace + "/" + ro.Spec.ConfigMapName); ok {
 		cm := cmObj.(*corev1.ConfigMap)
 		key, _ := plan.PayloadKey(&ro.Spec)

@@ -52,6 +52,9 @@ type Input struct {
 	// Memo, when set, remembers decoded annotation values across calls
 	// (the caller keeps it); nil decodes every value.
 	Memo *Memo
+	// Disruption is what the caller knows of the PodDisruptionBudgets of
+	// the pods on the nodes (disruption.go); nil: no budgets.
+	Disruption *Disruption
 	// Now is the time.
 	Now time.Time
 }
@@ -1060,6 +1063,8 @@ func (p *planner) assign(target, selected int) {
 	}
 	slices.Sort(candidates)
 	var names []string
+	budgets := p.budgets()
+	defer p.reportBudgets(budgets)
 	for _, name := range candidates {
 		if room == 0 {
 			break
@@ -1074,6 +1079,9 @@ func (p *planner) assign(target, selected int) {
 				p.blocked = append(p.blocked, fmt.Sprintf("node %s (claimed by %s)", name, why))
 				continue
 			}
+		}
+		if !budgets.fits(name) {
+			continue // held back: its restart would break a PodDisruptionBudget
 		}
 		prev, ok := parseAssignmentMemo(p.in.Memo, n.Assignment)
 		c := &nodeapi.Claim{Namespace: p.r.Namespace, Name: p.r.Name, UID: p.r.UID, Previous: prev, AssignedAt: p.now, Step: p.st.CurrentStep,

@@ -37,7 +37,6 @@ const deployDir = "../../deploy"
 var overlays = []string{
 	".",                      // config namespace, component RBAC, admission policies
 	"overlays/one-namespace", // the rollout controller, the default
-	"overlays/pod-analysis",  // opt-in: the pods health gate
 	"daemonset",              // kube-proxy-like on every node
 	"monitoring",             // alerts, scrape targets, dashboard
 	"overlays/cluster-wide",  // the variant, applied over the default

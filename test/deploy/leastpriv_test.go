@@ -18,7 +18,18 @@ var defaultInstall = []string{".", "overlays/one-namespace", "daemonset", "monit
 
 // optIns are the kustomizations an operator adds on purpose, each saying
 // in its own comments what it grants beyond the default.
-var optIns = []string{"overlays/cluster-wide", "overlays/pod-analysis"}
+var optIns = []string{"overlays/cluster-wide"}
+
+// defaultClusterReads are the namespaced resources a ClusterRole of the
+// default install may read, and the verbs: the rollout controller budgets
+// a node's restart against the PodDisruptionBudgets of the pods on it
+// (on by default, spec.podDisruptionBudgets), and the pods and budgets of
+// a node are in any namespace, which no Role can reach. Read only; a grant
+// beyond these verbs, or of another namespaced resource, fails.
+var defaultClusterReads = map[string][]string{
+	"pods":                        {"list"},
+	"policy/poddisruptionbudgets": {"list", "watch"},
+}
 
 // configNamespace is deploy/config-namespace.yaml's namespace, the only one
 // where a shipped role may write ConfigMaps.
@@ -45,6 +56,7 @@ func staticScope(group, resource string) (namespaced, served bool) {
 	namespaced, served = map[string]bool{
 		"/nodes": false, "/nodes/status": false,
 		"/configmaps": true, "/events": true, "/pods": true,
+		"policy/poddisruptionbudgets":        true,
 		"coordination.k8s.io/leases":         true,
 		"dynconfig.io/configrollouts":        true,
 		"dynconfig.io/configrollouts/status": true,
@@ -138,8 +150,10 @@ func rolesOf(t *testing.T, dir string, objs []*unstructured.Unstructured) []ship
 //   - ConfigMaps are written (create, update, patch, delete) only by a
 //     Role in the config namespace;
 //   - in the default install, a ClusterRole names only cluster-scoped
-//     resources (and non-resource URLs): everything namespaced is a Role
-//     in the namespace it is needed in;
+//     resources (and non-resource URLs), and the reads of
+//     defaultClusterReads (the restart budget's pods and
+//     PodDisruptionBudgets): everything else namespaced is a Role in the
+//     namespace it is needed in;
 //   - in an opt-in, a ClusterRole only reads namespaced resources, but for
 //     dynconfig's own API (dynconfig.io) and Events.
 //
@@ -173,8 +187,8 @@ func leastPrivilege(r shippedRole, inDefault bool, scope scopeFunc) []string {
 					bad("names %s, which the API server does not serve", gr)
 				case g == "" && res == "configmaps" && writes && (r.kind != "Role" || r.namespace != configNamespace):
 					bad("writes ConfigMaps (%v) outside a Role in %s", rule.Verbs, configNamespace)
-				case r.kind == "ClusterRole" && namespaced && inDefault:
-					bad("grants %v on %s in every namespace: the default install holds namespaced grants to a Role", rule.Verbs, gr)
+				case r.kind == "ClusterRole" && namespaced && inDefault && !isSubset(rule.Verbs, defaultClusterReads[gr]):
+					bad("grants %v on %s in every namespace: the default install holds namespaced grants to a Role (but the reads of defaultClusterReads)", rule.Verbs, gr)
 				case r.kind == "ClusterRole" && namespaced && writes && g != "dynconfig.io" && !(g == "" && res == "events"):
 					bad("writes %s (%v) in every namespace", gr, rule.Verbs)
 				}
@@ -224,7 +238,10 @@ func TestLeastPrivilegeRules(t *testing.T) {
 		{"nodes cluster-wide", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("", "nodes", "list")}}, true, ""},
 		{"the marker", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("dynconfig.io", "components", "own-node-only")}}, true, ""},
 		{"ConfigMaps read cluster-wide in the default", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("", "configmaps", "get")}}, true, "in every namespace: the default install"},
-		{"pods list cluster-wide in the default", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("", "pods", "list")}}, true, "in every namespace: the default install"},
+		{"pods list cluster-wide in the default (the restart budget)", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("", "pods", "list")}}, true, ""},
+		{"pods get cluster-wide in the default", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("", "pods", "list", "get")}}, true, "in every namespace: the default install"},
+		{"PodDisruptionBudgets watched cluster-wide in the default", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("policy", "poddisruptionbudgets", "list", "watch")}}, true, ""},
+		{"PodDisruptionBudgets patched cluster-wide in the default", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("policy", "poddisruptionbudgets", "patch")}}, true, "in every namespace: the default install"},
 		{"pods list cluster-wide in an opt-in", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("", "pods", "list")}}, false, ""},
 		{"ConfigMap create cluster-wide in an opt-in", shippedRole{kind: "ClusterRole", rules: []rbacv1.PolicyRule{rule("", "configmaps", "create")}}, false, "writes ConfigMaps"},
 		{"ConfigMap create in kube-system", shippedRole{kind: "Role", namespace: "kube-system", rules: []rbacv1.PolicyRule{rule("", "configmaps", "create")}}, true, "writes ConfigMaps"},
@@ -248,4 +265,18 @@ func TestLeastPrivilegeRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// isSubset reports whether every verb of verbs is in allowed (false for an
+// empty allowed).
+func isSubset(verbs, allowed []string) bool {
+	if len(allowed) == 0 {
+		return false
+	}
+	for _, v := range verbs {
+		if !slices.Contains(allowed, v) {
+			return false
+		}
+	}
+	return true
 }

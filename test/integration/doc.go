@@ -57,8 +57,9 @@
 // the kubelet exits on is rolled back after threshold+1 crashed starts and
 // the Node is Ready again. $HOLLOW_KUBELET_LOGS=DIR keeps each process's log.
 //
-// TestControlPlaneSmoke and TestAttachDetachWithDeployApplied run the
-// full upstream control plane (cluster.Options.ControlPlane:
+// TestControlPlaneSmoke, TestAttachDetachWithDeployApplied and
+// TestRolloutKeepsPodDisruptionBudgets run the full upstream control
+// plane (cluster.Options.ControlPlane:
 // kube-controller-manager as kubeadm runs it, on ServiceAccount
 // credentials, and kube-scheduler). The first shows a Deployment getting a
 // ReplicaSet and Pods that the scheduler binds to a hollow kubelet's Node
@@ -70,7 +71,10 @@
 // attacher (marks the VolumeAttachment attached) and the Node's
 // status.volumesAttached must be written by kube-controller-manager's
 // attach-detach controller, a nodes/status PATCH by a ServiceAccount that
-// deploy/'s own-node admission policy must let through.
+// deploy/'s own-node admission policy must let through. The third rolls
+// a config over two hollow kubelets carrying a Deployment under a
+// PodDisruptionBudget and watches the budget's status: never below its
+// minimum while the rollout respects budgets, below it with Ignore.
 //
 // TestScale is a benchmark run only when DYNCONFIG_SCALE=N is set: N
 // Controllers in one process, one reassignment of all their Nodes, with
@@ -80,7 +84,7 @@
 // What these tests do not prove: they use the real clock for trials (short
 // ones) and deadlines, so they show that things happen, never how fast
 // (TestScale measures latency and asserts only the request budget); except
-// in the two control-plane tests the API server runs without controllers,
+// in the control-plane tests the API server runs without controllers,
 // so nothing else writes the Nodes.
 // They are not run by the root module's `go test ./...`.
 package integration

@@ -294,8 +294,8 @@ func TestRollout(t *testing.T) {
 		})
 		f.patchSpec(ctx, first, `{"spec":{"resumedStep":1}}`)
 		f.waitPhase(ctx, first, v1alpha1.PhaseCompleted)
-		f.waitAll(ctx, f.newCM)
-		// The first one is no longer active: the second starts.
+		// The first one is no longer active: the second starts (and may
+		// take the first one's nodes at once).
 		f.waitPhase(ctx, second, v1alpha1.PhaseCompleted)
 		f.waitAll(ctx, other)
 	})

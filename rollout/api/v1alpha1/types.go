@@ -152,7 +152,33 @@ type ConfigRolloutSpec struct {
 	// Analysis sets health gates on each node: see RolloutAnalysis.
 	// +optional
 	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
+	// PodDisruptionBudgets says whether the restart of a node counts
+	// against the PodDisruptionBudgets of the pods on it (a kubelet
+	// restart can set every pod on the node not Ready: KEP-4781).
+	// Respect, the default: no node is assigned whose pods would take a
+	// budget below what it allows; held nodes wait, and the
+	// DisruptionBudget condition names the budgets. Ignore: nodes are
+	// assigned without looking at the budgets. It may be changed at any
+	// time.
+	// +optional
+	PodDisruptionBudgets DisruptionBudgetPolicy `json:"podDisruptionBudgets,omitempty"`
 }
+
+// DisruptionBudgetPolicy says whether a rollout budgets its node restarts
+// against PodDisruptionBudgets.
+//
+// +kubebuilder:validation:Enum=Respect;Ignore
+type DisruptionBudgetPolicy string
+
+// The values of spec.podDisruptionBudgets.
+const (
+	// DisruptionBudgetsRespect ("" too) holds back a node whose restart
+	// would take a PodDisruptionBudget below what it allows.
+	DisruptionBudgetsRespect DisruptionBudgetPolicy = "Respect"
+	// DisruptionBudgetsIgnore assigns nodes without looking at the
+	// budgets.
+	DisruptionBudgetsIgnore DisruptionBudgetPolicy = "Ignore"
+)
 
 // RolloutStep is one stage of a rollout: exactly one of Nodes and Pause.
 //
@@ -336,6 +362,11 @@ const (
 	// ConditionConflict is True while another active rollout holds some
 	// of this one's nodes; the rollout does not start until it ends.
 	ConditionConflict = "Conflict"
+	// ConditionDisruptionBudget is True while the rollout holds back
+	// nodes whose restart would take a PodDisruptionBudget below what it
+	// allows (spec.podDisruptionBudgets); its message names the budgets.
+	// It is written each time the rollout picks nodes to assign.
+	ConditionDisruptionBudget = "DisruptionBudget"
 )
 
 // ConfigRolloutStatus is what the rollout controller observed and did.
