@@ -33,7 +33,7 @@ import (
 // PrometheusRule's groups, scrapes the real rollout controller the way the
 // ServiceMonitor says (HTTPS, its ServiceAccount token, authorized by
 // deploy/rollout/metrics-auth.yaml's binding), and DynconfigRolloutHalted
-// fires once a rollout halts on the real API server (its ConfigMap edited
+// fires once a rollout halts on the real API server (its ConfigMap deleted
 // mid-rollout).
 func TestPrometheusAlertFires(t *testing.T) {
 	if testing.Short() {
@@ -136,7 +136,7 @@ scrape_configs:
 		t.Fatalf("Prometheus never scraped the controller (up = %s)\nprometheus:\n%s\ncontroller:\n%s", last, proctest.Tail(p.Stderr(), 20), proctest.Tail(ctl.Stderr(), 20))
 	}
 
-	// A rollout that halts: started on the ConfigMap, which is then edited.
+	// A rollout that halts: started on the ConfigMap, which is then deleted.
 	one := intstr.FromInt32(1)
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
@@ -210,10 +210,9 @@ scrape_configs:
 	if d, err := api("/api/v1/alerts", nil); err != nil || strings.Contains(string(d), "DynconfigRolloutHalted") {
 		t.Fatalf("DynconfigRolloutHalted before the halt: %s %v", d, err)
 	}
-	// Its data cannot change (immutable), but any edit of the ConfigMap
-	// under an active rollout halts it: a label will do.
-	cm.Labels = map[string]string{"edited": "true"}
-	if _, err := admin.CoreV1().ConfigMaps("cfg").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	// Its data cannot change (immutable), and a label edit is no new
+	// config; deleting the ConfigMap under an active rollout halts it.
+	if err := admin.CoreV1().ConfigMaps("cfg").Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
