@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/source"
 )
 
@@ -116,15 +115,7 @@ func TestImmutableMetadataEditDoesNotRestart(t *testing.T) {
 // currentFirstRun reads when current first ran, from a closed state dir.
 func (n *node) currentFirstRun() time.Time {
 	n.t.Helper()
-	s, err := checkpoint.Open(checkpoint.Options{Dir: n.stateDir, ComponentVersion: "v1.0.0"})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := s.Current()
-	if err != nil {
-		n.t.Fatal(err)
-	}
+	c, _ := n.readPointers()
 	return c.FirstRun
 }
 

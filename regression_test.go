@@ -76,6 +76,14 @@ func (r *running) stop(t *testing.T) {
 // pointers reads current and last-known-good from a closed state dir.
 func (n *node) pointers() (cur, lastKnownGood *corev1.NodeConfigSource) {
 	n.t.Helper()
+	c, l := n.readPointers()
+	return c.Source, l.Source
+}
+
+// readPointers reads the current and last-known-good pointers, whole,
+// from a closed state dir.
+func (n *node) readPointers() (cur, lastKnownGood checkpoint.Pointer) {
+	n.t.Helper()
 	s, err := checkpoint.Open(checkpoint.Options{Dir: n.stateDir, ComponentVersion: "v1.0.0"})
 	if err != nil {
 		n.t.Fatal(err)
@@ -89,7 +97,7 @@ func (n *node) pointers() (cur, lastKnownGood *corev1.NodeConfigSource) {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	return c.Source, l.Source
+	return c, l
 }
 
 func uidOfSource(src *corev1.NodeConfigSource) string {
