@@ -271,6 +271,9 @@ func (p *planner) reportBudgets(b *budgetCheck) {
 		}
 	}
 	meta.SetStatusCondition(&p.st.Conditions, cond)
+	if cond.Status == metav1.ConditionTrue {
+		p.budgetHeld = cond.Message
+	}
 }
 
 // budgetNames is the part of a condition message that names the budgets

@@ -161,6 +161,10 @@ func TestDisruptionBudgets(t *testing.T) {
 				if !strings.Contains(c.Message, m) {
 					t.Errorf("DisruptionBudget message %q does not say %q", c.Message, m)
 				}
+				// The rollout's own message says it too.
+				if held && !strings.Contains(w.r.Status.Message, m) {
+					t.Errorf("status message %q does not say %q", w.r.Status.Message, m)
+				}
 			}
 			if held && (res.RequeueAfter == 0 || res.RequeueAfter > DisruptionBudgetRequeue) {
 				t.Errorf("RequeueAfter %v while nodes are held, want at most %v", res.RequeueAfter, DisruptionBudgetRequeue)

@@ -236,10 +236,14 @@ type planner struct {
 	oursErr  error // why ours does not encode (an edited spec)
 	deadline time.Duration
 	conflict string // why the rollout is refused, "" when it is not
-	blocked  []string
-	absent   []string // selected nodes that do not run the component (notrunning.go)
-	refused  string   // the Refused condition's reason, "" when not refused
-	res      Result
+	// budgetHeld is what this round's budget check held back (the
+	// DisruptionBudget condition's message while True), for the status
+	// message; "" when it held nothing.
+	budgetHeld string
+	blocked    []string
+	absent     []string // selected nodes that do not run the component (notrunning.go)
+	refused    string   // the Refused condition's reason, "" when not refused
+	res        Result
 }
 
 // Plan decides the next step of a rollout. It is pure: the same input gives
@@ -959,6 +963,9 @@ func (p *planner) steps() {
 		p.assign(target, selected)
 		if st.Phase == v1alpha1.PhaseProgressing {
 			st.Message = p.progress(i, target, selected) + p.soakNote()
+			if p.budgetHeld != "" {
+				st.Message = truncate(st.Message + "; " + p.budgetHeld)
+			}
 		}
 		return
 	}
