@@ -70,6 +70,13 @@ func TestNodeVerdict(t *testing.T) {
 	}
 }
 
+// readyOnN1 is a pod Ready for an hour before at0, bound to node n1.
+func readyOnN1(name string) *corev1.Pod {
+	p := pod(name, corev1.PodRunning, corev1.ConditionTrue, at0.Add(-time.Hour))
+	p.Spec.NodeName = "n1"
+	return &p
+}
+
 func pod(name string, phase corev1.PodPhase, ready corev1.ConditionStatus, since time.Time) corev1.Pod {
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}, Status: corev1.PodStatus{Phase: phase}}
 	if ready != "" {
@@ -358,12 +365,7 @@ func TestWebhookNoGo(t *testing.T) {
 func TestAnalyzerFlow(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(at0)
-	ready := func(name string) *corev1.Pod {
-		p := pod(name, corev1.PodRunning, corev1.ConditionTrue, at0.Add(-time.Hour))
-		p.Spec.NodeName = "n1"
-		return &p
-	}
-	client := fake.NewClientset(ready("a"), ready("b"), ready("c"))
+	client := fake.NewClientset(readyOnN1("a"), readyOnN1("b"), readyOnN1("c"))
 	var planned []string
 	a := newAnalyzer(client, clk, func(key string) { planned = append(planned, key) })
 	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid"}}
@@ -382,7 +384,7 @@ func TestAnalyzerFlow(t *testing.T) {
 		t.Fatalf("before the first pods check: %+v, want no failure and no verdict", got)
 	}
 	// The new config rejects pod c.
-	c := ready("c")
+	c := readyOnN1("c")
 	c.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfpods"}
 	if _, err := client.CoreV1().Pods("ns").UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

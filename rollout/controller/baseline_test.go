@@ -34,12 +34,7 @@ import (
 func TestPodBaselineBeforeTheAssignment(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(at0)
-	running := func(name string) *corev1.Pod {
-		p := pod(name, corev1.PodRunning, corev1.ConditionTrue, at0.Add(-time.Hour))
-		p.Spec.NodeName = "n1"
-		return &p
-	}
-	client := fake.NewClientset(running("a"), running("b"), running("c"))
+	client := fake.NewClientset(readyOnN1("a"), readyOnN1("b"), readyOnN1("c"))
 	var failLists atomic.Int32
 	failLists.Store(1)
 	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -78,7 +73,7 @@ func TestPodBaselineBeforeTheAssignment(t *testing.T) {
 	// The patch: the node restarts on the new config, which rejects pod c
 	// 3.3 s later.
 	clk.Step(3300 * time.Millisecond)
-	c := running("c")
+	c := readyOnN1("c")
 	c.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfpods", Message: "Pod was rejected: Node didn't have enough resource: pods"}
 	if _, err := client.CoreV1().Pods("ns").UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -115,9 +110,8 @@ func TestPodBaselineBeforeTheAssignment(t *testing.T) {
 func TestPodsPassNoSoonerThanTheGracePeriod(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(at0)
-	p := pod("a", corev1.PodRunning, corev1.ConditionTrue, at0.Add(-time.Hour))
-	p.Spec.NodeName = "n1"
-	client := fake.NewClientset(&p)
+	p := readyOnN1("a")
+	client := fake.NewClientset(p)
 	a := newAnalyzer(client, clk, func(string) {})
 	ro := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ro", UID: "ro-uid"}}
 	ro.Spec.Analysis = &v1alpha1.RolloutAnalysis{Pods: &v1alpha1.PodAnalysis{MaxNewFailures: ptr.To(int32(0)), GracePeriod: &metav1.Duration{Duration: 20 * time.Second}}}
@@ -143,7 +137,7 @@ func TestPodsPassNoSoonerThanTheGracePeriod(t *testing.T) {
 	a.watch(ctx, "ns/ro", ro, nil)
 	a.watch(ctx, "ns/ro", ro, []plan.Watch{{Node: "n1", AssignedAt: clk.Now(), Fresh: true}})
 	p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfpods"}
-	if _, err := client.CoreV1().Pods("ns").UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.CoreV1().Pods("ns").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(3 * time.Second)

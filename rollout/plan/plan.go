@@ -880,11 +880,10 @@ func (p *planner) configMapChanged() bool {
 		why = fmt.Sprintf("ConfigMap %s (UID %s) was deleted while the rollout was active", name, pinned.UID)
 	case cm.UID != pinned.UID:
 		why = fmt.Sprintf("ConfigMap %s was replaced while the rollout was active (UID %s, now %s)", name, pinned.UID, cm.UID)
-	case cm.ResourceVersion != pinned.ResourceVersion && !cm.Immutable:
-		// An immutable ConfigMap's new resourceVersion is an edit of its
-		// metadata (a label, an annotation): its config cannot change,
-		// the nodes do not take it for a new config (they keep running
-		// the checkpoint they have), so the rollout goes on with it.
+	case !SameConfig(pinned.UID, pinned.ResourceVersion, cm):
+		// SameConfig: an immutable ConfigMap's new resourceVersion is an
+		// edit of its metadata, and the nodes do not take it for a new
+		// config either (they keep the checkpoint they have).
 		why = fmt.Sprintf("ConfigMap %s was edited while the rollout was active (resourceVersion %s, now %s); roll out a new ConfigMap instead of editing one",
 			name, pinned.ResourceVersion, cm.ResourceVersion)
 	default:
