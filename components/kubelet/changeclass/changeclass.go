@@ -111,7 +111,7 @@ var table = []entry{
 	}},
 	{Field{
 		Path: "kubeReserved", Class: Drain, StateFiles: []string{CPUManagerStateFile},
-		When:     whenCPUStatic + "its cpu changes the number of reserved CPUs (reservedSystemCPUs is not set on one side at least)",
+		When:     whenCPUStatic + "its cpu changes, and with it the number of CPUs the kubelet reserves (reservedSystemCPUs is unset on both sides, or on one)",
 		Upstream: "cm/cpumanager/cpu_manager.go:NewManager; " + validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && (o.ReservedSystemCPUs == "" || n.ReservedSystemCPUs == "") &&
@@ -134,8 +134,8 @@ var table = []entry{
 	}},
 	{Field{
 		Path: "reservedSystemCPUs", Class: Drain, StateFiles: []string{CPUManagerStateFile},
-		When: whenCPUStatic + "the reserved CPU set may take a CPU the checkpoint does not hold in its shared pool " +
-			"(a CPU is added to it; with " + strictOption + ", any change)",
+		When: whenCPUStatic + "the reserved set gains a CPU (with " + strictOption + ": changes at all), " +
+			"or is set where it was not or the other way round (the kubelet then picks the CPUs by count and topology)",
 		Upstream: validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && !sameCPUs(o.ReservedSystemCPUs, n.ReservedSystemCPUs)
@@ -149,7 +149,7 @@ var table = []entry{
 	}},
 	{Field{
 		Path: "systemReserved", Class: Drain, StateFiles: []string{CPUManagerStateFile},
-		When:     whenCPUStatic + "its cpu changes the number of reserved CPUs (reservedSystemCPUs is not set on one side at least)",
+		When:     whenCPUStatic + "its cpu changes, and with it the number of CPUs the kubelet reserves (reservedSystemCPUs is unset on both sides, or on one)",
 		Upstream: "cm/cpumanager/cpu_manager.go:NewManager; " + validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && (o.ReservedSystemCPUs == "" || n.ReservedSystemCPUs == "") &&
