@@ -49,7 +49,9 @@ import (
 //     cordoned while the mark exists: the run role writes it once the drain
 //     has finished and before it restarts the kubelet, and removes it
 //     before it uncordons. It names the config it drained for (a message,
-//     not a key: any mark allows the removal).
+//     not a key: any mark allows the removal). The run role learns whether
+//     a config needs the drain from StateChange, the comparison the
+//     pre-start role will make.
 //
 // The rule: the pre-start role removes the state files of a Drain change
 // when the node is marked drained, or when the config to start is a
@@ -372,3 +374,29 @@ func (c Common) prepareStateFiles(l dynconfigLayers, ch dynconfig.Chosen, log lo
 }
 
 type dynconfigLayers = dynconfig.Layers[Config]
+
+// StateChange returns the change the kubelet's state files see when the
+// kubelet next starts on candidate (nil: the node's own config): the
+// change from the config they were made for, as recorded in
+// c.KubeletRootDir, to candidate's effective config (the node's files with
+// candidate in dynconfig's place). It is the pre-start role's comparison,
+// made ahead: a run role that drains for a Drain change before the restart
+// decides as the pre-start role will. Without a record (a kubelet that
+// never started under this version of dynconfig) it is a Restart, as it is
+// for the pre-start role. An error means candidate's effective config
+// cannot be built or the record cannot be read.
+func StateChange(c Common, candidate *dynconfig.Document, log logr.Logger) (changeclass.Change, error) {
+	l, err := NewLayers(c.Files, log)
+	if err != nil {
+		return changeclass.Change{}, err
+	}
+	next, err := l.Build(candidate)
+	if err != nil {
+		return changeclass.Change{}, err
+	}
+	last, _, err := readStateRecord(rootOrDefault(c.KubeletRootDir))
+	if err != nil || last == nil {
+		return changeclass.Change{}, err
+	}
+	return changeclass.Compare(last.Config, next), nil
+}

@@ -311,3 +311,26 @@ func FuzzStateRecords(f *testing.F) {
 		}
 	})
 }
+
+// StateChange tells the run role ahead what the pre-start role will find.
+func TestStateChange(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	s := newStateNode(t)
+	log := ktesting.NewLogger(t, ktesting.NewConfig())
+	static := chosen(head + staticPayload).Document
+	if ch, err := StateChange(s.c, static, log); err != nil || ch.Class != changeclass.Restart {
+		t.Fatalf("no record: %v, %v; want Restart", ch, err)
+	}
+	s.prestart(ctx)
+	ch, err := StateChange(s.c, static, log)
+	want := changeclass.Change{Class: changeclass.Drain, Fields: []string{"cpuManagerPolicy"}, StateFiles: []string{changeclass.CPUManagerStateFile}}
+	if err != nil || !cmp.Equal(ch, want) {
+		t.Fatalf("none -> static: %v, %v; want %v", ch, err, want)
+	}
+	if ch, err := StateChange(s.c, chosen(head+"maxPods: 20\n").Document, log); err != nil || ch.Class != changeclass.Restart {
+		t.Fatalf("maxPods: %v, %v; want Restart", ch, err)
+	}
+	if _, err := StateChange(s.c, chosen(head+"maxPods: -3\n").Document, log); err == nil {
+		t.Fatal("an invalid candidate: no error")
+	}
+}
