@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet/changeclass"
@@ -42,8 +43,10 @@ import (
 //     crash-loop rule rolls back to the config the files were made for, and
 //     that start compares equal and removes nothing. When none of the named
 //     files exists, nothing needs removing and the new config is recorded.
-//     A missing or unreadable record is no change: the new config is
-//     recorded and nothing is removed.
+//     The CPU and memory managers' checkpoints name their policy
+//     themselves, and what they say wins over the record: a record that
+//     is missing, unreadable or stale never hides a policy change (without
+//     a record, only the policies are compared).
 //   - DrainedFile (MarkDrained, Drained, ClearDrained) says that the run
 //     role cordoned the node and evicted its pods, and that the node stays
 //     cordoned while the mark exists: the run role writes it once the drain
@@ -225,6 +228,74 @@ func readStateRecord(rootDir string) (*stateRecord, []byte, error) {
 	return r, data, nil
 }
 
+// decodeCheckpointPolicy returns the policy name a checkpoint of the
+// kubelet's CPU or memory manager records: its top-level "policyName",
+// which every format version of both has. Other fields are ignored.
+func decodeCheckpointPolicy(data []byte) (string, error) {
+	var cp struct {
+		PolicyName string `json:"policyName"`
+	}
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return "", err
+	}
+	if cp.PolicyName == "" {
+		return "", errors.New("policyName: missing")
+	}
+	return cp.PolicyName, nil
+}
+
+// checkpointPolicy returns the policy name of the checkpoint name in
+// rootDir; "" when there is none or it cannot be read (logged).
+func checkpointPolicy(rootDir, name string, log logr.Logger) string {
+	path := filepath.Join(rootDir, name)
+	data, err := atomicfile.ReadRegular(path, maxRecord)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err == nil {
+		var p string
+		if p, err = decodeCheckpointPolicy(data); err == nil {
+			return p
+		}
+	}
+	log.Info("Warning: the kubelet's checkpoint does not say its policy; the record alone decides", "file", path, "err", err)
+	return ""
+}
+
+// lastConfig returns the config the kubelet's state files in rootDir were
+// made for, as far as it is known, and the record's bytes: the record,
+// with the policy names the CPU and memory managers' checkpoints hold
+// themselves, which win over it (a record lost, stale after a failed
+// write, or older than the files never hides a policy change). Without a
+// record, the fields other than the policies are taken as next's: only
+// the policies are known. nil when nothing is known.
+func lastConfig(rootDir string, next *Config, log logr.Logger) (*Config, []byte) {
+	rec, data, err := readStateRecord(rootDir)
+	if err != nil {
+		log.Error(err, "The record of the config the kubelet's state files were made for is unreadable; taken as none, it will be rewritten")
+	}
+	cpu := checkpointPolicy(rootDir, changeclass.CPUManagerStateFile, log)
+	memory := checkpointPolicy(rootDir, changeclass.MemoryManagerStateFile, log)
+	var last *Config
+	switch {
+	case rec != nil:
+		last = rec.Config.DeepCopy()
+	case cpu != "" || memory != "":
+		last = next.DeepCopy()
+	default:
+		return nil, data
+	}
+	if cpu != "" && cpu != last.CPUManagerPolicy && (cpu != "none" || last.CPUManagerPolicy != "") {
+		log.V(1).Info("The CPU manager's checkpoint names its policy", "checkpoint", cpu, "record", last.CPUManagerPolicy)
+		last.CPUManagerPolicy = cpu
+	}
+	if memory != "" && memory != last.MemoryManagerPolicy && (memory != kubeletv1beta1.NoneMemoryManagerPolicy || last.MemoryManagerPolicy != "") {
+		log.V(1).Info("The memory manager's checkpoint names its policy", "checkpoint", memory, "record", last.MemoryManagerPolicy)
+		last.MemoryManagerPolicy = memory
+	}
+	return last, data
+}
+
 // statePlan is what the pre-start role does with the kubelet's state files
 // before a start.
 type statePlan struct {
@@ -277,15 +348,9 @@ type stateFiles struct {
 // unreadable mark is no mark.
 func prepareStateFiles(rootDir string, next *Config, source string, fallback bool, log logr.Logger) *stateFiles {
 	s := &stateFiles{rootDir: rootDir, log: log, next: stateRecord{Version: recordVersion, Source: source, Config: next}}
-	last, data, err := readStateRecord(rootDir)
-	if err != nil {
-		log.Error(err, "The record of the config the kubelet's state files were made for is unreadable; taken as none, it will be rewritten")
-	}
+	last, data := lastConfig(rootDir, next, log)
 	s.last = data
-	var change changeclass.Change
-	if last != nil {
-		change = changeclass.Compare(last.Config, next)
-	}
+	change := changeclass.Compare(last, next)
 	var existing []string
 	for _, name := range change.StateFiles {
 		if _, err := os.Lstat(filepath.Join(rootDir, name)); err == nil {
@@ -382,9 +447,9 @@ type dynconfigLayers = dynconfig.Layers[Config]
 // candidate in dynconfig's place). It is the pre-start role's comparison,
 // made ahead: a run role that drains for a Drain change before the restart
 // decides as the pre-start role will. Without a record (a kubelet that
-// never started under this version of dynconfig) it is a Restart, as it is
-// for the pre-start role. An error means candidate's effective config
-// cannot be built or the record cannot be read.
+// never started under this version of dynconfig) only the policies the
+// kubelet's checkpoints record are compared, as by the pre-start role. An
+// error means candidate's effective config cannot be built.
 func StateChange(c Common, candidate *dynconfig.Document, log logr.Logger) (changeclass.Change, error) {
 	l, err := NewLayers(c.Files, log)
 	if err != nil {
@@ -394,9 +459,6 @@ func StateChange(c Common, candidate *dynconfig.Document, log logr.Logger) (chan
 	if err != nil {
 		return changeclass.Change{}, err
 	}
-	last, _, err := readStateRecord(rootOrDefault(c.KubeletRootDir))
-	if err != nil || last == nil {
-		return changeclass.Change{}, err
-	}
-	return changeclass.Compare(last.Config, next), nil
+	last, _ := lastConfig(rootOrDefault(c.KubeletRootDir), next, log)
+	return changeclass.Compare(last, next), nil
 }

@@ -25,6 +25,10 @@
 //     without dynconfig; after the pre-start role of a drained node (or of
 //     the node's own fallback) it passes.
 //
+//   - TestStateChangeReadsTheRealCheckpoints: without dynconfig's record,
+//     the policy names in the checkpoints the real managers write still
+//     make a policy change Drain.
+//
 // No cluster and no binaries: the managers run in the test process on a
 // made-up machine (one socket, two cores of two threads, one NUMA node),
 // with the kubelet's root dir a temporary directory.
