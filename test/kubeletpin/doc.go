@@ -24,7 +24,6 @@
 //     real start check: without a drain the check refuses, as it does
 //     without dynconfig; after the pre-start role of a drained node (or of
 //     the node's own fallback) it passes.
-//
 //   - TestStateChangeReadsTheRealCheckpoints: without dynconfig's record,
 //     the policy names in the checkpoints the real managers write still
 //     make a policy change Drain.

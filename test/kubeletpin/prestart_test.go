@@ -22,14 +22,11 @@ import (
 
 const head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
-// The CPU policy none -> static and back through the pre-start role, with
-// the CPU manager's real start check standing for the kubelet's start:
-// without a drain the check refuses the change, as it refuses it without
-// dynconfig; on a node marked drained the pre-start role removes the
-// checkpoint and the check passes; the way back, a fallback to the node's
-// own config, passes too, where a start without the removal is refused.
-func TestPreStartLetsTheKubeletStart(t *testing.T) {
-	ctx := klog.NewContext(context.Background(), logger(t))
+// newNode is a node's kubelet files (a base config with maxPods 10 and the
+// none policies, a config dir), dynconfig's state dir and the kubelet's
+// root dir, all in a temporary dir.
+func newNode(t *testing.T) kubeletdropin.Common {
+	t.Helper()
 	dir := t.TempDir()
 	files := kubeletdropin.Files{Config: filepath.Join(dir, "config.yaml"), ConfigDir: filepath.Join(dir, "conf.d")}
 	root := filepath.Join(dir, "kubelet-root")
@@ -41,7 +38,19 @@ func TestPreStartLetsTheKubeletStart(t *testing.T) {
 	if err := os.WriteFile(files.Config, []byte(head+"maxPods: 10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := kubeletdropin.Common{Files: files, StateDir: filepath.Join(dir, "state"), KubeletVersion: "v1.37.0", KubeletRootDir: root}
+	return kubeletdropin.Common{Files: files, StateDir: filepath.Join(dir, "state"), KubeletVersion: "v1.37.0", KubeletRootDir: root}
+}
+
+// The CPU policy none -> static and back through the pre-start role, with
+// the CPU manager's real start check standing for the kubelet's start:
+// without a drain the check refuses the change, as it refuses it without
+// dynconfig; on a node marked drained the pre-start role removes the
+// checkpoint and the check passes; the way back, a fallback to the node's
+// own config, passes too, where a start without the removal is refused.
+func TestPreStartLetsTheKubeletStart(t *testing.T) {
+	ctx := klog.NewContext(context.Background(), logger(t))
+	c := newNode(t)
+	root := c.KubeletRootDir
 	prestart := func() kubeletdropin.PreStartResult {
 		t.Helper()
 		res, err := kubeletdropin.PreStart(ctx, c, 0)
@@ -127,18 +136,8 @@ func TestPreStartLetsTheKubeletStart(t *testing.T) {
 // never ran this version), StateChange, the comparison the pre-start role
 // makes, still sees a policy change of either manager.
 func TestStateChangeReadsTheRealCheckpoints(t *testing.T) {
-	dir := t.TempDir()
-	files := kubeletdropin.Files{Config: filepath.Join(dir, "config.yaml"), ConfigDir: filepath.Join(dir, "conf.d")}
-	root := filepath.Join(dir, "kubelet-root")
-	for _, d := range []string{files.ConfigDir, root} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(files.Config, []byte(head+"maxPods: 10\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := kubeletdropin.Common{Files: files, StateDir: filepath.Join(dir, "state"), KubeletVersion: "v1.37.0", KubeletRootDir: root}
+	c := newNode(t)
+	root := c.KubeletRootDir
 	if _, err := startCPU(t, root, &config{}); err != nil {
 		t.Fatal(err)
 	}
