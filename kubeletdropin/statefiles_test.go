@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -374,5 +375,32 @@ func TestStateChange(t *testing.T) {
 	}
 	if _, err := StateChange(s.c, chosen(head+"maxPods: -3\n").Document, log); err == nil {
 		t.Fatal("an invalid candidate: no error")
+	}
+}
+
+// BenchmarkStateFilesUnchanged is what every kubelet start adds to the
+// pre-start role when the config's class is Restart (the common case):
+// reading the record and both managers' checkpoints, Compare, and no write
+// (the record is unchanged). The effective config's Build is not counted.
+func BenchmarkStateFilesUnchanged(b *testing.B) {
+	root := b.TempDir()
+	next := &Config{CPUManagerPolicy: "static", ReservedSystemCPUs: "0-1", MaxPods: 110}
+	log := logr.Discard()
+	prepareStateFiles(root, next, "local", false, log).record()
+	for name, data := range map[string]string{
+		changeclass.CPUManagerStateFile:    `{"policyName":"static","defaultCpuSet":"0-3","checksum":1}`,
+		changeclass.MemoryManagerStateFile: `{"policyName":"None","machineState":{},"checksum":1}`,
+	} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := prepareStateFiles(root, next, "local", false, log)
+		if s.plan.Change.Class != changeclass.Restart {
+			b.Fatal(s.plan.Change)
+		}
+		s.record()
 	}
 }

@@ -155,3 +155,16 @@ func TestChangeString(t *testing.T) {
 		t.Errorf("String() = %q, want Restart", got)
 	}
 }
+
+// BenchmarkCompare: one comparison of two static CPU configs that differ
+// in their reserved CPUs.
+func BenchmarkCompare(b *testing.B) {
+	old := staticCPU(func(c *config) { c.ReservedSystemCPUs = "0-1" })
+	new := staticCPU(func(c *config) { c.ReservedSystemCPUs = "0-3" })
+	b.ReportAllocs()
+	for b.Loop() {
+		if Compare(old, new).Class != Drain {
+			b.Fatal("not Drain")
+		}
+	}
+}
