@@ -14,8 +14,10 @@
 //     message changeclass quotes.
 //   - TestCompareAgainstTheCPUManager, TestCompareAgainstTheMemoryManager:
 //     changeclass.Compare against the real CPU and memory managers started
-//     on a checkpoint an earlier start left, drained and (CPU) with every
-//     allocatable CPU held by a container: whenever a manager refuses,
+//     on a checkpoint an earlier start left, drained and busy (a pod
+//     holding every allocatable CPU, or 1 GiB of NUMA node 0; pod-level
+//     when the old config turns PodLevelResourceManagers on, with that gate
+//     set in the process as the kubelet would): whenever a manager refuses,
 //     Compare says Drain; where the package doc says it is exact, it says
 //     Drain only then; and after the state files Compare names are
 //     removed, the manager starts.

@@ -38,6 +38,15 @@
 //     policy_static.go (*staticPolicy).validateState refuses a reservation
 //     that differs from the recorded one ("[memorymanager] the expected
 //     machine state is different from the real one").
+//   - Both: with the PodLevelResourceManagers feature gate on (beta, off by
+//     default in 1.37), the static policies record the resources of a pod
+//     with pod-level resources as a pod-level assignment beside the
+//     containers' (PodEntries); a kubelet with the gate off does not read
+//     them, so that the CPU manager's CPUs no longer add up ("current set
+//     of available CPUs %q doesn't match with CPUs in state %q") and the
+//     memory manager's machine state no longer matches. Turning the gate
+//     off is Drain for the manager whose policy is static before and
+//     after (featureGates); turning it on is not.
 //   - dra_manager_state, dra_health_state, kubelet_internal_checkpoint
 //     (device manager), allocated_pods_state, actuated_pods_state,
 //     graceful_node_shutdown_state: none of them records a config field, and
