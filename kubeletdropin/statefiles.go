@@ -36,9 +36,9 @@ import (
 //     with (changeclass.Compare). On a Drain change it removes the state
 //     files the change names, fsyncs the root dir, writes dynconfig's
 //     drop-in, and only then records the new config: a crash anywhere
-//     before the record leaves the old record, so the next start removes
-//     again (harmless: the files are either gone or made by a kubelet that
-//     ran the new config on the same drained node). When it may not remove
+//     before the record leaves the old record, so the next start compares
+//     again and removes again what a kubelet made meanwhile for the old
+//     config (harmless: the node is still drained). When it may not remove
 //     (below), it leaves the record: the kubelet then refuses to start, the
 //     crash-loop rule rolls back to the config the files were made for, and
 //     that start compares equal and removes nothing. When none of the named
