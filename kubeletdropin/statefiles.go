@@ -37,8 +37,9 @@ import (
 //     files the change names, fsyncs the root dir, writes dynconfig's
 //     drop-in, and only then records the new config: a crash anywhere
 //     before the record leaves the old record, so the next start compares
-//     again and removes again what a kubelet made meanwhile for the old
-//     config (harmless: the node is still drained). When it may not remove
+//     again and removes again (harmless: the node is still drained; for a
+//     policy change, only when a checkpoint still names the old policy).
+//     When it may not remove
 //     (below), it leaves the record: the kubelet then refuses to start, the
 //     crash-loop rule rolls back to the config the files were made for, and
 //     that start compares equal and removes nothing. When none of the named
