@@ -61,8 +61,7 @@
 //     after the value are errors.
 //   - Every writer goes through this package's encoders (EncodeAssignment,
 //     ConfigStatus.MarshalAnnotation, EncodeClaim, EncodePreflightRequest);
-//     nobody else spells
-//     these values.
+//     nobody else spells these values.
 //
 // Readers from before this rule (every commit up to 0a61e24) refuse
 // unknown fields and phases: a value with a field added after the rule is
