@@ -14,7 +14,9 @@
 //     without what to put back; the status holds counts, at most
 //     v1alpha1.MaxFailureRecords failures with their reasons and the steps
 //     done, and does not grow with the fleet;
-//   - every patch is made on the resourceVersion the node was read at, and
+//   - every patch of a claim or an assignment is made on the
+//     resourceVersion the node was read at (a pre-flight request, which
+//     claims nothing, is not), and
 //     a node another controller claims (a rollout that is active or
 //     reverting, or one out of Input.Scope) is never assigned over: it is
 //     counted Blocked and the Conflict condition names the claimer;
@@ -90,7 +92,16 @@
 //     still halts, reverts still happen, a pause step's time still runs:
 //     only new assignments wait (windows.go: wall-clock times of the
 //     window's zone, days of that zone, and what a daylight saving change
-//     does).
+//     does);
+//   - with spec.preflight Required or Warn, a rollout that starts assigns
+//     no node until every selected node that runs the component answered
+//     its pre-flight request (nodeapi.PreflightRequest, one patch a node,
+//     asked again only of a node that does not carry it) or the timeout
+//     passed; Required then halts, before any assignment, when a node
+//     failed, was overridden or did not answer; Warn names them and goes
+//     on; status.preflight, the Preflight condition and the Events name
+//     the nodes and their fields (preflight.go). A rollout started without
+//     it is never checked later.
 //
 // What it does not do: it trusts its inputs to be fresh. The caller must
 // give it nodes that include its own last writes (a mutation cache), make
