@@ -248,3 +248,61 @@ func TestPreflightOnlyAtStart(t *testing.T) {
 		t.Fatalf("Off while waiting: assigned %v, status %+v, condition %+v", w.assigning(), w.r.Status.Preflight, w.preflightCondition())
 	}
 }
+
+// FuzzPlanPreflight feeds the pre-flight check what nodes control: the
+// answer a node publishes (any status annotation value) and the request
+// annotation it carries. Plan must not panic, must assign no node before
+// the check completed, must patch a node at most once in a result, must
+// ask only with the request annotation, and under Required must assign
+// nothing once a node did not pass.
+func FuzzPlanPreflight(f *testing.F) {
+	cand := `{"configMap":{"namespace":"ns","name":"new","uid":"cm-uid-1","resourceVersion":"10","kubeletConfigKey":"kubelet"}}`
+	f.Add(`{"phase":"Local","preflight":{"candidate":`+cand+`,"verdict":"Pass"}}`, "", true, 0)
+	f.Add(`{"phase":"Local","preflight":{"candidate":`+cand+`,"verdict":"Overridden","fields":["maxPods (by zz.conf)"]}}`, "x", true, 1)
+	f.Add(`{"phase":"Local","preflight":{"candidate":`+cand+`,"verdict":"Maybe"}}`, "", false, 2)
+	f.Add(`{"phase":"Local","preflight":{"verdict":"Fail","message":"no"}}`, "", false, 30)
+	f.Add(`{"phase":`, "", true, 0)
+	f.Fuzz(func(t *testing.T, published, request string, required bool, minutes int) {
+		w := preflightWorld(t, v1alpha1.PreflightWarn)
+		if required {
+			w.r.Spec.Preflight = v1alpha1.PreflightRequired
+		}
+		for round := range 4 {
+			for _, n := range w.nodes[1:] {
+				n.Status.Preflight = &nodeapi.PreflightResult{Candidate: newSource(), Verdict: nodeapi.PreflightPass}
+			}
+			n := w.node("node-000")
+			if s, err := nodeapi.ParseConfigStatus(published); err == nil {
+				n.Status, n.StatusError = s, ""
+			} else if round > 0 {
+				n.Status, n.StatusError = nil, err.Error()
+			}
+			if round == 1 && request != "" {
+				r := request
+				n.Preflight = &r
+			}
+			res := w.plan()
+			patched := map[string]bool{}
+			for _, p := range res.Patches {
+				if patched[p.Node] {
+					t.Fatalf("patched %s twice in one result", p.Node)
+				}
+				patched[p.Node] = true
+				if p.Preflight != nil {
+					if p.Claim != nil || p.Value != nil || p.Revert {
+						t.Fatalf("a pre-flight request patch changes more: %+v", p)
+					}
+					continue
+				}
+				pf := res.Status.Preflight
+				if !p.Revert && (pf == nil || pf.CompletedAt == nil) {
+					t.Fatalf("assigned %s before the pre-flight check completed (%+v)", p.Node, pf)
+				}
+				if !p.Revert && required && pf.Passed != pf.Asked {
+					t.Fatalf("Required assigned %s though %d of %d nodes passed", p.Node, pf.Passed, pf.Asked)
+				}
+			}
+			w.now = w.now.Add(time.Duration(minutes%180) * time.Minute)
+		}
+	})
+}
