@@ -62,8 +62,8 @@
 //     detection above stays, for a metadata edit or a replaced object);
 //   - a ConfigMap the fleet knows bad is refused (Pending, Refused
 //     KnownBad) unless spec.allowKnownBad: one a ConfigRollout among Others
-//     halted on (HaltMarksBad: any halt but ConfigMapChanged and
-//     InvalidSpec), or that Input.KnownBadNodes nodes report bad in
+//     halted on (HaltMarksBad: any halt but ConfigMapChanged,
+//     InvalidSpec and PreflightFailed), or that Input.KnownBadNodes nodes report bad in
 //     Input.BadReports (BadReportOf: RolledBack or DeadEnd about it), the
 //     same config being the same UID and resourceVersion, or the same UID
 //     of an immutable ConfigMap (SameConfig). The refusal names the halted

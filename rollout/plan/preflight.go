@@ -47,6 +47,11 @@ import (
 // rollout that started before the check was set (or under an older
 // controller), are not checked.
 
+// preflightHaltReason is the Halted condition's reason of a Required
+// check that did not pass; it does not mark the ConfigMap known bad
+// (HaltMarksBad).
+const preflightHaltReason = "PreflightFailed"
+
 // DefaultPreflightTimeout is the default of spec.preflightTimeoutSeconds.
 const DefaultPreflightTimeout = 120 * time.Second
 
@@ -161,7 +166,7 @@ func (p *planner) preflightHolds() bool {
 	why := describePreflight(pf, notPassed)
 	if policy == v1alpha1.PreflightRequired {
 		p.preflightCondition(metav1.ConditionFalse, "Failed", why)
-		p.halt("PreflightFailed", why+" (spec.preflight Required: no node was assigned)")
+		p.halt(preflightHaltReason, why+" (spec.preflight Required: no node was assigned)")
 		return true
 	}
 	p.preflightCondition(metav1.ConditionFalse, "Warnings", why)

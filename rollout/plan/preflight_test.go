@@ -142,6 +142,19 @@ func TestPreflightRequiredHaltsOnOverridden(t *testing.T) {
 	if !w.hasEvent("Halted") {
 		t.Errorf("no Halted event: %+v", w.last.Events)
 	}
+	// Nothing ran the config: the halt does not make it known bad, and a
+	// new rollout of it (once the drop-in is gone) starts.
+	if HaltMarksBad(halted.Reason) {
+		t.Errorf("a pre-flight halt marks the ConfigMap known bad")
+	}
+	next := preflightWorld(t, v1alpha1.PreflightRequired)
+	next.r.Name, next.r.UID = "ro-2", "ro-2-uid"
+	next.others = []Other{{Namespace: "ns", Name: "ro", UID: "ro-uid", Phase: v1alpha1.PhaseHalted, Started: true,
+		ConfigMap: w.r.Status.ConfigMap, HaltReason: halted.Reason, HaltMessage: halted.Message}}
+	next.plan()
+	if next.r.Status.Phase != v1alpha1.PhaseProgressing || len(next.asks()) != 4 {
+		t.Errorf("a new rollout of the ConfigMap: phase %s (%s), asked %v; want it to start and ask", next.r.Status.Phase, next.r.Status.Message, next.asks())
+	}
 }
 
 // TestPreflightWarnGoesOn: under Warn, the nodes that failed or were
