@@ -58,6 +58,8 @@ type NodeSource struct {
 	mu    sync.Mutex
 	nodes cache.SharedIndexInformer // set while Run runs
 	watch *configMapWatch           // the assigned ConfigMap's, while Run runs
+	// preflight is the last pre-flight request resolved (preflight.go).
+	preflight preflightMemo
 }
 
 var _ Remote = (*NodeSource)(nil)

@@ -27,9 +27,11 @@ type Preflighter interface {
 
 var _ Preflighter = (*NodeSource)(nil)
 
-// Preflight implements Preflighter: from the node cache while Run keeps it
-// synced, else from the API server; the candidate's ConfigMap from the
-// assigned ConfigMap's watch when it is that one, else with a GET.
+// Preflight implements Preflighter: the request from the node cache while
+// Run keeps it synced, else from the API server; the candidate's ConfigMap
+// from the assigned ConfigMap's watch when it is that one, else with a
+// GET, once for a request: one resolved to the resourceVersion it pins is
+// remembered while it stays on the Node.
 func (s *NodeSource) Preflight(ctx context.Context) (*nodeapi.PreflightRequest, Assignment, error) {
 	key := s.opts.PreflightAnnotation
 	if key == "" {
@@ -51,8 +53,15 @@ func (s *NodeSource) Preflight(ctx context.Context) (*nodeapi.PreflightRequest, 
 		return nil, Assignment{}, err
 	}
 	s.mu.Lock()
-	w := s.watch
+	w, memo := s.watch, s.preflight
 	s.mu.Unlock()
+	if memo.value == v && memo.a.ConfigMap != nil {
+		// The same request, resolved before: its candidate is pinned by
+		// uid and resourceVersion, so it is the same object. A node
+		// answers at every resync while the request stays on its Node,
+		// and must not GET the ConfigMap each time.
+		return req, Assignment{Source: memo.a.Source.DeepCopy(), ConfigMap: memo.a.ConfigMap.DeepCopy()}, nil
+	}
 	ref := req.Candidate.ConfigMap
 	a, err := resolveConfigMap(ctx, s.opts.Client, w, ref.Namespace, ref.Name, func(cm *corev1.ConfigMap) (Assignment, error) {
 		resolved, err := Resolve(req.Candidate, cm, s.opts.PayloadKey)
@@ -61,7 +70,19 @@ func (s *NodeSource) Preflight(ctx context.Context) (*nodeapi.PreflightRequest, 
 		}
 		return Assignment{Source: resolved, ConfigMap: cm}, nil
 	})
+	if err == nil && a.Source.ConfigMap.ResourceVersion == ref.ResourceVersion {
+		s.mu.Lock()
+		s.preflight = preflightMemo{value: v, a: Assignment{Source: a.Source.DeepCopy(), ConfigMap: a.ConfigMap.DeepCopy()}}
+		s.mu.Unlock()
+	}
 	return req, a, err
+}
+
+// preflightMemo is the last request value NodeSource.Preflight resolved
+// to the resourceVersion it pins, with its candidate.
+type preflightMemo struct {
+	value string
+	a     Assignment
 }
 
 // preflightChanged reports whether an update of the Node changed its

@@ -115,3 +115,46 @@ func TestNodePreflightChangeWakes(t *testing.T) {
 		t.Errorf("a changed request does not count as a change")
 	}
 }
+
+// TestNodePreflightReadsTheConfigMapOnce: a node answers its request at
+// every resync while it stays; the candidate, pinned by uid and
+// resourceVersion, is read from the API server once, not at every answer.
+// A candidate that did not resolve is read again (it may appear).
+func TestNodePreflightReadsTheConfigMapOnce(t *testing.T) {
+	key := nodeapi.PreflightAnnotationFor("kubelet")
+	cand := resolvedRef("cfg", "new", "uid-new", "7", "kubelet")
+	n := testNode(nil, nil)
+	n.Annotations = map[string]string{key: preflightRequestValue(t, cand)}
+	client := fake.NewClientset(n)
+	s := newNodeSource(t, client, NodeOptions{PreflightAnnotation: key})
+	gets := func() int {
+		c := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "configmaps" {
+				c++
+			}
+		}
+		return c
+	}
+	for range 2 {
+		if _, _, err := s.Preflight(context.Background()); err == nil {
+			t.Fatal("a missing ConfigMap resolved")
+		}
+	}
+	if got := gets(); got != 2 {
+		t.Fatalf("%d ConfigMap GETs for a missing candidate asked twice, want 2", got)
+	}
+	if _, err := client.CoreV1().ConfigMaps("cfg").Create(context.Background(), cmap("cfg", "new", "uid-new", "7", map[string]string{"kubelet": "x"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_, a, err := s.Preflight(context.Background())
+		if err != nil || a.ConfigMap == nil || a.ConfigMap.Data["kubelet"] != "x" {
+			t.Fatalf("Preflight = %+v, %v", a, err)
+		}
+		a.ConfigMap.Data["kubelet"] = "changed by the caller"
+	}
+	if got := gets(); got != 3 {
+		t.Fatalf("%d ConfigMap GETs, want 3: one more for the three answers once it exists", got)
+	}
+}

@@ -63,10 +63,11 @@
 //   - a ConfigMap the fleet knows bad is refused (Pending, Refused
 //     KnownBad) unless spec.allowKnownBad: one a ConfigRollout among Others
 //     halted on (HaltMarksBad: any halt but ConfigMapChanged,
-//     InvalidSpec and PreflightFailed), or that Input.KnownBadNodes nodes report bad in
-//     Input.BadReports (BadReportOf: RolledBack or DeadEnd about it), the
-//     same config being the same UID and resourceVersion, or the same UID
-//     of an immutable ConfigMap (SameConfig). The refusal names the halted
+//     InvalidSpec and PreflightFailed), or that Input.KnownBadNodes
+//     nodes report bad in Input.BadReports (BadReportOf: RolledBack or
+//     DeadEnd about it), the same config being the same UID and
+//     resourceVersion, or the same UID of an immutable ConfigMap
+//     (SameConfig). The refusal names the halted
 //     rollouts and the nodes. What is known comes in the Input; deleting
 //     the halted rollout forgets its halt (the nodes' reports stay while
 //     they say so). Once started, a rollout is not stopped by what the
