@@ -319,3 +319,32 @@ func FuzzPlanPreflight(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPlanPreflight5000 plans a rollout whose pre-flight check waits
+// on 5000 selected nodes, half of which answered: the work of each
+// reconcile while the check waits (every node event of the fleet plans
+// it again).
+func BenchmarkPlanPreflight5000(b *testing.B) {
+	w := newWorld(b, 5000, countStep(1), percentStep("100%"))
+	w.r.Spec.Preflight = v1alpha1.PreflightWarn
+	w.plan()
+	if len(w.asks()) != 5000 {
+		b.Fatalf("set-up: %d asked", len(w.asks()))
+	}
+	for i, n := range w.nodes {
+		if i%2 == 0 {
+			s := *n.Status
+			s.Preflight = &nodeapi.PreflightResult{Candidate: newSource(), Verdict: nodeapi.PreflightPass}
+			n.Status = &s
+		}
+	}
+	in := w.input()
+	in.Memo = &Memo{}
+	b.ReportAllocs()
+	for b.Loop() {
+		res := Plan(in)
+		if pf := res.Status.Preflight; pf == nil || pf.NoAnswer != 2500 || len(res.Patches) != 0 {
+			b.Fatalf("status.preflight %+v, %d patches", pf, len(res.Patches))
+		}
+	}
+}
