@@ -16,6 +16,7 @@ import (
 	"github.com/dynconfig/dynconfig/merge"
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/source"
+	"github.com/dynconfig/dynconfig/source/sourcetest"
 )
 
 // TestMergeLayersPreflight: NewLayers' Preflight names the candidate's
@@ -66,6 +67,15 @@ func TestMergeLayersPreflight(t *testing.T) {
 	}
 	if _, err := l2.(PreflightLayers).Preflight(doc("value: -1\n")); err == nil || !strings.Contains(err.Error(), "value") {
 		t.Errorf("an invalid value: %v", err)
+	}
+	// A field the platform locks: refused, naming the field and its owner.
+	locked, err := merge.New[testConfig](testProfile{}, merge.Options{Policy: merge.Policy{Owner: "acme-platform", Locked: []string{"name"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l3, _ := NewLayers(locked, LocalConfig{})
+	if _, err := l3.(PreflightLayers).Preflight(doc("value: 1\nname: mine\n")); err == nil || !strings.Contains(err.Error(), "name") || !strings.Contains(err.Error(), "acme-platform") {
+		t.Errorf("a locked field: %v, want an error naming name and acme-platform", err)
 	}
 }
 
@@ -197,4 +207,52 @@ func TestPreflightReadOnlyStateDir(t *testing.T) {
 	if err := stateDirWritable(dir); err == nil || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("a read-only state dir: %v", err)
 	}
+}
+
+// TestPreflightFollowRole: the run role of an external component (the
+// stock kubelet's) answers within its sync step, with the state dir taken
+// for the step: a bad mark this node holds for the candidate is seen; the
+// dir is released after; nothing is restarted.
+func TestPreflightFollowRole(t *testing.T) {
+	dir := t.TempDir()
+	cand := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: "b", UID: "uid-b", ResourceVersion: "5", KubeletConfigKey: "config"}}
+	s, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkBad(cand, checkpoint.BadMark{Time: time.Now(), Reason: "crash loop", Problem: "CrashLoop"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	reporter := &recordingReporter{}
+	remote := &preflightRemote{Remote: sourcetest.NewFake("config"),
+		req: &nodeapi.PreflightRequest{Namespace: "ops", Name: "ro", UID: "ro-uid", Candidate: cand},
+		a: source.Assignment{Source: cand, ConfigMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "b", UID: "uid-b", ResourceVersion: "5"},
+			Data: map[string]string{"config": goodValue2}}}}
+	c, err := New(Options[testConfig]{
+		Profile: testProfile{}, Layers: testLayers{}, StateDir: dir, ComponentVersion: "v1", Remote: remote, Reporter: reporter,
+		External: &External{Role: Follow, Restarter: RestarterFunc(func(context.Context) error {
+			t.Error("a pre-flight check restarted the component")
+			return nil
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.syncLocked(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := reporter.lastConfig().Preflight
+	if got == nil || got.Verdict != nodeapi.PreflightFail || !strings.Contains(got.Message, "marked bad on this node") {
+		t.Fatalf("answer %+v, want Fail: marked bad on this node", got)
+	}
+	again, err := checkpoint.Open(checkpoint.Options{Dir: dir, ComponentVersion: "v1"})
+	if err != nil {
+		t.Fatalf("the run role kept the state dir after its step: %v", err)
+	}
+	again.Close()
 }
