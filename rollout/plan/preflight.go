@@ -105,6 +105,7 @@ func (p *planner) preflightHolds() bool {
 	}
 	candidate := p.preflightCandidate()
 	var pending, unasked []string
+	blocked := map[string]string{} // pending nodes that may not be asked: why
 	var notPassed []v1alpha1.NodePreflight
 	pf.Asked, pf.Passed, pf.Overridden, pf.Failed, pf.NoAnswer = 0, 0, 0, 0, 0
 	for i := range p.in.Nodes {
@@ -120,7 +121,11 @@ func (p *planner) preflightHolds() bool {
 		if !ans.Answers(candidate) {
 			pending = append(pending, n.Name)
 			if n.Preflight == nil || *n.Preflight != req {
-				unasked = append(unasked, n.Name)
+				if why := p.mayNotAsk(n); why != "" {
+					blocked[n.Name] = why
+				} else {
+					unasked = append(unasked, n.Name)
+				}
 			}
 			continue
 		}
@@ -151,8 +156,11 @@ func (p *planner) preflightHolds() bool {
 		return true
 	}
 	for _, name := range pending {
-		notPassed = append(notPassed, v1alpha1.NodePreflight{Node: name, Verdict: v1alpha1.PreflightNoAnswer,
-			Message: fmt.Sprintf("no answer within %v: its agent is older than the pre-flight check, or did not run", p.preflightTimeout())})
+		msg := fmt.Sprintf("no answer within %v: its agent is older than the pre-flight check, or did not run", p.preflightTimeout())
+		if why := blocked[name]; why != "" {
+			msg = "not asked: " + why
+		}
+		notPassed = append(notPassed, v1alpha1.NodePreflight{Node: name, Verdict: v1alpha1.PreflightNoAnswer, Message: msg})
 	}
 	sortPreflightNodes(notPassed)
 	pf.Nodes = boundPreflightNodes(notPassed)
@@ -172,6 +180,33 @@ func (p *planner) preflightHolds() bool {
 	p.preflightCondition(metav1.ConditionFalse, "Warnings", why)
 	p.event(true, "PreflightWarning", "%s (spec.preflight Warn: going on)", why)
 	return false
+}
+
+// mayNotAsk says why the rollout may not write its request on a node
+// ("" when it may): another rollout holds the node (as for an assignment:
+// its claim does not decode, or its rollout is active, reverting or out
+// of this controller's scope), or another rollout that is still live by
+// the same rule wrote the request the node carries. Two controllers never
+// overwrite each other's request in turn; a request of a rollout that
+// ended is replaced.
+func (p *planner) mayNotAsk(n *Node) string {
+	if why, bad := p.badClaim[n.Name]; bad {
+		return why
+	}
+	if c := p.foreign[n.Name]; c != nil {
+		if ok, why := p.takeable(c); !ok {
+			return "claimed by " + why
+		}
+	}
+	if n.Preflight != nil {
+		r, err := nodeapi.DecodePreflightRequest(*n.Preflight)
+		if err == nil && r != nil && r.UID != p.r.UID {
+			if ok, why := p.takeable(&nodeapi.Claim{Namespace: r.Namespace, Name: r.Name, UID: r.UID}); !ok {
+				return "it carries the pre-flight request of " + why
+			}
+		}
+	}
+	return ""
 }
 
 // preflightCandidate is the config the nodes check: the rollout's

@@ -348,3 +348,44 @@ func BenchmarkPlanPreflight5000(b *testing.B) {
 		}
 	}
 }
+
+// TestPreflightLeavesOthersAlone: a node another live rollout holds (its
+// claim) or asked (its request) is not asked: two rollouts never write
+// over each other's request in turn. It counts as not answering, with
+// why. A request of a rollout that ended is replaced.
+func TestPreflightLeavesOthersAlone(t *testing.T) {
+	w := preflightWorld(t, v1alpha1.PreflightWarn)
+	w.r.Spec.PreflightTimeoutSeconds = ptr.To(int32(60))
+	busy := &nodeapi.PreflightRequest{Namespace: "ns", Name: "busy", UID: "busy-uid", Candidate: newSource()}
+	done := &nodeapi.PreflightRequest{Namespace: "ns", Name: "done", UID: "done-uid", Candidate: newSource()}
+	w.others = []Other{
+		{Namespace: "ns", Name: "busy", UID: "busy-uid", Phase: v1alpha1.PhaseProgressing, Started: true, Nodes: map[string]bool{}},
+		{Namespace: "ns", Name: "done", UID: "done-uid", Phase: v1alpha1.PhaseCompleted, Started: true, Nodes: map[string]bool{}},
+	}
+	for name, r := range map[string]*nodeapi.PreflightRequest{"node-001": busy, "node-002": done} {
+		v, err := nodeapi.EncodePreflightRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.node(name).Preflight = &v
+	}
+	claim := mustJSON(t, &nodeapi.Claim{Namespace: "ns", Name: "busy", UID: "busy-uid", AssignedAt: metav1.NewTime(t0)})
+	w.node("node-003").Claim = &claim
+	w.plan()
+	if got := strings.Join(w.asks(), ","); got != "node-000,node-002" {
+		t.Fatalf("asked %s, want node-000 and node-002 (the request of a rollout that ended)", got)
+	}
+	w.answer("node-000", nodeapi.PreflightPass)
+	w.answer("node-002", nodeapi.PreflightPass)
+	w.now = t0.Add(time.Minute)
+	w.plan()
+	pf := w.r.Status.Preflight
+	if pf.CompletedAt == nil || pf.NoAnswer != 2 {
+		t.Fatalf("status.preflight %+v", pf)
+	}
+	for _, np := range pf.Nodes {
+		if !strings.HasPrefix(np.Message, "not asked: ") || !strings.Contains(np.Message, "ns/busy") {
+			t.Errorf("node %s: %q, want it not asked because of ns/busy", np.Node, np.Message)
+		}
+	}
+}
