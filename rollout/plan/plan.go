@@ -282,6 +282,7 @@ func Plan(in Input) Result {
 
 	p.observe(wasActive)
 	p.decide()
+	p.preflightEnded()
 	p.reverts()
 	p.count(wasActive)
 	p.conditions()

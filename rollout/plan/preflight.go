@@ -182,6 +182,19 @@ func (p *planner) preflightHolds() bool {
 	return false
 }
 
+// preflightEnded closes a check that still waits when the rollout ended
+// without it (aborted, undone, deleted, halted for another reason), so
+// that its condition does not say it waits on a rollout that is over.
+func (p *planner) preflightEnded() {
+	pf := p.st.Preflight
+	if pf == nil || pf.CompletedAt != nil || p.st.Phase.Active() {
+		return
+	}
+	pf.CompletedAt = &p.now
+	p.preflightCondition(metav1.ConditionFalse, "RolloutEnded",
+		fmt.Sprintf("the rollout ended (%s) before the check completed (%d of %d nodes had answered when it last looked)", p.st.Phase, pf.Asked-pf.NoAnswer, pf.Asked))
+}
+
 // mayNotAsk says why the rollout may not write its request on a node
 // ("" when it may): another rollout holds the node (as for an assignment:
 // its claim does not decode, or its rollout is active, reverting or out

@@ -389,3 +389,20 @@ func TestPreflightLeavesOthersAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflightEndsWithTheRollout: a rollout aborted while its check
+// waits does not keep saying that it waits.
+func TestPreflightEndsWithTheRollout(t *testing.T) {
+	w := preflightWorld(t, v1alpha1.PreflightRequired)
+	w.plan()
+	w.answer("node-000", nodeapi.PreflightPass)
+	w.r.Spec.Abort = true
+	w.plan()
+	w.wantPhase(v1alpha1.PhaseAborted)
+	if c := w.preflightCondition(); c.Status != metav1.ConditionFalse || c.Reason != "RolloutEnded" || !strings.Contains(c.Message, "the rollout ended (Aborted) before the check completed") {
+		t.Fatalf("Preflight condition %+v", c)
+	}
+	if w.r.Status.Preflight.CompletedAt == nil {
+		t.Fatalf("status.preflight %+v still waits", w.r.Status.Preflight)
+	}
+}
