@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -138,7 +139,7 @@ func (p *planner) preflightHolds() bool {
 		default:
 			pf.Failed++
 		}
-		notPassed = append(notPassed, v1alpha1.NodePreflight{Node: n.Name, Verdict: string(ans.Verdict), Fields: ans.Fields, Message: truncateReason(ans.Message)})
+		notPassed = append(notPassed, v1alpha1.NodePreflight{Node: n.Name, Verdict: string(ans.Verdict), Fields: statusFields(ans.Fields), Message: truncateReason(ans.Message)})
 	}
 	pf.NoAnswer = int32(len(pending))
 	deadline := pf.StartedAt.Add(p.preflightTimeout())
@@ -288,6 +289,36 @@ func sortPreflightNodes(nodes []v1alpha1.NodePreflight) {
 		}
 		return strings.Compare(a.Node, b.Node)
 	})
+}
+
+// The bounds of a node's fields in status.preflight.nodes: what a node
+// publishes is bounded (nodeapi.MaxPreflightFields of
+// nodeapi.MaxPreflightField bytes), but sixteen nodes of it would make the
+// rollout's status some 140 KiB; the node's own status keeps them all.
+const (
+	maxStatusFields     = 8
+	maxStatusFieldBytes = 256
+)
+
+// statusFields returns fields cut to maxStatusFields entries (the last
+// saying how many more) of at most maxStatusFieldBytes each.
+func statusFields(fields []string) []string {
+	var out []string
+	for i, f := range fields {
+		if i == maxStatusFields-1 && len(fields) > maxStatusFields {
+			out = append(out, fmt.Sprintf("and %d more (the node's status annotation has them)", len(fields)-i))
+			break
+		}
+		if len(f) > maxStatusFieldBytes {
+			cut := maxStatusFieldBytes - len("...")
+			for cut > 0 && !utf8.RuneStart(f[cut]) {
+				cut--
+			}
+			f = f[:cut] + "..."
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // boundPreflightNodes keeps at most MaxFailureRecords nodes.

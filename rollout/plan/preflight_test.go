@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -404,5 +405,31 @@ func TestPreflightEndsWithTheRollout(t *testing.T) {
 	}
 	if w.r.Status.Preflight.CompletedAt == nil {
 		t.Fatalf("status.preflight %+v still waits", w.r.Status.Preflight)
+	}
+}
+
+// TestPreflightStatusFieldsBounded: a node's fields are cut in the
+// rollout's status (the node's own annotation keeps them all), so that
+// sixteen nodes that did not pass keep the status small.
+func TestPreflightStatusFieldsBounded(t *testing.T) {
+	w := preflightWorld(t, v1alpha1.PreflightWarn)
+	w.plan()
+	var many []string
+	for i := range nodeapi.MaxPreflightFields {
+		many = append(many, fmt.Sprintf("featureGates[Gate%02d%s] (by zz.conf)", i, strings.Repeat("x", 400)))
+	}
+	for _, n := range w.nodes {
+		w.answer(n.Name, nodeapi.PreflightOverridden, many...)
+	}
+	w.plan()
+	for _, np := range w.r.Status.Preflight.Nodes {
+		if len(np.Fields) != maxStatusFields || !strings.HasPrefix(np.Fields[maxStatusFields-1], "and 9 more") {
+			t.Fatalf("node %s: %d fields, last %q", np.Node, len(np.Fields), np.Fields[len(np.Fields)-1])
+		}
+		for _, f := range np.Fields {
+			if len(f) > maxStatusFieldBytes {
+				t.Fatalf("a %d-byte field in the status", len(f))
+			}
+		}
 	}
 }
