@@ -56,6 +56,9 @@ type state struct {
 	rollbackCheck       error
 	rollbackCheckTarget *corev1.NodeConfigSource
 	confirm             confirmState // current's confirmation deadline (confirm.go)
+	// preflight is the answer to the Node's pre-flight request, nil when
+	// there is none (preflight.go).
+	preflight *nodeapi.PreflightResult
 }
 
 // New validates opts and returns a Controller. Nothing is read or locked

@@ -47,6 +47,15 @@ func (l *mergeLayers[T]) HasInitConfig() bool { return l.local.InitFile != "" }
 // and the flags. Decode problems in any document are StageDecode errors;
 // policy and validation problems are StageValidate errors.
 func (l *mergeLayers[T]) Build(base *Document) (*T, error) {
+	res, err := l.merge(base)
+	if err != nil {
+		return nil, err
+	}
+	return res.Object, nil
+}
+
+// merge is Build, with the merge's provenance.
+func (l *mergeLayers[T]) merge(base *Document) (*merge.Result[T], error) {
 	layers := merge.Layers{Base: base, Flags: l.local.Flags}
 	if base == nil && l.local.InitFile != "" {
 		doc, err := readDocument(l.local.InitFile)
@@ -73,7 +82,7 @@ func (l *mergeLayers[T]) Build(base *Document) (*T, error) {
 	if err != nil {
 		return nil, MergeFailure(err)
 	}
-	return res.Object, nil
+	return res, nil
 }
 
 // MergeFailure classifies an error of merge.Pipeline.Merge for lkg.Decide:

@@ -351,6 +351,7 @@ func (o *Options[T]) buildCluster(c *Cluster) []error {
 			o.Remote, err = source.NewNode(source.NodeOptions{
 				Client: c.Client, NodeName: c.NodeName, PayloadKey: o.Profile.PayloadKey(),
 				Annotation: nodeapi.AssignmentAnnotationFor(o.Component), Clock: o.Clock,
+				PreflightAnnotation: nodeapi.PreflightAnnotationFor(o.Component),
 			})
 		}
 		if err != nil {

@@ -103,6 +103,7 @@ func configStatus(s state, r status.Report) *nodeapi.ConfigStatus {
 		Assigned:      s.current.Source,
 		Active:        s.running.Source,
 		LastKnownGood: s.lastKnownGood,
+		Preflight:     s.preflight,
 	}
 	if r.Status != corev1.ConditionTrue {
 		cs.Error = r.Reason

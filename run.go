@@ -235,6 +235,7 @@ func (c *Controller[T]) collectGarbage(ctx context.Context) {
 // not at all when that config already runs, else by a reload or a restart.
 func (c *Controller[T]) sync(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	c.checkPreflight(ctx) // published with whatever this sync reports
 	a, err := c.opts.Remote.Assigned(ctx)
 	s := c.snapshot()
 	if err != nil {

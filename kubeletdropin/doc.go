@@ -35,6 +35,9 @@
 // config for every field it sets, as in the kubelet; Build logs a warning
 // naming each such field and the file that wins, and the run role records
 // it as a Warning Event (status.EventReasonConfigOverridden) on the Node.
+// The same check answers a rollout's pre-flight request before anything is
+// applied (Preflight, dynconfig.PreflightLayers): the run role reports the
+// fields as Overridden in its ConfigStatus, without the Event.
 //
 // Decoding follows the kubelet where the node's files are concerned: its
 // base config and its other drop-ins are decoded leniently (an unknown field

@@ -93,23 +93,41 @@ func (l *layers) HasInitConfig() bool { return l.files.Config != "" }
 // Build merges the node's files with candidate in dynconfig's place (nil:
 // without it), defaults and validates the result.
 func (l *layers) Build(candidate *dynconfig.Document) (*Config, error) {
+	cfg, over, err := l.build(candidate)
+	if err != nil {
+		return nil, err
+	}
+	if len(over) > 0 {
+		l.log.Info("Warning: node drop-ins that sort after dynconfig's file set fields of the assigned config again; the kubelet runs their values, not the assigned ones",
+			"config", candidate.Name, "file", l.files.Path(), "overridden", over)
+		if l.overriddenHook != nil {
+			l.overriddenHook(candidate.Name, over)
+		}
+	}
+	return cfg, nil
+}
+
+// build is Build without its warning: the config, and the fields of
+// candidate that a later drop-in overrides (overridden).
+func (l *layers) build(candidate *dynconfig.Document) (*Config, []string, error) {
 	var ls merge.Layers
 	if l.files.Config != "" {
 		data, err := merge.ReadFile(l.files.Config)
 		if err != nil {
-			return nil, fmt.Errorf("kubelet config file: %w", err)
+			return nil, nil, fmt.Errorf("kubelet config file: %w", err)
 		}
 		ls.Base = &merge.Document{Name: l.files.Config, Data: data}
 	}
 	docs, err := l.p.ReadDropIns(l.files.ConfigDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ls.DropIns = place(docs, l.files, candidate)
 	res, err := l.p.Merge(ls)
 	if err != nil {
-		return nil, dynconfig.MergeFailure(err)
+		return nil, nil, dynconfig.MergeFailure(err)
 	}
+	var over []string
 	if candidate != nil {
 		// Lenient for the node's files, strict for what dynconfig applies.
 		var ignored []string
@@ -119,17 +137,11 @@ func (l *layers) Build(candidate *dynconfig.Document) (*Config, error) {
 			}
 		}
 		if len(ignored) > 0 {
-			return nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: errors.New(strings.Join(ignored, "; "))}
+			return nil, nil, &lkg.ConfigError{Stage: lkg.StageDecode, Err: errors.New(strings.Join(ignored, "; "))}
 		}
-		if over := l.overridden(ls, candidate, res.Provenance); len(over) > 0 {
-			l.log.Info("Warning: node drop-ins that sort after dynconfig's file set fields of the assigned config again; the kubelet runs their values, not the assigned ones",
-				"config", candidate.Name, "file", l.files.Path(), "overridden", over)
-			if l.overriddenHook != nil {
-				l.overriddenHook(candidate.Name, over)
-			}
-		}
+		over = l.overridden(ls, candidate, res.Provenance)
 	}
-	return res.Object, nil
+	return res.Object, over, nil
 }
 
 // overridden returns, sorted, "field (by FILE)" for every field the

@@ -14,7 +14,10 @@
 //     ParseAssignment (both), EncodeAssignment, and DescribeSource;
 //   - ConfigStatus, the status annotation a component publishes, with its
 //     phases, its decoder (ParseConfigStatus) and encoder;
-//   - Claim, the rollout's claim annotation (DecodeClaim, EncodeClaim).
+//   - Claim, the rollout's claim annotation (DecodeClaim, EncodeClaim);
+//   - the pre-flight check: PreflightRequest, the rollout's ask
+//     (DecodePreflightRequest, EncodePreflightRequest), and
+//     PreflightResult, the node's answer in its ConfigStatus (preflight.go).
 //
 // The node (packages source, status and the Controller), the rollout
 // planner and controller, and dynconfigctl all read and write Nodes through
@@ -57,8 +60,8 @@
 //     another case is an unknown field), a duplicate key and anything
 //     after the value are errors.
 //   - Every writer goes through this package's encoders (EncodeAssignment,
-//     ConfigStatus.MarshalAnnotation, EncodeClaim); nobody else spells
-//     these values.
+//     ConfigStatus.MarshalAnnotation, EncodeClaim, EncodePreflightRequest);
+//     nobody else spells these values.
 //
 // Readers from before this rule (every commit up to 0a61e24) refuse
 // unknown fields and phases: a value with a field added after the rule is
@@ -66,6 +69,12 @@
 // controller writes it, and only when one rollout takes a Node over from
 // another, so only a downgrade of the controller to such a version meets
 // it (the Node is then left alone as one whose claim is unreadable).
+// ConfigStatus.Preflight is the second: a component writes it only while
+// its Node carries a pre-flight request (PreflightAnnotationFor), which
+// only a controller of this version writes, so again only a downgrade of
+// the controller below the rule, with requests left on the Nodes, meets
+// it. The request annotation is new: agents older than it never read it,
+// and never answer (the rollout's spec.preflight says what that means).
 // testdata/golden.jsonl holds what the encoders of earlier commits wrote,
 // built from git history by testdata/golden.sh; TestGoldenValues decodes
 // every value of it, and checks that this version still writes what the

@@ -44,6 +44,10 @@ func goldenWant() map[string]any {
 		"claim/moved":        &Claim{Namespace: "ops", Name: "roll-1", UID: "ro-uid", Previous: goldenB, AssignedAt: goldenT, Step: 2},
 		"claim/local":        &Claim{Namespace: "ops", Name: "roll-1", UID: "ro-uid", AssignedAt: goldenT},
 		"claim/failed":       &Claim{Namespace: "ops", Name: "roll-1", UID: "ro-uid", Previous: goldenB, AssignedAt: goldenT, Step: 1, Failed: "kubelet reports RolledBack: failed to validate config"},
+		"preflight/request":  &PreflightRequest{Namespace: "ops", Name: "roll-1", UID: "ro-uid", Candidate: goldenA},
+		"status/preflight-overridden": &ConfigStatus{Assigned: goldenB, Active: goldenB, LastKnownGood: goldenB, Phase: PhasePromoted,
+			Preflight: &PreflightResult{Candidate: goldenA, Verdict: PreflightOverridden, Fields: []string{"maxPods (by /etc/kubernetes/kubelet.conf.d/zz-local.conf)"}}},
+		"status/preflight-fail": &ConfigStatus{Phase: PhaseLocal, Preflight: &PreflightResult{Candidate: goldenA, Verdict: PreflightFail, Message: "maxPods: must be positive"}},
 	}
 }
 
@@ -77,6 +81,8 @@ func decodeGolden(name, value string) (any, error) {
 		return ParseAssignment(value)
 	case "status":
 		return ParseConfigStatus(value)
+	case "preflight":
+		return DecodePreflightRequest(value)
 	default:
 		return DecodeClaim(value)
 	}
@@ -89,6 +95,8 @@ func encodeGolden(v any) (string, error) {
 		return EncodeAssignment(v)
 	case *ConfigStatus:
 		return v.MarshalAnnotation()
+	case *PreflightRequest:
+		return EncodePreflightRequest(v)
 	default:
 		return EncodeClaim(v.(*Claim))
 	}
@@ -142,12 +150,15 @@ func TestGoldenValues(t *testing.T) {
 // and its phase means "wait": not bad, not promoted.
 func TestFutureValues(t *testing.T) {
 	s, err := ParseConfigStatus(`{"assigned":{"configMap":{"namespace":"kube-system","name":"kubelet-v2","uid":"uid-v2","resourceVersion":"42","kubeletConfigKey":"kubelet"}},` +
-		`"phase":"Preflight","preflight":{"verdict":"overridden","fields":["maxPods"]},"trialEnds":"2026-11-26T10:30:00Z"}`)
+		`"phase":"Preflight","preflight":{"verdict":"overridden","fields":["maxPods"]},"drain":{"pods":3},"trialEnds":"2026-11-26T10:30:00Z"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Phase != "Preflight" || s.Phase.Known() || s.Phase.Bad() || s.Phase == PhasePromoted || !sameRef(s.Assigned, goldenA) {
 		t.Errorf("future status decoded as %+v (known %v, bad %v), want phase Preflight, waiting", s, s.Phase.Known(), s.Phase.Bad())
+	}
+	if s.Preflight == nil || s.Preflight.Answers(goldenA) {
+		t.Errorf("future status's preflight %+v: a verdict this version does not know (and no candidate) must be kept and answer nothing", s.Preflight)
 	}
 	c, err := DecodeClaim(`{"namespace":"ops","name":"roll-1","uid":"ro-uid","assignedAt":"2026-11-26T10:30:00Z","step":2,"gates":{"soakStartedAt":"2026-11-26T10:40:00Z"}}`)
 	if err != nil || c.Holder() != "ops/roll-1" || c.Step != 2 {

@@ -82,6 +82,10 @@ type ConfigStatus struct {
 	// TrialEnds is when Active, in PhaseTrial, completes its trial by
 	// uptime (promotion may still wait for health).
 	TrialEnds *metav1.Time `json:"trialEnds,omitempty"`
+	// Preflight is the component's answer to the pre-flight request on
+	// its Node (PreflightRequest), while there is one; nil: none asked,
+	// or an agent older than the field.
+	Preflight *PreflightResult `json:"preflight,omitempty"`
 }
 
 // Equal reports whether s and o say the same thing.
@@ -92,13 +96,19 @@ func (s *ConfigStatus) Equal(o *ConfigStatus) bool {
 	return reflect.DeepEqual(normalize(s), normalize(o))
 }
 
-// normalize drops what JSON does not keep (sub-second times), so that a
+// normalize drops what JSON does not keep (sub-second times, an empty
+// list of preflight fields), so that a
 // status read back from the Node equals the one written.
 func normalize(s *ConfigStatus) ConfigStatus {
 	c := *s
 	if c.TrialEnds != nil {
 		t := metav1.NewTime(c.TrialEnds.Rfc3339Copy().Time.UTC())
 		c.TrialEnds = &t
+	}
+	if p := c.Preflight; p != nil && p.Fields != nil && len(p.Fields) == 0 {
+		pc := *p
+		pc.Fields = nil
+		c.Preflight = &pc
 	}
 	return c
 }
@@ -125,6 +135,11 @@ func (s *ConfigStatus) Validate() error {
 	}{{"assigned", s.Assigned}, {"active", s.Active}, {"lastKnownGood", s.LastKnownGood}} {
 		if err := Validate(f.src); err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	if s.Preflight != nil {
+		if err := s.Preflight.validate(); err != nil {
+			return fmt.Errorf("preflight: %w", err)
 		}
 	}
 	return nil
@@ -196,12 +211,19 @@ func ReadConfigStatus(node *corev1.Node, component string) (*ConfigStatus, error
 
 // MarshalAnnotation encodes s as an annotation value, in format version 1
 // (no formatVersion field). A writer writes only the phases it knows: an
-// unknown or missing phase is an error.
+// unknown or missing phase is an error, as is a Preflight without a known
+// verdict or a candidate; Preflight's fields and message are cut to their
+// bounds (MaxPreflightFields, MaxPreflightField, MaxClaimReason).
 func (s *ConfigStatus) MarshalAnnotation() (string, error) {
 	if !s.Phase.Known() {
 		return "", fmt.Errorf("encoding the config status: phase %s: not one of %s", echo(string(s.Phase)), phaseList())
 	}
-	b, err := json.Marshal(s)
+	if p := s.Preflight; p != nil && (!p.Verdict.Known() || p.Candidate == nil) {
+		return "", fmt.Errorf("encoding the config status: preflight: a known verdict and its candidate are required")
+	}
+	c := *s
+	c.Preflight = boundPreflight(s.Preflight)
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return "", fmt.Errorf("encoding the config status: %w", err)
 	}

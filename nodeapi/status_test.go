@@ -90,7 +90,10 @@ func TestParseConfigStatusReadsNewerWriters(t *testing.T) {
 		in   string
 		want ConfigStatus
 	}{
-		{`{"phase":"Promoted","preflight":{"verdict":"pass"},"drain":null}`, ConfigStatus{Phase: PhasePromoted}},
+		{`{"phase":"Promoted","agentVersion":{"minor":40},"drain":null}`, ConfigStatus{Phase: PhasePromoted}},
+		// A verdict this version does not know is kept, and answers nothing
+		// (PreflightResult.Answers).
+		{`{"phase":"Promoted","preflight":{"verdict":"pass","since":1}}`, ConfigStatus{Phase: PhasePromoted, Preflight: &PreflightResult{Verdict: "pass"}}},
 		{`{"phase":"Draining","error":"evicting 3 pods"}`, ConfigStatus{Phase: "Draining", Error: "evicting 3 pods"}},
 		{`{"phase":"Trial","formatVersion":1}`, ConfigStatus{Phase: PhaseTrial}},
 		{`{"phase":"Local","formatVersion":0}`, ConfigStatus{Phase: PhaseLocal}},
@@ -161,6 +164,9 @@ func FuzzParseConfigStatus(f *testing.F) {
 		`{"phase":"Trial","phase":"Local"}`, `{"Phase":"Trial"}`, `{"phase":"Trial","formatVersion":2}`,
 		`{"assigned":{"configMap":{"namespace":"kube-system","name":"k","uid":"u","kubeletConfigKey":"kubelet"}},"phase":"RolledBack","error":"x"}`,
 		`{"phase":"Trial","trialEnds":"2026-11-26T10:30:00.5Z"}`, `{"phase":"Trial","trialEnds":"bad"}`, `{"phase":`, "\xff",
+		`{"phase":"Promoted","preflight":{"candidate":{"configMap":{"namespace":"ops","name":"k","uid":"u","resourceVersion":"4","kubeletConfigKey":"kubelet"}},"verdict":"Overridden","fields":[]}}`,
+		`{"phase":"Local","preflight":{"verdict":"Fail","message":"maxPods: must be positive","future":1}}`,
+		`{"phase":"Local","preflight":{"verdict":"not a verdict!"}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -178,8 +184,8 @@ func FuzzParseConfigStatus(f *testing.F) {
 				t.Fatalf("an added field changes the reading of %q: %+v, %v", data, more, err)
 			}
 		}
-		if !s.Phase.Known() {
-			return
+		if !s.Phase.Known() || (s.Preflight != nil && (!s.Preflight.Verdict.Known() || s.Preflight.Candidate == nil)) {
+			return // a writer writes neither: nothing to encode
 		}
 		v, err := s.MarshalAnnotation()
 		if err != nil {

@@ -35,6 +35,10 @@ type NodeOptions struct {
 	// Annotation is the Node annotation that holds the assignment. Default
 	// nodeapi.AssignmentAnnotation (the kubelet's).
 	Annotation string
+	// PreflightAnnotation is the Node annotation that holds the
+	// component's pre-flight request (nodeapi.PreflightAnnotationFor;
+	// NodeSource.Preflight). Empty: no request is read.
+	PreflightAnnotation string
 	// Resync is the period after which Run calls back even without an
 	// event, plus up to 10% jitter. Default DefaultResync (5m).
 	Resync time.Duration
@@ -54,6 +58,8 @@ type NodeSource struct {
 	mu    sync.Mutex
 	nodes cache.SharedIndexInformer // set while Run runs
 	watch *configMapWatch           // the assigned ConfigMap's, while Run runs
+	// preflight is the last pre-flight request resolved (preflight.go).
+	preflight preflightMemo
 }
 
 var _ Remote = (*NodeSource)(nil)
@@ -74,6 +80,11 @@ func NewNode(opts NodeOptions) (*NodeSource, error) {
 	}
 	if err := checkName("NodeOptions.Annotation", opts.Annotation, validation.IsQualifiedName); err != nil {
 		return nil, err
+	}
+	if opts.PreflightAnnotation != "" {
+		if err := checkName("NodeOptions.PreflightAnnotation", opts.PreflightAnnotation, validation.IsQualifiedName); err != nil {
+			return nil, err
+		}
 	}
 	resync, err := resyncOrDefault("NodeOptions.Resync", opts.Resync)
 	if err != nil {
@@ -317,7 +328,7 @@ func (s *NodeSource) watchTarget() (namespace, name string, known bool) {
 func (s *NodeSource) assignmentChanged(oldNode, newNode *corev1.Node) bool {
 	ov, oldHas := oldNode.Annotations[s.opts.Annotation]
 	nv, newHas := newNode.Annotations[s.opts.Annotation]
-	if oldHas != newHas || ov != nv {
+	if oldHas != newHas || ov != nv || s.preflightChanged(oldNode, newNode) {
 		return true
 	}
 	return !apiequality.Semantic.DeepEqual(oldNode.Spec.ConfigSource, newNode.Spec.ConfigSource)
@@ -344,5 +355,6 @@ func (s *NodeSource) slimNode(obj any) (any, error) {
 	if v, ok := n.Annotations[s.opts.Annotation]; ok {
 		out.Annotations = map[string]string{s.opts.Annotation: v}
 	}
+	s.keepPreflight(n, out)
 	return out, nil
 }

@@ -137,6 +137,29 @@ func TestZZGolden(t *testing.T) {
 GO
 }
 
+# preflightTest writes the pre-flight request and a status that answers
+# one (the first fields added under the skew rule).
+preflightTest() {
+	cat <<GO
+package nodeapi
+
+import ($imports)
+$inputs
+func TestZZGolden(t *testing.T) {
+	v, err := EncodePreflightRequest(&PreflightRequest{Namespace: "ops", Name: "roll-1", UID: "ro-uid", Candidate: gA})
+	goldenEmit(t, "nodeapi.EncodePreflightRequest", "preflight/request", v, err)
+	for name, s := range map[string]*ConfigStatus{
+		"status/preflight-overridden": {Assigned: gB, Active: gB, LastKnownGood: gB, Phase: PhasePromoted,
+			Preflight: &PreflightResult{Candidate: gA, Verdict: PreflightOverridden, Fields: []string{"maxPods (by /etc/kubernetes/kubelet.conf.d/zz-local.conf)"}}},
+		"status/preflight-fail": {Phase: PhaseLocal, Preflight: &PreflightResult{Candidate: gA, Verdict: PreflightFail, Message: "maxPods: must be positive"}},
+	} {
+		v, err := s.MarshalAnnotation()
+		goldenEmit(t, "nodeapi.ConfigStatus.MarshalAnnotation", name, v, err)
+	}
+}
+GO
+}
+
 # run COMMIT DIR GENERATOR [ARGS]: the generator's test file in DIR of
 # COMMIT's tree, run.
 run() {
@@ -174,5 +197,8 @@ run $base nodeapi claimTest
 run $base nodeapi encodeAssignmentTest
 run $base cmd/dynconfigctl ctlTest
 run $base rollout/plan planTest
+# The commit that added the pre-flight fields (an older reader ignores
+# them: TestGoldenValues checks that this version still reads them).
+run 59b835c nodeapi preflightTest
 sort -o "$out" "$tmp/out.jsonl"
 echo "golden.sh: wrote $(wc -l <"$out") values to $out"

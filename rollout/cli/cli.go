@@ -140,6 +140,8 @@ type startOptions struct {
 	maxFailures                                int32
 	deadline                                   time.Duration
 	noRevert, paused                           bool
+	preflight                                  string
+	preflightTimeout                           time.Duration
 	fleet                                      fleetOptions
 }
 
@@ -185,6 +187,8 @@ func (c *commands) start() *cobra.Command {
 	f.DurationVar(&so.deadline, "progress-deadline", 10*time.Minute, "how long a node may take to report the config promoted")
 	f.BoolVar(&so.noRevert, "no-revert-on-halt", false, "leave the nodes as they are when the rollout halts")
 	f.BoolVar(&so.paused, "paused", false, "create it paused")
+	f.StringVar(&so.preflight, "preflight", "", "ask every selected node to check the config against its own layers before any node applies it: Required (halt on a failed, overridden or silent node), Warn (name them and go on) or Off (default)")
+	f.DurationVar(&so.preflightTimeout, "preflight-timeout", 0, "how long the pre-flight check waits for the nodes' answers (default 2m)")
 	so.fleet.addFlags(f)
 	return cmd
 }
@@ -220,6 +224,14 @@ func (so startOptions) rollout(name string) (*v1alpha1.ConfigRollout, error) {
 	if so.deadline < time.Second {
 		return nil, fmt.Errorf("--progress-deadline: at least 1s, got %v", so.deadline)
 	}
+	switch v1alpha1.PreflightPolicy(so.preflight) {
+	case "", v1alpha1.PreflightRequired, v1alpha1.PreflightWarn, v1alpha1.PreflightOff:
+	default:
+		return nil, fmt.Errorf("--preflight: one of %s, %s and %s, got %q", v1alpha1.PreflightRequired, v1alpha1.PreflightWarn, v1alpha1.PreflightOff, so.preflight)
+	}
+	if so.preflightTimeout != 0 && (so.preflightTimeout < time.Second || so.preflightTimeout > time.Hour) {
+		return nil, fmt.Errorf("--preflight-timeout: from 1s to 1h, got %v", so.preflightTimeout)
+	}
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -227,7 +239,11 @@ func (so startOptions) rollout(name string) (*v1alpha1.ConfigRollout, error) {
 			Component: so.component, ConfigMapName: so.configMap, PayloadKey: so.key, Steps: steps,
 			MaxUnavailable: &mu, MaxFailures: so.maxFailures, Paused: so.paused,
 			ProgressDeadlineSeconds: ptrTo(int32(so.deadline / time.Second)),
+			Preflight:               v1alpha1.PreflightPolicy(so.preflight),
 		},
+	}
+	if so.preflightTimeout != 0 {
+		ro.Spec.PreflightTimeoutSeconds = ptrTo(int32(so.preflightTimeout / time.Second))
 	}
 	if so.selector != "" {
 		sel, err := metav1.ParseToLabelSelector(so.selector)

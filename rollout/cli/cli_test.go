@@ -118,6 +118,27 @@ Conditions:
 	}
 }
 
+// TestRenderStatusPreflight: the pre-flight check's counts and the nodes
+// that did not pass, each with its fields or why.
+func TestRenderStatusPreflight(t *testing.T) {
+	ro := sample()
+	done := metav1.NewTime(t0.Add(30 * time.Second))
+	ro.Status.Preflight = &v1alpha1.PreflightStatus{Policy: v1alpha1.PreflightWarn, StartedAt: metav1.NewTime(t0), CompletedAt: &done,
+		Asked: 20, Passed: 17, Overridden: 1, Failed: 1, NoAnswer: 1,
+		Nodes: []v1alpha1.NodePreflight{
+			{Node: "n2", Verdict: "Fail", Message: "maxPods: must be positive"},
+			{Node: "n3", Verdict: "Overridden", Fields: []string{"maxPods (by /etc/kubernetes/kubelet.conf.d/zz.conf)"}},
+		}}
+	want := `Pre-flight (Warn, completed 2026-01-02T03:04:35Z): 20 asked, 17 passed, 1 overridden, 1 failed, 1 no answer
+  n2: Fail: maxPods: must be positive
+  n3: Overridden: maxPods (by /etc/kubernetes/kubelet.conf.d/zz.conf)
+  and 1 more
+Conditions:`
+	if got := RenderStatus(ro); !strings.Contains(got, want) {
+		t.Errorf("RenderStatus:\n%s\nwant it to hold:\n%s", got, want)
+	}
+}
+
 func TestRenderHistory(t *testing.T) {
 	want := `TIME                  REASON      MESSAGE
 2026-01-02T03:04:05Z  Started     started
@@ -149,7 +170,8 @@ func TestParseSteps(t *testing.T) {
 func TestStart(t *testing.T) {
 	fake := newFake(t)
 	out, err := runCLI(t, fake, nil, "rollout", "start", "r1", "--configmap", "cfg", "--steps", "1,pause=5m,100%",
-		"--max-unavailable", "10%", "--max-failures", "2", "-l", "pool=a", "--no-revert-on-halt", "--progress-deadline", "2m")
+		"--max-unavailable", "10%", "--max-failures", "2", "-l", "pool=a", "--no-revert-on-halt", "--progress-deadline", "2m",
+		"--preflight", "Warn", "--preflight-timeout", "90s")
 	_ = out
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, out)
@@ -161,7 +183,7 @@ func TestStart(t *testing.T) {
 	want := v1alpha1.ConfigRolloutSpec{
 		Component: "kubelet", ConfigMapName: "cfg", Steps: steps, MaxUnavailable: &mu, MaxFailures: 2,
 		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}, RevertOnHalt: &f,
-		ProgressDeadlineSeconds: &deadline,
+		ProgressDeadlineSeconds: &deadline, Preflight: v1alpha1.PreflightWarn, PreflightTimeoutSeconds: ptr.To(int32(90)),
 	}
 	if diff := cmp.Diff(want, ro.Spec); diff != "" {
 		t.Errorf("created spec (-want +got):\n%s", diff)
@@ -174,6 +196,8 @@ func TestStart(t *testing.T) {
 		{"rollout", "start", "r2", "--configmap", "c", "--steps", "0"},
 		{"rollout", "start", "r2", "--configmap", "c", "--max-unavailable", "0"},
 		{"rollout", "start", "r2", "--configmap", "c", "--progress-deadline", "0s"},
+		{"rollout", "start", "r2", "--configmap", "c", "--preflight", "warn"},
+		{"rollout", "start", "r2", "--configmap", "c", "--preflight-timeout", "500ms"},
 	} {
 		if _, err := runCLI(t, fake, nil, args...); err == nil {
 			t.Errorf("%v: no error", args)

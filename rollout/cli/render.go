@@ -19,7 +19,9 @@ const barWidth = 20
 
 // RenderStatus is `rollout status`: the phase and its message, the
 // ConfigMap, the counts, each step with its nodes done out of its target
-// and a progress bar, the failures with their reasons, and the conditions.
+// and a progress bar, the failures with their reasons, the pre-flight
+// check (spec.preflight) with the nodes that did not pass, and the
+// conditions.
 func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 	var b strings.Builder
 	st := &ro.Status
@@ -107,6 +109,7 @@ func RenderStatus(ro *v1alpha1.ConfigRollout) string {
 			fmt.Fprintf(&b, "  and %d more (each failed Node says why in its annotation %s)\n", more, nodeapi.ClaimAnnotationFor(component))
 		}
 	}
+	renderPreflight(&b, st.Preflight)
 	if st.Reverting > 0 {
 		fmt.Fprintf(&b, "Reverting: %d nodes going back to their previous source (or giving up its claim)\n", st.Reverting)
 	}
@@ -178,4 +181,28 @@ func RenderHistory(ro *v1alpha1.ConfigRollout) string {
 	}
 	_ = tw.Flush()
 	return b.String()
+}
+
+// renderPreflight writes the pre-flight check: its counts, and each node
+// that did not pass with its verdict and fields or message.
+func renderPreflight(b *strings.Builder, pf *v1alpha1.PreflightStatus) {
+	if pf == nil {
+		return
+	}
+	state := "waiting"
+	if pf.CompletedAt != nil {
+		state = "completed " + pf.CompletedAt.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(b, "Pre-flight (%s, %s): %d asked, %d passed, %d overridden, %d failed, %d no answer\n",
+		pf.Policy, state, pf.Asked, pf.Passed, pf.Overridden, pf.Failed, pf.NoAnswer)
+	for _, n := range pf.Nodes {
+		what := n.Message
+		if len(n.Fields) > 0 {
+			what = strings.Join(n.Fields, ", ")
+		}
+		fmt.Fprintf(b, "  %s: %s: %s\n", n.Node, n.Verdict, what)
+	}
+	if more := int(pf.Failed+pf.Overridden+pf.NoAnswer) - len(pf.Nodes); more > 0 && pf.CompletedAt != nil {
+		fmt.Fprintf(b, "  and %d more\n", more)
+	}
 }

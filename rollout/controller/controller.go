@@ -124,6 +124,7 @@ type Controller struct {
 	scheme  *runtime.Scheme
 	// What Stats returns.
 	assigns, reverts, statusWrites, reconcileNanos atomic.Int64
+	preflightAsks                                  atomic.Int64
 	planNanos, writeNanos, patchNanos              atomic.Int64
 	// running: this replica runs the controller (it leads, or leader
 	// election is off); synced: and its informers have synced.
@@ -143,8 +144,9 @@ func (c *Controller) Ready() error {
 // Stats are counts since the Controller was created, across leadership
 // terms (the same as its metrics, without a Prometheus registry).
 type Stats struct {
-	// Assignments and Reverts are the Node patches that succeeded.
-	Assignments, Reverts int64
+	// Assignments and Reverts are the Node patches that succeeded;
+	// PreflightAsks the pre-flight requests written (plan.Patch.Preflight).
+	Assignments, Reverts, PreflightAsks int64
 	// StatusWrites are the ConfigRollout status updates that succeeded.
 	StatusWrites int64
 	// ReconcileTime is the time spent planning and writing, in all; of
@@ -156,7 +158,7 @@ type Stats struct {
 // Stats returns the Controller's counts.
 func (c *Controller) Stats() Stats {
 	return Stats{
-		Assignments: c.assigns.Load(), Reverts: c.reverts.Load(), StatusWrites: c.statusWrites.Load(),
+		Assignments: c.assigns.Load(), Reverts: c.reverts.Load(), PreflightAsks: c.preflightAsks.Load(), StatusWrites: c.statusWrites.Load(),
 		ReconcileTime: time.Duration(c.reconcileNanos.Load()), PlanTime: time.Duration(c.planNanos.Load()),
 		StatusWriteTime: time.Duration(c.writeNanos.Load()), PatchTime: time.Duration(c.patchNanos.Load()),
 	}
@@ -1062,6 +1064,9 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 		if claimed {
 			pn.Claim = &claim
 		}
+		if v, ok := n.Annotations[nodeapi.PreflightAnnotationFor(component)]; ok {
+			pn.Preflight = &v
+		}
 		s, err := r.readStatus(&n.ObjectMeta, component)
 		if err != nil {
 			pn.StatusError = err.Error()
@@ -1191,8 +1196,14 @@ func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p pl
 	if !p.ClaimOnly {
 		annotations[key] = p.Value
 	}
+	if p.Preflight != nil {
+		// The request alone, without a precondition: it claims nothing,
+		// and the node's own status writes must not make it conflict.
+		kind, key = "preflight", nodeapi.PreflightAnnotationFor(ro.Spec.Component)
+		annotations = map[string]*string{key: p.Preflight}
+	}
 	meta := map[string]any{"annotations": annotations}
-	if p.ResourceVersion != "" {
+	if p.ResourceVersion != "" && p.Preflight == nil {
 		meta["resourceVersion"] = p.ResourceVersion
 	}
 	body, err := json.Marshal(map[string]any{"metadata": meta})
@@ -1218,6 +1229,8 @@ func (r *runner) patchNode(ctx context.Context, ro *v1alpha1.ConfigRollout, p pl
 		r.c.reverts.Add(1)
 	case "assign":
 		r.c.assigns.Add(1)
+	case "preflight":
+		r.c.preflightAsks.Add(1)
 	}
 	r.nodeCache.Mutation(cachedNode(got)) // as the informer caches it
 	return nil

@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"namespace", "name", "phase"}),
 		patches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynconfig_rollout_node_patches_total",
-			Help: "Node patches made, by kind (assign: assignment and claim; claim: a failure written into the claim or a claim of a node already on the config; revert: the previous source back and the claim off; release: the claim off alone) and result (ok, conflict, error).",
+			Help: "Node patches made, by kind (assign: assignment and claim; claim: a failure written into the claim or a claim of a node already on the config; revert: the previous source back and the claim off; release: the claim off alone; preflight: a pre-flight request) and result (ok, conflict, error).",
 		}, []string{"kind", "result"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dynconfig_rollout_status_writes_total",

@@ -14,7 +14,9 @@
 //     without what to put back; the status holds counts, at most
 //     v1alpha1.MaxFailureRecords failures with their reasons and the steps
 //     done, and does not grow with the fleet;
-//   - every patch is made on the resourceVersion the node was read at, and
+//   - every patch of a claim or an assignment is made on the
+//     resourceVersion the node was read at (a pre-flight request, which
+//     claims nothing, is not), and
 //     a node another controller claims (a rollout that is active or
 //     reverting, or one out of Input.Scope) is never assigned over: it is
 //     counted Blocked and the Conflict condition names the claimer;
@@ -60,11 +62,12 @@
 //     detection above stays, for a metadata edit or a replaced object);
 //   - a ConfigMap the fleet knows bad is refused (Pending, Refused
 //     KnownBad) unless spec.allowKnownBad: one a ConfigRollout among Others
-//     halted on (HaltMarksBad: any halt but ConfigMapChanged and
-//     InvalidSpec), or that Input.KnownBadNodes nodes report bad in
-//     Input.BadReports (BadReportOf: RolledBack or DeadEnd about it), the
-//     same config being the same UID and resourceVersion, or the same UID
-//     of an immutable ConfigMap (SameConfig). The refusal names the halted
+//     halted on (HaltMarksBad: any halt but ConfigMapChanged,
+//     InvalidSpec and PreflightFailed), or that Input.KnownBadNodes
+//     nodes report bad in Input.BadReports (BadReportOf: RolledBack or
+//     DeadEnd about it), the same config being the same UID and
+//     resourceVersion, or the same UID of an immutable ConfigMap
+//     (SameConfig). The refusal names the halted
 //     rollouts and the nodes. What is known comes in the Input; deleting
 //     the halted rollout forgets its halt (the nodes' reports stay while
 //     they say so). Once started, a rollout is not stopped by what the
@@ -90,7 +93,16 @@
 //     still halts, reverts still happen, a pause step's time still runs:
 //     only new assignments wait (windows.go: wall-clock times of the
 //     window's zone, days of that zone, and what a daylight saving change
-//     does).
+//     does);
+//   - with spec.preflight Required or Warn, a rollout that starts assigns
+//     no node until every selected node that runs the component answered
+//     its pre-flight request (nodeapi.PreflightRequest, one patch a node,
+//     asked again only of a node that does not carry it) or the timeout
+//     passed; Required then halts, before any assignment, when a node
+//     failed, was overridden or did not answer; Warn names them and goes
+//     on; status.preflight, the Preflight condition and the Events name
+//     the nodes and their fields (preflight.go). A rollout started without
+//     it is never checked later.
 //
 // What it does not do: it trusts its inputs to be fresh. The caller must
 // give it nodes that include its own last writes (a mutation cache), make

@@ -44,9 +44,12 @@ func BadReportOf(node string, st *nodeapi.ConfigStatus) *BadReport {
 // HaltMarksBad reports whether a rollout halted for reason (its Halted
 // condition's reason) marks its ConfigMap known bad: every halt but one
 // that says nothing about the config (its ConfigMap changed under it, or
-// its spec is invalid).
+// its spec is invalid) or that came before any node ran it (a pre-flight
+// check that did not pass, preflight.go: an override, a node that did
+// not answer or a read-only state dir is about the node, and a config
+// that does not build halts the next Required check again, as cheaply).
 func HaltMarksBad(reason string) bool {
-	return reason != "ConfigMapChanged" && reason != "InvalidSpec"
+	return reason != "ConfigMapChanged" && reason != "InvalidSpec" && reason != preflightHaltReason
 }
 
 // SameConfig reports whether a ConfigMap pinned (or reported) at uid and

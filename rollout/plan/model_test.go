@@ -45,6 +45,10 @@ var (
 //     written into its claim; the watch list holds exactly the nodes in
 //     trial (soaking ones too) of an active rollout and the ones passed in
 //     this plan;
+//   - with spec.preflight (a third of the sequences; the nodes answer the
+//     request they carry, mostly Pass), no node is assigned before the
+//     check completed, none under Required unless every asked node
+//     passed, and a request patch writes nothing else;
 //   - at the end of a sequence, a rollout still active ends once every
 //     component promotes and every gate passes (drain);
 //   - a rollout deleted while active, once Finalized, has put every node
@@ -104,6 +108,11 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 	if rng.IntN(2) == 0 {
 		withAnalysis(w, time.Duration(rng.IntN(4))*time.Minute)
 		honors = rng.IntN(2) == 0
+	}
+	// A third of the sequences check before they assign (spec.preflight).
+	if rng.IntN(3) == 0 {
+		w.r.Spec.Preflight = []v1alpha1.PreflightPolicy{v1alpha1.PreflightWarn, v1alpha1.PreflightRequired}[rng.IntN(2)]
+		w.r.Spec.PreflightTimeoutSeconds = ptr.To(int32(60 + rng.IntN(600)))
 	}
 	start := map[string]*string{}
 	for _, n := range w.nodes {
@@ -229,6 +238,12 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				}
 				log = append(log, fmt.Sprintf("gates on %s: %+v", n.Name, *m))
 			}
+		case 17: // the nodes answer the pre-flight request they carry
+			for _, n := range w.nodes {
+				if v := preflightAnswer(n, rng.IntN(10)); v != "" {
+					log = append(log, fmt.Sprintf("%s answers %s", n.Name, v))
+				}
+			}
 		case 13:
 			if w.r.DeletionTimestamp == nil && rng.IntN(6) == 0 {
 				w.r.DeletionTimestamp = &metav1.Time{Time: w.now}
@@ -282,13 +297,23 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				return fail("two patches of node %s in one plan", p.Node)
 			}
 			seen[p.Node] = true
-			if p.ResourceVersion != w.node(p.Node).ResourceVersion {
+			if p.Preflight == nil && p.ResourceVersion != w.node(p.Node).ResourceVersion {
 				return fail("patch of %s on resourceVersion %q, the node is at %q", p.Node, p.ResourceVersion, w.node(p.Node).ResourceVersion)
 			}
 			if bc := beforeClaim[p.Node]; bc != nil {
 				if c, err := nodeapi.DecodeClaim(*bc); err != nil || c == nil || c.UID != w.r.UID {
 					return fail("patch of %s, which carries another rollout's claim %s", p.Node, *bc)
 				}
+			}
+			if p.Preflight != nil {
+				// A pre-flight request: that annotation only.
+				if p.Claim != nil || p.Value != nil || p.Revert || p.ClaimOnly {
+					return fail("pre-flight request of %s changes more: %+v", p.Node, p)
+				}
+				if !dropWrites {
+					w.apply(p)
+				}
+				continue
 			}
 			if p.Revert && !p.ClaimOnly && !w.carriesNew(&Node{Assignment: before[p.Node]}) {
 				return fail("revert of %s, which carries %s, not the rollout's assignment", p.Node, describeAnnotation(before[p.Node]))
@@ -311,6 +336,12 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				}
 				if !active {
 					return fail("phase %s asks to assign %s", st.Phase, p.Node)
+				}
+				if pf := st.Preflight; pf != nil && (pf.CompletedAt == nil || pf.Policy == v1alpha1.PreflightRequired && pf.Passed != pf.Asked) {
+					return fail("assignment of %s while the pre-flight check says %+v", p.Node, pf)
+				}
+				if w.r.Spec.Preflight != "" && st.Preflight == nil {
+					return fail("assignment of %s without the pre-flight check of spec.preflight %s", p.Node, w.r.Spec.Preflight)
 				}
 				if w.r.Spec.Analysis != nil && c.HoldUntil == nil {
 					return fail("a gated rollout assigns %s without a hold of its promotion: %+v", p.Node, c)
@@ -424,6 +455,30 @@ func drain(t *testing.T, w *world, gates *gateModel, honors bool, seed uint64) b
 	return false
 }
 
+// preflightAnswer has a node that carries a pre-flight request answer it,
+// by roll (0-9): mostly Pass, sometimes Overridden or Fail, or not yet.
+// It returns the verdict, "" when it did not answer.
+func preflightAnswer(n *Node, roll int) nodeapi.PreflightVerdict {
+	if n.Preflight == nil || n.Status == nil || roll == 9 {
+		return ""
+	}
+	r, err := nodeapi.DecodePreflightRequest(*n.Preflight)
+	if err != nil || r == nil {
+		return ""
+	}
+	ans := &nodeapi.PreflightResult{Candidate: r.Candidate, Verdict: nodeapi.PreflightPass}
+	switch roll {
+	case 7:
+		ans.Verdict, ans.Fields = nodeapi.PreflightOverridden, []string{"maxPods (by zz.conf)"}
+	case 8:
+		ans.Verdict, ans.Message = nodeapi.PreflightFail, "maxPods: must be positive"
+	}
+	s := *n.Status
+	s.Preflight = ans
+	n.Status = &s
+	return ans.Verdict
+}
+
 func sameAssignment(a, b *string) bool {
 	sa, oka := parseAssignment(a)
 	sb, okb := parseAssignment(b)
@@ -450,7 +505,7 @@ func checkGates(w *world, in Input, res Result, active bool) string {
 		c := w.claim(now)
 		passedBefore := c != nil && c.Passed != nil
 		for _, p := range res.Patches {
-			if p.Node == n.Name && !p.Revert {
+			if p.Node == n.Name && !p.Revert && p.Preflight == nil {
 				c, _ = nodeapi.DecodeClaim(*p.Claim) // the claim this plan writes
 			}
 		}

@@ -95,6 +95,9 @@ type Node struct {
 	// Analysis is the verdict of the health gates (spec.analysis) on the
 	// node, nil when none was taken (gates.go).
 	Analysis *Analysis
+	// Preflight is the component's pre-flight request annotation value
+	// (nodeapi.PreflightAnnotationFor), nil when absent (preflight.go).
+	Preflight *string
 }
 
 // Other is another rollout, as far as the overlap check needs it.
@@ -144,6 +147,10 @@ type Patch struct {
 	// source back, or only removes the claim); Claim is then nil, or the
 	// claim this rollout replaced (Claim.PreviousClaim), put back.
 	Revert bool
+	// Preflight, when set, makes this a pre-flight request (preflight.go):
+	// the patch writes this value as the component's request annotation
+	// and nothing else (no precondition; every other field is ignored).
+	Preflight *string
 }
 
 // Event is one thing to record, as an Event on the ConfigRollout and an
@@ -275,6 +282,7 @@ func Plan(in Input) Result {
 
 	p.observe(wasActive)
 	p.decide()
+	p.preflightEnded()
 	p.reverts()
 	p.count(wasActive)
 	p.conditions()
@@ -636,7 +644,7 @@ func (p *planner) decide() {
 		p.halt("InvalidSpec", fmt.Sprintf("the assignment would be invalid: %v", p.oursErr))
 		return
 	}
-	if p.tooManyFailures() {
+	if p.tooManyFailures() || p.preflightHolds() {
 		return
 	}
 	p.steps()

@@ -121,7 +121,7 @@ func (w *world) plan() Result {
 	w.r.Status = res.Status
 	for _, p := range res.Patches {
 		w.apply(p)
-		if !p.ClaimOnly {
+		if !p.ClaimOnly && p.Preflight == nil {
 			w.patches[p.Node]++
 		}
 	}
@@ -134,6 +134,12 @@ func (w *world) plan() Result {
 func (w *world) apply(p Patch) bool {
 	w.t.Helper()
 	n := w.node(p.Node)
+	if p.Preflight != nil {
+		// A pre-flight request: that annotation only, no precondition.
+		n.Preflight = cloneString(p.Preflight)
+		w.touch(n)
+		return true
+	}
 	if p.ResourceVersion != n.ResourceVersion {
 		return false
 	}
@@ -288,7 +294,7 @@ func (w *world) wantPhase(want v1alpha1.RolloutPhase) {
 func (w *world) assigning() []string {
 	var out []string
 	for _, p := range w.last.Patches {
-		if !p.Revert && !p.ClaimOnly {
+		if !p.Revert && !p.ClaimOnly && p.Preflight == nil {
 			out = append(out, p.Node)
 		}
 	}
@@ -300,7 +306,7 @@ func (w *world) assigning() []string {
 func (w *world) marks() []string {
 	var out []string
 	for _, p := range w.last.Patches {
-		if !p.Revert && p.ClaimOnly {
+		if !p.Revert && p.ClaimOnly && p.Preflight == nil {
 			out = append(out, p.Node)
 		}
 	}

@@ -162,7 +162,107 @@ type ConfigRolloutSpec struct {
 	// time.
 	// +optional
 	PodDisruptionBudgets DisruptionBudgetPolicy `json:"podDisruptionBudgets,omitempty"`
+	// Preflight says whether the rollout, when it starts and before any
+	// node applies the config, asks every selected node that runs the
+	// component to check the config against its own layers (its instance
+	// config, the drop-ins that sort after dynconfig's, the fields the
+	// platform locks, a writable state dir), waits until they answered or
+	// preflightTimeoutSeconds passed, and names the nodes that did not
+	// pass (status.preflight, the Preflight condition, Events). A node
+	// answers Pass, Overridden (another of its layers sets some of the
+	// config's fields again: it would run its own values for them while
+	// reporting the config promoted) or Fail. Required halts the rollout,
+	// before any node applies the config, when a node fails, is
+	// overridden or does not answer in time. Warn names them and goes on.
+	// Off, the default: no check, as before the field. Read when the
+	// rollout starts (a rollout started without it does not check later);
+	// set to Off while the check waits, it ends the wait.
+	// +optional
+	Preflight PreflightPolicy `json:"preflight,omitempty"`
+	// PreflightTimeoutSeconds is how long the pre-flight check waits for
+	// the nodes' answers (spec.preflight); an agent older than the check
+	// never answers. Default: 120.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	PreflightTimeoutSeconds *int32 `json:"preflightTimeoutSeconds,omitempty"`
 }
+
+// PreflightPolicy says what a rollout does with the nodes' pre-flight
+// answers (spec.preflight).
+//
+// +kubebuilder:validation:Enum=Required;Warn;Off
+type PreflightPolicy string
+
+// The values of spec.preflight.
+const (
+	// PreflightRequired halts the rollout before any node applies the
+	// config when a selected node answers Fail or Overridden, or does not
+	// answer within the timeout.
+	PreflightRequired PreflightPolicy = "Required"
+	// PreflightWarn names those nodes (status.preflight, the Preflight
+	// condition, a Warning Event) and goes on.
+	PreflightWarn PreflightPolicy = "Warn"
+	// PreflightOff ("" too) asks nothing: the rollout starts assigning at
+	// once.
+	PreflightOff PreflightPolicy = "Off"
+)
+
+// PreflightStatus is the pre-flight check of a rollout (spec.preflight).
+type PreflightStatus struct {
+	// Policy is spec.preflight when the check started.
+	Policy PreflightPolicy `json:"policy"`
+	// StartedAt is when the nodes were asked; the timeout counts from it.
+	StartedAt metav1.Time `json:"startedAt"`
+	// CompletedAt is when every asked node had answered, or the timeout
+	// passed; nil while the check waits.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Asked is how many nodes were asked (the selected nodes that run the
+	// component).
+	// +kubebuilder:validation:Minimum=0
+	Asked int32 `json:"asked"`
+	// Passed, Overridden and Failed count the answers; NoAnswer the nodes
+	// that had not answered when the check completed (or have not yet).
+	// +optional
+	Passed int32 `json:"passed,omitempty"`
+	// +optional
+	Overridden int32 `json:"overridden,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// +optional
+	NoAnswer int32 `json:"noAnswer,omitempty"`
+	// Nodes are some of the nodes that did not pass, by name: at most
+	// MaxFailureRecords.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Nodes []NodePreflight `json:"nodes,omitempty"`
+}
+
+// NodePreflight is one node's pre-flight answer that was not Pass.
+type NodePreflight struct {
+	// Node is the Node's name.
+	Node string `json:"node"`
+	// Verdict is the node's answer (Fail, Overridden), or NoAnswer.
+	// +kubebuilder:validation:MaxLength=63
+	Verdict string `json:"verdict"`
+	// Fields are, for Overridden, the config's fields another layer of the
+	// node sets again, each "path (by LAYER)".
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=512
+	Fields []string `json:"fields,omitempty"`
+	// Message says why, for Fail and NoAnswer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// PreflightNoAnswer is NodePreflight.Verdict for a node that did not
+// answer in time.
+const PreflightNoAnswer = "NoAnswer"
 
 // DisruptionBudgetPolicy says whether a rollout budgets its node restarts
 // against PodDisruptionBudgets.
@@ -367,6 +467,11 @@ const (
 	// allows (spec.podDisruptionBudgets); its message names the budgets.
 	// It is written each time the rollout picks nodes to assign.
 	ConditionDisruptionBudget = "DisruptionBudget"
+	// ConditionPreflight is the pre-flight check (spec.preflight): Unknown
+	// while it waits for the nodes' answers, True when every asked node
+	// passed, False when some did not (its message names them); absent for
+	// a rollout that checked nothing.
+	ConditionPreflight = "Preflight"
 )
 
 // ConfigRolloutStatus is what the rollout controller observed and did.
@@ -442,6 +547,10 @@ type ConfigRolloutStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	NotRunning int32 `json:"notRunning,omitempty"`
+	// Preflight is the pre-flight check (spec.preflight); nil when none
+	// ran.
+	// +optional
+	Preflight *PreflightStatus `json:"preflight,omitempty"`
 	// NextWindow is when the next maintenance window opens, while the
 	// rollout waits outside spec.windows.
 	// +optional
