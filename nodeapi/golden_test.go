@@ -149,7 +149,7 @@ func TestFutureValues(t *testing.T) {
 	if s.Phase != "Preflight" || s.Phase.Known() || s.Phase.Bad() || s.Phase == PhasePromoted || !sameRef(s.Assigned, goldenA) {
 		t.Errorf("future status decoded as %+v (known %v, bad %v), want phase Preflight, waiting", s, s.Phase.Known(), s.Phase.Bad())
 	}
-	c, err := DecodeClaim(`{"namespace":"ops","name":"roll-1","uid":"ro-uid","assignedAt":"2026-11-26T10:30:00Z","step":2,"gates":{"soakStartedAt":"2026-11-26T10:40:00Z"}}`)
+	c, err := DecodeClaim(`{"namespace":"ops","name":"roll-1","uid":"ro-uid","assignedAt":"2026-11-26T10:30:00Z","step":2,"verdicts":{"webhookErrors":{"w":2}}}`)
 	if err != nil || c.Holder() != "ops/roll-1" || c.Step != 2 {
 		t.Errorf("future claim: %+v, %v", c, err)
 	}
