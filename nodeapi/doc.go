@@ -14,7 +14,10 @@
 //     ParseAssignment (both), EncodeAssignment, and DescribeSource;
 //   - ConfigStatus, the status annotation a component publishes, with its
 //     phases, its decoder (ParseConfigStatus) and encoder;
-//   - Claim, the rollout's claim annotation (DecodeClaim, EncodeClaim).
+//   - Claim, the rollout's claim annotation (DecodeClaim, EncodeClaim),
+//     with what the rollout's health gates remember of the Node
+//     (GateMemory: the soak start and the pod baseline, each pod by
+//     PodKeyOf), so that a new controller carries on.
 //
 // The node (packages source, status and the Controller), the rollout
 // planner and controller, and dynconfigctl all read and write Nodes through
@@ -65,9 +68,16 @@
 // unreadable to them. Claim.PreviousClaim is the first such field; only a
 // controller writes it, and only when one rollout takes a Node over from
 // another, so only a downgrade of the controller to such a version meets
-// it (the Node is then left alone as one whose claim is unreadable).
+// it (the Node is then left alone as one whose claim is unreadable). The
+// same holds for the fields of a rollout with health gates (HoldUntil,
+// Passed, Gates), which the claim of every Node it assigns carries.
+// Claim.Gates is read by controllers only, and only of a claim of their
+// own rollout: a controller that does not know it judges the Node as it
+// did before the field (its soak from its own first sight, its pod
+// baseline taken then).
 // testdata/golden.jsonl holds what the encoders of earlier commits wrote,
 // built from git history by testdata/golden.sh; TestGoldenValues decodes
 // every value of it, and checks that this version still writes what the
-// base commit wrote.
+// base commit wrote, and the claim with Gates byte for byte as the commit
+// that added it (a pod key never changes).
 package nodeapi
