@@ -142,3 +142,25 @@ func TestPreviousClaimHasNoGates(t *testing.T) {
 		t.Errorf("encoded %s: want one gates field", v)
 	}
 }
+
+// BenchmarkBaselineOf110: the baseline of a node at the kubelet's default
+// maxPods (110 Ready pods), as the controller takes it before each
+// assignment, and its reading back (Keys) as a new leader does once.
+func BenchmarkBaselineOf110(b *testing.B) {
+	ready := podUIDs("ready", 110)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			BaselineOf(nil, ready)
+		}
+	})
+	pb := BaselineOf(nil, ready)
+	b.Run("keys", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := pb.Keys(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
