@@ -69,6 +69,7 @@ func TestGateMemoryAcrossLeaderChange(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	beforePatches := nodePatchCounts(ctx, t, h)
 	lease := objectName(t, "lease")
 	lw := watchLease(ctx, t, h, lease)
 	first := startReplicas(t, bin, kubeconfig, lease, f.label, "a")["a"]
@@ -165,6 +166,14 @@ func TestGateMemoryAcrossLeaderChange(t *testing.T) {
 	}
 	t.Logf("node %s: soak %s..%s, passed %v after the soak's end; failures %+v", soaked, start.Format(time.RFC3339),
 		start.Add(soak).Format(time.RFC3339), passed.Sub(start.Add(soak)).Round(time.Second), ro.Status.Failures)
+	// The writes: per node its assignment (the baseline in its claim), its
+	// soak start (the simulated components promote outright: one write
+	// each that a held node does without), and its pass or its failure.
+	p := nodePatchCounts(ctx, t, h).sub(beforePatches)
+	t.Logf("Node PATCHes by response code: %v", p)
+	if p.applied() != 6 {
+		t.Errorf("%d Node PATCHes applied (by code %v), want 6: two assignments, two soak starts, a pass and a failure", p.applied(), p)
+	}
 }
 
 // describeClaims shows what the gates of each claim say.
