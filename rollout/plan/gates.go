@@ -25,7 +25,9 @@ type Analysis struct {
 	CheckedAt time.Time
 	// PromotedAt is when the caller first saw the node's component report
 	// the config promoted (Watch.Promoted); zero: not yet seen, and Plan
-	// takes its own Now.
+	// takes its own Now. A node whose claim carries no soak start, and
+	// that does not hold its promotion, soaks from it, and Plan writes it
+	// into the claim (soakStart): the next controller reads it there.
 	PromotedAt time.Time
 }
 
