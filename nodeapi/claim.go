@@ -75,6 +75,12 @@ type Claim struct {
 	// a config the fleet rejects must never become the node's fallback.
 	// PromotionHeld applies it. Nil: no hold (a rollout without gates).
 	HoldUntil *metav1.Time `json:"holdUntil,omitempty"`
+	// Gates is what the rollout's health gates remember of the Node (its
+	// soak start, its pod baseline), so that a new controller carries on
+	// (GateMemory). Nil: nothing (a rollout without spec.analysis, or a
+	// controller from before the field). A claim kept as PreviousClaim
+	// has none: its rollout ended, and its gates with it.
+	Gates *GateMemory `json:"gates,omitempty"`
 }
 
 // PromotionHeld reports whether the claim holds the promotion of the
@@ -124,6 +130,11 @@ func (c *Claim) Validate() error {
 	if err := Validate(c.Previous); err != nil {
 		errs = append(errs, fmt.Errorf("previous: %w", err))
 	}
+	if c.Gates != nil {
+		if err := c.Gates.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("gates: %w", err))
+		}
+	}
 	if c.PreviousClaim != nil {
 		if err := c.PreviousClaim.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("previousClaim: %w", err))
@@ -133,19 +144,24 @@ func (c *Claim) Validate() error {
 }
 
 // trimPrevious returns c with its PreviousClaim chain cut to
-// MaxPreviousClaims (copies where it changes; c is not modified).
+// MaxPreviousClaims, and without the Gates of the claims in it (copies
+// where it changes; c is not modified).
 func trimPrevious(c *Claim) *Claim {
-	depth, p := 0, c.PreviousClaim
+	depth, p, gates := 0, c.PreviousClaim, false
 	for p != nil && depth < MaxPreviousClaims {
+		gates = gates || p.Gates != nil
 		depth, p = depth+1, p.PreviousClaim
 	}
-	if p == nil {
+	if p == nil && !gates {
 		return c
 	}
 	var cut func(c *Claim, left int) *Claim
 	cut = func(c *Claim, left int) *Claim {
 		cc := *c
-		if left == 0 {
+		if left < MaxPreviousClaims {
+			cc.Gates = nil
+		}
+		if left == 0 || cc.PreviousClaim == nil {
 			cc.PreviousClaim = nil
 		} else {
 			cc.PreviousClaim = cut(c.PreviousClaim, left-1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -95,7 +96,7 @@ func TestDecodeClaimReadsNewerWriters(t *testing.T) {
 	want := &Claim{Namespace: "ops", Name: "r", UID: "u", AssignedAt: metav1.NewTime(t0)}
 	for _, v := range []string{
 		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","x":1}`,
-		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","gates":{"soakStart":"2026-11-26T10:05:00Z"},"formatVersion":1}`,
+		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","verdicts":{"soakStart":"2026-11-26T10:05:00Z"},"formatVersion":1}`,
 	} {
 		got, err := DecodeClaim(v)
 		if err != nil {
@@ -104,7 +105,14 @@ func TestDecodeClaimReadsNewerWriters(t *testing.T) {
 			t.Errorf("DecodeClaim(%s) (-want +got):\n%s", v, diff)
 		}
 	}
-	_, err := DecodeClaim(`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","formatVersion":2}`)
+	// A field a newer controller adds to the gate memory is ignored too.
+	v := `{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","gates":{"soakStarted":"2026-11-26T10:05:00Z","webhookErrors":{"w":2}}}`
+	got, err := DecodeClaim(v)
+	soak := metav1.NewTime(t0.Add(5 * time.Minute))
+	if diff := cmp.Diff(&Claim{Namespace: "ops", Name: "r", UID: "u", AssignedAt: metav1.NewTime(t0), Gates: &GateMemory{SoakStarted: &soak}}, got); err != nil || diff != "" {
+		t.Errorf("DecodeClaim(%s): %v (-want +got):\n%s", v, err, diff)
+	}
+	_, err = DecodeClaim(`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","formatVersion":2}`)
 	if !errors.Is(err, ErrNewerFormat) || err.Error() != "rollout claim: formatVersion 2: written by a newer dynconfig in a format this version does not read (it reads 1)" {
 		t.Errorf("a newer formatVersion: %v", err)
 	}
@@ -174,6 +182,9 @@ func FuzzDecodeClaim(f *testing.F) {
 		`{"namespace":"ops","name":"r","name":"s","uid":"u","assignedAt":"2026-11-26T10:00:00Z"}`,
 		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","previousClaim":{"namespace":"ops","name":"q","uid":"v","assignedAt":"2026-11-25T10:00:00Z",` +
 			`"previousClaim":{"namespace":"ops","name":"p","uid":"w","assignedAt":"2026-11-24T10:00:00Z"}}}`,
+		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","gates":{"soakStarted":"2026-11-26T10:05:00Z","pods":{"failed":"47DEQpj8","ready":""}},` +
+			`"previousClaim":{"namespace":"ops","name":"q","uid":"v","assignedAt":"2026-11-25T10:00:00Z","gates":{"pods":{"ready":"AAAAAAAA"}}}}`,
+		`{"namespace":"ops","name":"r","uid":"u","assignedAt":"2026-11-26T10:00:00Z","gates":{"pods":{"ready":"47DEQpj"}}}`,
 	} {
 		f.Add([]byte(seed))
 	}

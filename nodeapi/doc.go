@@ -14,7 +14,10 @@
 //     ParseAssignment (both), EncodeAssignment, and DescribeSource;
 //   - ConfigStatus, the status annotation a component publishes, with its
 //     phases, its decoder (ParseConfigStatus) and encoder;
-//   - Claim, the rollout's claim annotation (DecodeClaim, EncodeClaim);
+//   - Claim, the rollout's claim annotation (DecodeClaim, EncodeClaim),
+//     with what the rollout's health gates remember of the Node
+//     (GateMemory: the soak start and the pod baseline, each pod by
+//     PodKeyOf), so that a new controller carries on;
 //   - the pre-flight check: PreflightRequest, the rollout's ask
 //     (DecodePreflightRequest, EncodePreflightRequest), and
 //     PreflightResult, the node's answer in its ConfigStatus (preflight.go).
@@ -68,15 +71,22 @@
 // unreadable to them. Claim.PreviousClaim is the first such field; only a
 // controller writes it, and only when one rollout takes a Node over from
 // another, so only a downgrade of the controller to such a version meets
-// it (the Node is then left alone as one whose claim is unreadable).
-// ConfigStatus.Preflight is the second: a component writes it only while
+// it (the Node is then left alone as one whose claim is unreadable). The
+// same holds for the fields of a rollout with health gates (HoldUntil,
+// Passed, Gates), which the claim of every Node it assigns carries.
+// Claim.Gates is read by controllers only, and only of a claim of their
+// own rollout: a controller that does not know it judges the Node as it
+// did before the field (its soak from its own first sight, its pod
+// baseline taken then). ConfigStatus.Preflight is another: a component writes it only while
 // its Node carries a pre-flight request (PreflightAnnotationFor), which
 // only a controller of this version writes, so again only a downgrade of
 // the controller below the rule, with requests left on the Nodes, meets
 // it. The request annotation is new: agents older than it never read it,
 // and never answer (the rollout's spec.preflight says what that means).
+//
 // testdata/golden.jsonl holds what the encoders of earlier commits wrote,
 // built from git history by testdata/golden.sh; TestGoldenValues decodes
 // every value of it, and checks that this version still writes what the
-// base commit wrote.
+// base commit wrote, and the claim with Gates byte for byte as the commit
+// that added it (a pod key never changes).
 package nodeapi

@@ -93,6 +93,26 @@ func TestZZGolden(t *testing.T) {
 GO
 }
 
+# claimGatesTest writes a claim with the health gates' memory
+# (Claim.Gates), from the commit that added it on.
+claimGatesTest() {
+	cat <<GO
+package nodeapi
+
+import ($imports
+	"k8s.io/apimachinery/pkg/types"
+)
+$inputs
+func TestZZGolden(t *testing.T) {
+	soak := metav1.NewTime(gT.Add(10 * time.Minute))
+	until := metav1.NewTime(gT.Add(25 * time.Minute))
+	v, err := EncodeClaim(&Claim{Namespace: "ops", Name: "roll-1", UID: "ro-uid", Previous: gB, AssignedAt: gT, Step: 1, HoldUntil: &until,
+		Gates: &GateMemory{SoakStarted: &soak, Pods: BaselineOf([]types.UID{"uid-f1"}, []types.UID{"uid-r1", "uid-r2"})}})
+	goldenEmit(t, "nodeapi.EncodeClaim", "claim/gates", v, err)
+}
+GO
+}
+
 encodeAssignmentTest() {
 	cat <<GO
 package nodeapi
@@ -200,5 +220,7 @@ run $base rollout/plan planTest
 # The commit that added the pre-flight fields (an older reader ignores
 # them: TestGoldenValues checks that this version still reads them).
 run 59b835c nodeapi preflightTest
+# The health gates' memory in the claim (Claim.Gates), its first commit.
+run 393f2d3 nodeapi claimGatesTest
 sort -o "$out" "$tmp/out.jsonl"
 echo "golden.sh: wrote $(wc -l <"$out") values to $out"

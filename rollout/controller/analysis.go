@@ -62,9 +62,16 @@ var defaultNewConditions = []string{
 // interval: only the nodes in trial or soak are ever checked, so a large
 // fleet costs what maxUnavailable allows, not what it holds.
 //
-// What it remembers is in memory: after a restart (or a change of
-// leader), the soak of a node in soak starts over, and the pods that
-// failed before are taken as the baseline.
+// What must survive a restart or a change of leader is on the Node, in
+// the rollout's claim (nodeapi.GateMemory): the pod baseline, taken before
+// the assignment, goes into the assignment's PATCH (prepare); the soak
+// start is the plan's (plan.Watch, package plan's soakStart). A new leader
+// reads both back (plan.Watch.Pods), so that the soak is not started
+// again and a pod that failed after the assignment is not taken for the
+// baseline. The rest is in memory and starts over with a new leader: the
+// last verdicts (every check runs again before a soak's end is judged) and
+// the count of an external check's errors in a row (a leader change gives
+// a failing webhook consecutiveErrorLimit more tries).
 type analyzer struct {
 	client  kubernetes.Interface
 	clock   clock.Clock
@@ -91,11 +98,15 @@ type gateNode struct {
 	checks     map[string]*checkState // by check name ("pods", "prometheus/x", "webhook/y")
 }
 
-// podBaseline is what the node's pods were when it was assigned (or when
-// the analyzer first saw it).
+// podBaseline is what the node's pods were when it was assigned, by
+// nodeapi.PodKey: as the claim keeps it (nodeapi.PodBaseline), so that a
+// new leader judges by the same baseline as the one that took it.
 type podBaseline struct {
-	failed map[types.UID]bool
-	ready  map[types.UID]bool
+	failed map[nodeapi.PodKey]bool
+	ready  map[nodeapi.PodKey]bool
+	// stored is the baseline as the claim keeps it; nil for one rebuilt
+	// at the first check (baselineAsOf), which is not written.
+	stored *nodeapi.PodBaseline
 }
 
 // checkState is one check on one node.
@@ -232,7 +243,12 @@ func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRol
 		keep[w.Node] = true
 		gn := gr.nodes[w.Node]
 		if gn == nil {
-			gn = &gateNode{assignedAt: w.AssignedAt, checks: map[string]*checkState{}, baseline: baselines[w.Node]}
+			b := baselines[w.Node]
+			if b == nil && w.Pods != nil {
+				// Taken by the leader that assigned it: read back.
+				b = keysOf(w.Pods)
+			}
+			gn = &gateNode{assignedAt: w.AssignedAt, checks: map[string]*checkState{}, baseline: b}
 			gr.nodes[w.Node] = gn
 		}
 		// spec.analysis may be edited: the checks follow it.
@@ -256,6 +272,68 @@ func (a *analyzer) watch(ctx context.Context, key string, ro *v1alpha1.ConfigRol
 		}
 	}
 	return missing
+}
+
+// prepare takes on the nodes a plan asks to watch (watch) and readies the
+// plan's patches: it drops the assignments whose pod baseline could not be
+// taken (withoutAssignments, an error for each), and writes the baseline
+// of the others into the claim their assignment's PATCH writes
+// (nodeapi.GateMemory.Pods): the same write, no other, so that a new
+// leader judges the node's pods against the baseline from before the
+// assignment.
+func (a *analyzer) prepare(ctx context.Context, key string, ro *v1alpha1.ConfigRollout, watch []plan.Watch, patches []plan.Patch) ([]plan.Patch, []error) {
+	patches, errs := withoutAssignments(patches, a.watch(ctx, key, ro, watch))
+	fresh := map[string]bool{}
+	for _, w := range watch {
+		if w.Fresh {
+			fresh[w.Node] = true
+		}
+	}
+	if len(fresh) == 0 {
+		return patches, errs
+	}
+	a.mu.Lock()
+	stored := map[string]*nodeapi.PodBaseline{}
+	for name := range fresh {
+		if gn := a.nodeOf(key, name); gn != nil && gn.baseline != nil && gn.baseline.stored != nil {
+			stored[name] = gn.baseline.stored
+		}
+	}
+	a.mu.Unlock()
+	out := patches[:0:0]
+	for _, p := range patches {
+		b := stored[p.Node]
+		if b == nil || p.Revert || p.Claim == nil {
+			out = append(out, p)
+			continue
+		}
+		enc, err := withPodBaseline(*p.Claim, b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: not assigned yet, its pod baseline could not be written into its claim: %w", p.Node, err))
+			continue
+		}
+		p.Claim = &enc
+		out = append(out, p)
+	}
+	return out, errs
+}
+
+// withPodBaseline returns a claim annotation value with the pod baseline
+// b in its gate memory.
+func withPodBaseline(claim string, b *nodeapi.PodBaseline) (string, error) {
+	c, err := nodeapi.DecodeClaim(claim)
+	if err != nil {
+		return "", err
+	}
+	if c == nil {
+		return "", errors.New("the plan wrote no claim")
+	}
+	g := nodeapi.GateMemory{}
+	if c.Gates != nil {
+		g = *c.Gates
+	}
+	g.Pods, c.Gates = b, &g
+	return nodeapi.EncodeClaim(c)
 }
 
 // forget drops a deleted rollout.
@@ -558,18 +636,82 @@ func (a *analyzer) baseline(ctx context.Context, pa *v1alpha1.PodAnalysis, node 
 	return baselineOf(pods), nil
 }
 
+// baselineOf takes the baseline of pods as they are now, in the form the
+// claim keeps (nodeapi.BaselineOf).
 func baselineOf(pods []corev1.Pod) *podBaseline {
-	b := &podBaseline{failed: map[types.UID]bool{}, ready: map[types.UID]bool{}}
+	var failed, ready []types.UID
 	for i := range pods {
 		p := &pods[i]
 		switch {
 		case p.Status.Phase == corev1.PodFailed:
-			b.failed[p.UID] = true
+			failed = append(failed, p.UID)
 		case podReady(p) != nil && podReady(p).Status == corev1.ConditionTrue:
-			b.ready[p.UID] = true
+			ready = append(ready, p.UID)
+		}
+	}
+	return keysOf(nodeapi.BaselineOf(failed, ready))
+}
+
+// keysOf is a stored baseline as the checks use it. A claim's baseline
+// was validated when it was decoded; one that does not decode is none.
+func keysOf(s *nodeapi.PodBaseline) *podBaseline {
+	failed, ready, err := s.Keys()
+	if err != nil {
+		return nil
+	}
+	return &podBaseline{failed: failed, ready: ready, stored: s}
+}
+
+// baselineAsOf rebuilds the baseline of a node assigned at assignedAt
+// from its pods now, for a node whose claim carries none (assigned by a
+// controller from before nodeapi.GateMemory), as far as the pods' own
+// times tell: a pod created at or after the assignment is in neither
+// list; a Failed pod is in the failed list unless its failure is dated
+// (its Ready condition's last transition, its containers' termination) at
+// or after the assignment; a pod is in the ready list if it is Ready, or
+// if its Ready condition turned at or after the assignment (it was Ready
+// before, or it would not have turned). A Failed pod with no date at all
+// counts as failed before, as an older controller would have taken it:
+// the upgrade of the controller must not fail a node for a pod that
+// failed before it was assigned. The times are the kubelet's, compared
+// with the controller's, as the Node conditions' are (nodeVerdict).
+func baselineAsOf(pods []corev1.Pod, assignedAt time.Time) *podBaseline {
+	b := &podBaseline{failed: map[nodeapi.PodKey]bool{}, ready: map[nodeapi.PodKey]bool{}}
+	for i := range pods {
+		p := &pods[i]
+		if !p.CreationTimestamp.Time.Before(assignedAt) {
+			continue
+		}
+		key := nodeapi.PodKeyOf(p.UID)
+		c := podReady(p)
+		turnedSince := c != nil && !c.LastTransitionTime.Time.Before(assignedAt)
+		if p.Status.Phase == corev1.PodFailed {
+			if at, dated := failedAt(p); !dated || at.Before(assignedAt) {
+				b.failed[key] = true
+				continue
+			}
+		}
+		if c != nil && (c.Status == corev1.ConditionTrue || turnedSince) {
+			b.ready[key] = true
 		}
 	}
 	return b
+}
+
+// failedAt dates a Failed pod's failure: the latest of its Ready
+// condition's last transition and its containers' terminations; false
+// when it has none of them.
+func failedAt(p *corev1.Pod) (time.Time, bool) {
+	var at time.Time
+	if c := podReady(p); c != nil && !c.LastTransitionTime.IsZero() {
+		at = c.LastTransitionTime.Time
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.Time.After(at) {
+			at = t.FinishedAt.Time
+		}
+	}
+	return at, !at.IsZero()
 }
 
 func podReady(p *corev1.Pod) *corev1.PodCondition {
@@ -588,14 +730,15 @@ func (a *analyzer) checkPods(ctx context.Context, pa *v1alpha1.PodAnalysis, j jo
 		return "", err
 	}
 	a.mu.Lock()
+	assignedAt := j.gn.assignedAt
 	b := j.gn.baseline
 	if b == nil {
-		// First watched by a plan that did not assign it (this
-		// controller restarted, or took the Lease, since): from now on.
-		j.gn.baseline = baselineOf(pods)
+		// Assigned by a controller from before the gate memory: its
+		// claim carries no baseline. Rebuilt as of the assignment, as
+		// far as the pods tell (baselineAsOf).
+		j.gn.baseline = baselineAsOf(pods, assignedAt)
 		b = j.gn.baseline
 	}
-	assignedAt := j.gn.assignedAt
 	a.mu.Unlock()
 	now := a.clock.Now()
 	failed, err := podVerdict(pa, b, pods, now)
@@ -637,21 +780,21 @@ func podVerdict(pa *v1alpha1.PodAnalysis, b *podBaseline, pods []corev1.Pod, now
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded {
 			continue
 		}
-		name := p.Namespace + "/" + p.Name
+		name, key := p.Namespace+"/"+p.Name, nodeapi.PodKeyOf(p.UID)
 		if p.Status.Phase == corev1.PodFailed {
-			if !b.failed[p.UID] {
+			if !b.failed[key] {
 				why := p.Status.Reason
 				if why == "" {
 					why = "Failed"
 				}
 				failed = append(failed, name+" ("+why+")")
 			}
-			if b.ready[p.UID] {
+			if b.ready[key] {
 				unready = append(unready, name)
 			}
 			continue
 		}
-		if !b.ready[p.UID] {
+		if !b.ready[key] {
 			continue
 		}
 		c := podReady(p)

@@ -900,7 +900,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 	r.c.metrics.observe(ro)
 	// Before the patches: the pod baseline. A node whose baseline could not
 	// be taken is not assigned now; the next plan assigns it again.
-	patches, errs := withoutAssignments(res.Patches, r.gates.watch(ctx, key, ro, res.Watch))
+	patches, errs := r.gates.prepare(ctx, key, ro, res.Watch, res.Patches)
 	t := time.Now()
 	errs = append(errs, r.patchNodes(ctx, ro, patches)...)
 	r.c.patchNanos.Add(int64(time.Since(t)))

@@ -35,8 +35,10 @@
 //     the informer at each plan, their pods listed by spec.nodeName
 //     (rate-limited; the baseline before the assignment patch), Prometheus
 //     and webhook checks over HTTP with timeouts, an error inconclusive
-//     until consecutiveErrorLimit. Their state is in memory: a new leader
-//     starts the soaks over.
+//     until consecutiveErrorLimit. What must survive a new leader is in
+//     the claim (nodeapi.GateMemory): the pod baseline, in the assignment
+//     patch, and the soak start of a node that promotes outright (one
+//     claim-only patch); the last verdicts and error counts are in memory.
 //
 // What it does not do: it does not validate more than the API server's
 // schema does (the planner refuses what it cannot run), it does not

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 )
@@ -23,7 +25,9 @@ type Analysis struct {
 	CheckedAt time.Time
 	// PromotedAt is when the caller first saw the node's component report
 	// the config promoted (Watch.Promoted); zero: not yet seen, and Plan
-	// takes its own Now.
+	// takes its own Now. A node whose claim carries no soak start, and
+	// that does not hold its promotion, soaks from it, and Plan writes it
+	// into the claim (soakStart): the next controller reads it there.
 	PromotedAt time.Time
 }
 
@@ -43,6 +47,13 @@ type Watch struct {
 	// the caller takes what the gates compare with (the pods that failed
 	// already) before it makes the patch.
 	Fresh bool
+	// Pods is the pod baseline the node's claim carries
+	// (nodeapi.GateMemory.Pods), taken before its assignment by the
+	// controller that assigned it; nil when it carries none (a Fresh node,
+	// or one assigned by a controller from before the field). The caller
+	// judges the node's pods against it, not against a baseline it would
+	// take now, after the assignment.
+	Pods *nodeapi.PodBaseline
 }
 
 // soak returns spec.analysis.soak (0 when unset).
@@ -106,11 +117,7 @@ func (p *planner) gate(v *view, promoted bool) bool {
 		}
 		return false
 	}
-	promotedAt := p.in.Now
-	if a != nil && !a.PromotedAt.IsZero() {
-		promotedAt = a.PromotedAt
-	}
-	end := promotedAt.Add(soak(an))
+	end := p.soakStart(v).Add(soak(an))
 	switch {
 	case p.in.Now.Before(end):
 		p.requeue(end.Sub(p.in.Now))
@@ -128,6 +135,46 @@ func (p *planner) gate(v *view, promoted bool) bool {
 	}
 	v.state = v1alpha1.NodeTrial
 	return true
+}
+
+// soakStart returns when a node's soak began, from what survives a change
+// of the controller: the soak start its claim carries
+// (nodeapi.GateMemory.SoakStarted); else, for a node that holds its
+// promotion for the gates, the end of its trial, which the node reports
+// (ConfigStatus.TrialEnds); else (a node promoted outright, by a component
+// that does not hold) when the caller first saw it promoted, or now, which
+// it writes into the claim once, so that the next controller reads it
+// back rather than start the soak again. Without a soak there is nothing
+// to remember: no write. A node assigned by a controller from before the
+// field starts its soak when this one first sees it promoted.
+func (p *planner) soakStart(v *view) time.Time {
+	if g := v.claim.Gates; g != nil && g.SoakStarted != nil {
+		return g.SoakStarted.Time
+	}
+	if p.heldTrialOver(v) {
+		return v.n.Status.TrialEnds.Time
+	}
+	start := p.in.Now
+	if a := v.n.Analysis; a != nil && !a.PromotedAt.IsZero() {
+		start = a.PromotedAt
+	}
+	if soak(p.r.Spec.Analysis) > 0 {
+		c := *v.claim
+		g := nodeapi.GateMemory{}
+		if c.Gates != nil {
+			g = *c.Gates
+		}
+		// Whole seconds, as the claim keeps it, rounded up: the soak
+		// is never shorter than spec.analysis.soak.
+		t := metav1.NewTime(start.UTC().Add(time.Second - 1).Truncate(time.Second))
+		g.SoakStarted, c.Gates = &t, &g
+		if enc, err := nodeapi.EncodeClaim(&c); err == nil {
+			v.claim = &c
+			p.writeClaim(v, enc)
+			return t.Time
+		}
+	}
+	return start
 }
 
 // passNode passes a node whose gates passed after its soak and writes the
@@ -200,8 +247,12 @@ func (p *planner) watches() []Watch {
 			continue
 		}
 		s := v.n.Status
+		var pods *nodeapi.PodBaseline
+		if g := v.claim.Gates; g != nil {
+			pods = g.Pods
+		}
 		out = append(out, Watch{
-			Node: name, AssignedAt: v.claim.AssignedAt.Time, Fresh: v.fresh,
+			Node: name, AssignedAt: v.claim.AssignedAt.Time, Fresh: v.fresh, Pods: pods,
 			Promoted: !v.fresh && (s != nil && s.Phase == nodeapi.PhasePromoted && p.isOurs(s.Active) || p.heldTrialOver(v)),
 		})
 	}

@@ -347,8 +347,10 @@ func TestSoakPassesTogether(t *testing.T) {
 
 // holdingComponent plays a component that honors its claim's hold
 // (nodeapi.Claim.PromotionHeld): on the rollout's config it reports its
-// trial over and keeps its last-known-good while held, and promotes once
-// the hold lifts. It returns the nodes that promoted in this call.
+// trial over (at the end it first reports, as a component reports the
+// end of its trial by uptime) and keeps its last-known-good while held,
+// and promotes once the hold lifts. It returns the nodes that promoted in
+// this call.
 func holdingComponent(w *world) []string {
 	var promoted []string
 	for _, n := range w.nodes {
@@ -356,6 +358,9 @@ func holdingComponent(w *world) []string {
 			continue
 		}
 		if c := w.claim(n); c.PromotionHeld(w.now) {
+			if s := n.Status; s != nil && s.Phase == nodeapi.PhaseTrial && sameSource(s.Active, newSource()) && s.TrialEnds != nil {
+				continue
+			}
 			ends := metav1.NewTime(w.now.Add(-time.Second))
 			n.Status = &nodeapi.ConfigStatus{Phase: nodeapi.PhaseTrial, Assigned: newSource(), Active: newSource(), LastKnownGood: n.Status.LastKnownGood, TrialEnds: &ends}
 			continue
