@@ -21,7 +21,10 @@ import (
 // kube-root-ca.crt, and the API server carries the request header
 // configuration the components authenticate with; both components hold
 // their Lease; and they keep working across an API server restart (a
-// namespace created after it gets its default ServiceAccount).
+// namespace created after it gets its default ServiceAccount). Its last
+// subtest, HeartbeatNode, checks cluster.HeartbeatNode on the same cluster
+// (startHeartbeatCheck, set up first so that the node lifecycle
+// controller's grace period runs while the rest does).
 func TestControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler")
@@ -29,6 +32,7 @@ func TestControlPlane(t *testing.T) {
 	c := StartWithOptions(t, Options{ControlPlane: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	heartbeat := startHeartbeatCheck(ctx, t, c)
 
 	for _, lease := range []string{ControllerManagerBinary, SchedulerBinary} {
 		l, err := c.Client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, lease, metav1.GetOptions{})
@@ -86,4 +90,5 @@ func TestControlPlane(t *testing.T) {
 		_, err := c.Client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
+	t.Run("HeartbeatNode", heartbeat)
 }

@@ -39,6 +39,11 @@
 //     they lose their Lease, which an API server down for more than their
 //     10s renew deadline (StopAPIServer, a slow RestartAPIServer) makes
 //     them do. Each restart is in the test log.
+//   - HeartbeatNode plays, for a Node no kubelet runs, what the control
+//     plane reads of a kubelet: the well-known labels, a Ready status with
+//     room for pods, and the Node's Lease renewed every 10s until the test
+//     ends. The scheduler then binds to the Node and the node lifecycle
+//     controller leaves it Ready; pods on it get no status from anyone.
 //   - Everything started is stopped, and its files removed, when the test
 //     ends; the tail of the API server's and etcd's logs is added to the test
 //     log when the test failed.

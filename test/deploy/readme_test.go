@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"slices"
 
 	"net/http"
@@ -155,19 +156,26 @@ func TestREADMEUnit(t *testing.T) {
 // runs, `kubectl apply -k` through kustomize's library and a server-side
 // apply as kubectl does, `kubectl create configmap` through client-go,
 // dynconfigctl as built, on the operator group the README names. The
-// rollout controller and kube-proxy-like run as their Pods would: the
-// arguments of the Deployment and DaemonSet just applied, the tokens of
-// their ServiceAccounts (kube-proxy-like's bound to a Pod on the Node).
+// upstream control plane runs (cluster.Options.ControlPlane): the
+// DaemonSet controller makes kube-proxy-like's Pod and the scheduler binds
+// it to the Node (kept alive by cluster.HeartbeatNode, as no kubelet
+// runs). The rollout controller and kube-proxy-like run as their Pods
+// would: the arguments of the Deployment and DaemonSet just applied, the
+// tokens of their ServiceAccounts (kube-proxy-like's bound to the
+// DaemonSet's Pod on the Node).
 func TestREADMEInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver")
 	}
-	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true})
+	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true, ControlPlane: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	const node = "node-1"
 	if _, err := cl.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.HeartbeatNode(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	opCfg, err := cl.UserConfig("operator-alice", "dynconfig:operators")
@@ -296,22 +304,16 @@ func startController(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir
 }
 
 // startDaemonSetPod runs kube-proxy-like as the DaemonSet's Pod on node
-// would: a Pod object on the Node, its bound ServiceAccount token in the
-// kubeconfig the manifest mounts, the manifest's arguments with the
-// downward API's values.
+// would: the Pod the DaemonSet controller made and the scheduler bound to
+// the Node, its bound ServiceAccount token in the kubeconfig the manifest
+// mounts, the manifest's arguments with the downward API's values.
 func startDaemonSetPod(ctx context.Context, t *testing.T, cl *cluster.Cluster, dir, node string) *proctest.Proc {
 	t.Helper()
 	ds, err := cl.Client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy-like", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := cl.Client.CoreV1().Pods(ds.Namespace).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy-like-" + node, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
-		Spec:       podSpecOn(ds, node),
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := daemonSetPodOn(ctx, t, cl, ds, node)
 	podCfg, err := cl.PodTokenConfig(ctx, pod)
 	if err != nil {
 		t.Fatal(err)
@@ -335,12 +337,35 @@ func startDaemonSetPod(ctx context.Context, t *testing.T, cl *cluster.Cluster, d
 	return proctest.Start(t, kubeProxyLikeBin.Build(t), args, nil)
 }
 
-// podSpecOn is the DaemonSet's Pod spec bound to node.
-func podSpecOn(ds *appsv1.DaemonSet, node string) corev1.PodSpec {
-	spec := *ds.Spec.Template.Spec.DeepCopy()
-	spec.NodeName = node
-	// No kubelet runs: the volumes only need to be valid.
-	return spec
+// daemonSetPodOn waits for the Pod of ds that the DaemonSet controller
+// made for node (owned by ds) and the scheduler bound to it.
+func daemonSetPodOn(ctx context.Context, t *testing.T, cl *cluster.Cluster, ds *appsv1.DaemonSet, node string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	last := "no Pod"
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := cl.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
+		if err != nil {
+			return false, nil // the last listing says more than a timeout
+		}
+		last = fmt.Sprintf("%d Pods", len(list.Items))
+		for i := range list.Items {
+			p := &list.Items[i]
+			last = fmt.Sprintf("Pod %s on %q, owner %v", p.Name, p.Spec.NodeName, metav1.GetControllerOf(p))
+			if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID && p.Spec.NodeName == node {
+				pod = p
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		if got, err := cl.Client.AppsV1().DaemonSets(ds.Namespace).Get(context.WithoutCancel(ctx), ds.Name, metav1.GetOptions{}); err == nil {
+			last += fmt.Sprintf("; DaemonSet status %+v", got.Status)
+		}
+		t.Fatalf("waiting for DaemonSet %s/%s's Pod on Node %s: %v; last: %s", ds.Namespace, ds.Name, node, err, last)
+	}
+	return pod
 }
 
 // metricsClient is the base URL of a controller run with args on addr, and

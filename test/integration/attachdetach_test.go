@@ -72,7 +72,7 @@ func TestAttachDetachWithDeployApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	node := registerAttachNode(ctx, t, admin, objectName(t, "attach"))
+	node := registerAttachNode(ctx, t, cl, objectName(t, "attach"))
 	waitOwnNodePolicy(ctx, t, cl, node)
 
 	if _, err := admin.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
@@ -182,39 +182,17 @@ func TestAttachDetachWithDeployApplied(t *testing.T) {
 		func() string { return attachDetachRefusal(ctx, cl, node, want) })
 }
 
-// registerAttachNode creates a Node as a kubelet registers one: Ready,
-// with room for Pods, and with the annotation that hands its volumes to
-// the attach-detach controller. No kubelet runs: the Node is not
-// heartbeated, and turns NotReady after the node lifecycle controller's
-// grace period (40s), long after the scheduler has bound the Pod.
-func registerAttachNode(ctx context.Context, t *testing.T, admin kubernetes.Interface, name string) string {
+// registerAttachNode creates a Node as a kubelet registers one, with the
+// annotation that hands its volumes to the attach-detach controller, and
+// keeps it Ready and schedulable (cluster.HeartbeatNode: no kubelet runs).
+func registerAttachNode(ctx context.Context, t *testing.T, cl *cluster.Cluster, name string) string {
 	t.Helper()
-	now := metav1.Now()
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("2"),
-		corev1.ResourceMemory: resource.MustParse("4Gi"),
-		corev1.ResourcePods:   resource.MustParse("10"),
-	}
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{controllerManagedAttachAnnotation: "true"}},
-		Status: corev1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: capacity,
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-		},
-	}
-	created, err := admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{controllerManagedAttachAnnotation: "true"}}}
+	if _, err := cl.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Node %s: %v", name, err)
 	}
-	if len(created.Status.Conditions) == 0 {
-		created.Status = n.Status
-		if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("setting Node %s's status: %v", name, err)
-		}
+	if err := cl.HeartbeatNode(ctx, name); err != nil {
+		t.Fatal(err)
 	}
 	return name
 }

@@ -75,6 +75,11 @@
 // a config over two hollow kubelets carrying a Deployment under a
 // PodDisruptionBudget and watches the budget's status: never below its
 // minimum while the rollout respects budgets, below it with Ignore.
+// TestRolloutHoldsNodesForPodDisruptionBudgets runs in it too, over
+// simulated Nodes kept alive by cluster.HeartbeatNode: a Deployment's pods
+// bound by the scheduler, the budget's status from the disruption
+// controller, only the pods' readiness written by the test (test/README.md,
+// "Hand-set status, audited", lists what every test still writes by hand).
 //
 // TestScale is a benchmark run only when DYNCONFIG_SCALE=N is set: N
 // Controllers in one process, one reassignment of all their Nodes, with

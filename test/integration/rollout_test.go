@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -941,10 +942,15 @@ type replica struct {
 	namespace string
 	// wrap, when set, wraps its transport.
 	wrap func(http.RoundTripper) http.RoundTripper
+	// leaseDuration is its Lease's duration (renewed within 2/3 of it);
+	// 0: 3s. A test that does not fail replicas over may take a longer one,
+	// so that an API server stalled by a busy machine does not end the
+	// replica.
+	leaseDuration time.Duration
 }
 
 // startRolloutControllerAs runs a replica on cfg's identity until the test
-// ends, with a 3 s Lease.
+// ends, with a 3 s Lease unless r.leaseDuration says otherwise.
 func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Config, r replica) *rolloutController {
 	t.Helper()
 	cfg = limited(cfg, 100, 200)
@@ -959,11 +965,12 @@ func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
+	lease := cmp.Or(r.leaseDuration, 3*time.Second)
 	c, err := controller.New(controller.Options{
 		Client: client, Dynamic: dyn, Namespace: r.namespace,
 		LeaderElection: &controller.LeaderElection{
 			Namespace: r.leaseNamespace, Name: r.lease, Identity: r.identity,
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 6,
 		},
 	})
 	if err != nil {
