@@ -929,7 +929,9 @@ func startRolloutController(ctx context.Context, t *testing.T, h *harness, ident
 	t.Helper()
 	r := replica{leaseNamespace: metav1.NamespaceDefault, lease: objectName(t, "lease"), identity: identity}
 	if cut != nil {
+		// A replica that is cut off is failed over: a short Lease.
 		r.wrap = cut.wrap
+		r.leaseDuration = 3 * time.Second
 	}
 	return startRolloutControllerAs(ctx, t, h.cl.Config, r)
 }
@@ -943,14 +945,15 @@ type replica struct {
 	// wrap, when set, wraps its transport.
 	wrap func(http.RoundTripper) http.RoundTripper
 	// leaseDuration is its Lease's duration (renewed within 2/3 of it);
-	// 0: 3s. A test that does not fail replicas over may take a longer one,
-	// so that an API server stalled by a busy machine does not end the
-	// replica.
+	// 0: 15s, so that an API server stalled by a busy machine does not end
+	// the replica (at load 14 a 3 s Lease missed its renew deadline and the
+	// replica stopped). Only a test that fails replicas over takes a short
+	// one.
 	leaseDuration time.Duration
 }
 
 // startRolloutControllerAs runs a replica on cfg's identity until the test
-// ends, with a 3 s Lease unless r.leaseDuration says otherwise.
+// ends, with a 15 s Lease unless r.leaseDuration says otherwise.
 func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Config, r replica) *rolloutController {
 	t.Helper()
 	cfg = limited(cfg, 100, 200)
@@ -965,7 +968,7 @@ func startRolloutControllerAs(ctx context.Context, t *testing.T, cfg *rest.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease := cmp.Or(r.leaseDuration, 3*time.Second)
+	lease := cmp.Or(r.leaseDuration, 15*time.Second)
 	c, err := controller.New(controller.Options{
 		Client: client, Dynamic: dyn, Namespace: r.namespace,
 		LeaderElection: &controller.LeaderElection{
