@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,15 +73,10 @@ func TestVersionMatrix(t *testing.T) {
 	for _, v := range all {
 		v.Agent(t) // stop here, before a cluster starts, when one is missing
 	}
-	cl := cluster.Start(t)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, cl.KubeConfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cl, kubeconfig := startCluster(t)
 	for _, ctl := range all {
 		t.Run("controller "+ctl.Name, func(t *testing.T) {
-			m := &matrix{t: t, cl: cl, client: cl.Client, dyn: dynamic.NewForConfigOrDie(cl.Config), kubeconfig: kubeconfig,
-				ns: "matrix-" + strings.ToLower(ctl.Name), label: "matrix-" + strings.ToLower(ctl.Name)}
+			m := newMatrix(t, cl, kubeconfig, "matrix-"+strings.ToLower(ctl.Name))
 			ctx, cancel := context.WithTimeout(context.Background(), matrixTimeout)
 			defer cancel()
 			m.run(ctx, ctl, all)
@@ -101,18 +97,37 @@ type matrix struct {
 	agents     map[string]*proctest.RestartLoop
 }
 
-func (m *matrix) run(ctx context.Context, ctl *version, agents []*version) {
+// newMatrix makes the part of a test named name (its namespace, its
+// Nodes' label) on the cluster.
+func newMatrix(t *testing.T, cl *cluster.Cluster, kubeconfig, name string) *matrix {
+	return &matrix{t: t, cl: cl, client: cl.Client, dyn: dynamic.NewForConfigOrDie(cl.Config), kubeconfig: kubeconfig,
+		ns: name, label: name}
+}
+
+// startCluster starts the API server for a test, and writes a kubeconfig
+// for the processes.
+func startCluster(t *testing.T) (*cluster.Cluster, string) {
+	cl := cluster.Start(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, cl.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cl, kubeconfig
+}
+
+// setup creates the part's namespace and its three immutable ConfigMaps
+// (old, good and bad), and starts one node per agent version, each
+// assigned old, and waits until all of them run it promoted.
+func (m *matrix) setup(ctx context.Context, agents []*version) (old, good, bad *corev1.ConfigMap) {
 	t := m.t
 	if _, err := m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.ns}},
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	m.installCRD(ctx, ctl.CRD(t))
-	old := m.configMap(ctx, "old", kubeletPayload(100), trial, 0)
-	good := m.configMap(ctx, "good", kubeletPayload(101), trial, 0)
-	bad := m.configMap(ctx, "bad", kubeletPayload(102)+"providerID: "+demoCrashProviderID+"\n", "10m", 1)
+	old = m.configMap(ctx, "old", kubeletPayload(100), trial, 0)
+	good = m.configMap(ctx, "good", kubeletPayload(101), trial, 0)
+	bad = m.configMap(ctx, "bad", kubeletPayload(102)+"providerID: "+demoCrashProviderID+"\n", "10m", 1)
 
-	// The mixed fleet, every node on old.
 	m.agents = map[string]*proctest.RestartLoop{}
 	dir := t.TempDir()
 	for _, a := range agents {
@@ -141,9 +156,14 @@ func (m *matrix) run(ctx context.Context, ctl *version, agents []*version) {
 		}
 	})
 	m.waitFleetOn(ctx, old)
+	return old, good, bad
+}
 
-	// The controller of this version, watching this part's namespace
-	// and Nodes only.
+// startController installs version ctl's ConfigRollout CRD and starts its
+// controller, watching the part's namespace and Nodes only.
+func (m *matrix) startController(ctx context.Context, ctl *version) *proctest.Proc {
+	t := m.t
+	m.installCRD(ctx, ctl.CRD(t))
 	p := proctest.Start(t, ctl.Controller(t), []string{
 		"--kubeconfig=" + m.kubeconfig, "--namespace=" + m.ns, "--node-selector=" + m.label,
 		"--leader-elect=false", "--metrics-address=",
@@ -153,6 +173,13 @@ func (m *matrix) run(ctx context.Context, ctl *version, agents []*version) {
 			t.Logf("controller %s stderr:\n%s", ctl.Name, proctest.Tail(p.Stderr(), 60))
 		}
 	})
+	return p
+}
+
+func (m *matrix) run(ctx context.Context, ctl *version, agents []*version) {
+	t := m.t
+	_, good, bad := m.setup(ctx, agents)
+	p := m.startController(ctx, ctl)
 
 	// A good config, one node first, then all.
 	ro := m.rollout(ctx, "good", good, func(s *v1alpha1.ConfigRolloutSpec) {
@@ -172,7 +199,8 @@ func (m *matrix) run(ctx context.Context, ctl *version, agents []*version) {
 		s.MaxUnavailable = ptr.To(intstr.FromString("100%"))
 		s.MaxFailures = int32(len(m.nodes) - 1)
 	})
-	got = m.waitRollout(ctx, ro, "halted", func(r *v1alpha1.ConfigRollout) bool { return r.Status.Phase == v1alpha1.PhaseHalted })
+	got = m.waitRollout(ctx, ro, "halted", func(r *v1alpha1.ConfigRollout) bool { return r.Status.Phase == v1alpha1.PhaseHalted },
+		v1alpha1.PhaseCompleted)
 	reasons := map[string]string{}
 	for _, f := range got.Status.Failures {
 		reasons[f.Node] = f.Reason
@@ -298,9 +326,10 @@ func (m *matrix) rollout(ctx context.Context, name string, cm *corev1.ConfigMap,
 }
 
 // waitRollout polls the rollout until cond holds; it fails the test when
-// the rollout ends otherwise (another terminal phase) or the wait times
-// out, with the rollout's status.
-func (m *matrix) waitRollout(ctx context.Context, name, what string, cond func(*v1alpha1.ConfigRollout) bool) *v1alpha1.ConfigRollout {
+// the rollout reaches a phase of wrong first (a wait for anything else
+// than a halt: Halted) or the wait times out, with the rollout's status.
+func (m *matrix) waitRollout(ctx context.Context, name, what string, cond func(*v1alpha1.ConfigRollout) bool,
+	wrong ...v1alpha1.RolloutPhase) *v1alpha1.ConfigRollout {
 	m.t.Helper()
 	var last *v1alpha1.ConfigRollout
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
@@ -316,8 +345,11 @@ func (m *matrix) waitRollout(ctx context.Context, name, what string, cond func(*
 		if cond(&ro) {
 			return true, nil
 		}
-		if p := ro.Status.Phase; p == v1alpha1.PhaseCompleted || p == v1alpha1.PhaseHalted || p == v1alpha1.PhaseReverted {
-			return false, fmt.Errorf("the rollout ended %s", p)
+		if len(wrong) == 0 {
+			wrong = []v1alpha1.RolloutPhase{v1alpha1.PhaseHalted}
+		}
+		if slices.Contains(wrong, ro.Status.Phase) {
+			return false, fmt.Errorf("the rollout is %s", ro.Status.Phase)
 		}
 		return false, nil
 	})
