@@ -43,7 +43,7 @@ func TestControllerHandoff(t *testing.T) {
 			m := newMatrix(t, cl, kubeconfig, "handoff-"+tc.name)
 			ctx, cancel := context.WithTimeout(context.Background(), matrixTimeout)
 			defer cancel()
-			old, good, _ := m.setup(ctx, all)
+			old, good, _ := m.setup(ctx, all, trial)
 			p := m.startController(ctx, tc.order[0])
 			// One node per controller version, a pause step after each
 			// but the last: steps 0, 2 and 4 move nodes, 1 and 3 wait.

@@ -4,6 +4,7 @@ package versionmatrix
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -29,10 +31,31 @@ import (
 	"github.com/dynconfig/dynconfig/components"
 	"github.com/dynconfig/dynconfig/components/kubelet"
 	"github.com/dynconfig/dynconfig/internal/proctest"
-	"github.com/dynconfig/dynconfig/nodeapi"
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/test/cluster"
 )
+
+// The Node annotations of the default component (kubelet), and the parts
+// of their values the test reads, spelt here as every version of the
+// range writes them rather than through package nodeapi: the test is a
+// reader of the contract of its own, which a change of N's nodeapi cannot
+// move along with N's writers.
+const (
+	assignmentAnnotation = "dynconfig.io/config-source"
+	statusAnnotation     = "dynconfig.io/config-status"
+	claimAnnotation      = "dynconfig.io/config-source-rollout"
+)
+
+// wireStatus is what the test reads of a ConfigStatus.
+type wireStatus struct {
+	Phase  string                   `json:"phase"`
+	Active *corev1.NodeConfigSource `json:"active"`
+}
+
+// wireClaim is what the test reads of a Claim.
+type wireClaim struct {
+	UID types.UID `json:"uid"`
+}
 
 // Budgets of the waits (the builds are done before any of them starts).
 const (
@@ -44,8 +67,15 @@ const (
 	// whose report the controller cannot read fails at it, with a reason
 	// the test tells apart from the node's own verdict.
 	progressDeadline = 90
-	// trial is the good configs' trial: short, the test waits for it.
+	// trial is the configs' trial: short, the test waits for it.
 	trial = "2s"
+	// In TestVersionMatrix the good config's trial outlasts the progress
+	// deadline: only a controller that reads the node's Trial report (and
+	// when its trial ends) waits for it; one that cannot read it fails
+	// the node at the deadline, as an older controller did on a newer
+	// node's status before the skew rule.
+	longTrial             = "20s"
+	shortProgressDeadline = 15
 )
 
 // demoCrashProviderID, as the config's providerID, makes kubelet-like exit
@@ -59,9 +89,10 @@ const demoCrashProviderID = "demo://crash-at-startup"
 // For each controller version, on the real API server with that version's
 // ConfigRollout CRD installed:
 //
-//   - a good config rolls out in two steps (one node, then all) and
-//     completes: every agent reported it promoted in a way the controller
-//     understood;
+//   - a good config, its trial (20 s) longer than the progress deadline
+//     (15 s), rolls out to all three and completes: every agent reported
+//     its trial and then the promotion in a way the controller understood
+//     (a report it could not read would fail the node at the deadline);
 //   - a config that crash-loops the component (a bad config every version
 //     catches) is assigned to all three at once with maxFailures 2: the
 //     rollout halts only once each node failed, each failure is the node's
@@ -116,16 +147,16 @@ func startCluster(t *testing.T) (*cluster.Cluster, string) {
 }
 
 // setup creates the part's namespace and its three immutable ConfigMaps
-// (old, good and bad), and starts one node per agent version, each
+// (old, good with goodTrial, and bad), and starts one node per agent version, each
 // assigned old, and waits until all of them run it promoted.
-func (m *matrix) setup(ctx context.Context, agents []*version) (old, good, bad *corev1.ConfigMap) {
+func (m *matrix) setup(ctx context.Context, agents []*version, goodTrial string) (old, good, bad *corev1.ConfigMap) {
 	t := m.t
 	if _, err := m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.ns}},
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	old = m.configMap(ctx, "old", kubeletPayload(100), trial, 0)
-	good = m.configMap(ctx, "good", kubeletPayload(101), trial, 0)
+	good = m.configMap(ctx, "good", kubeletPayload(101), goodTrial, 0)
 	bad = m.configMap(ctx, "bad", kubeletPayload(102)+"providerID: "+demoCrashProviderID+"\n", "10m", 1)
 
 	m.agents = map[string]*proctest.RestartLoop{}
@@ -135,7 +166,7 @@ func (m *matrix) setup(ctx context.Context, agents []*version) (old, good, bad *
 		m.nodes = append(m.nodes, name)
 		if _, err := m.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Labels: map[string]string{m.label: "true", "agent-version": a.Name},
-			Annotations: map[string]string{nodeapi.AssignmentAnnotation: assignmentFor(old)},
+			Annotations: map[string]string{assignmentAnnotation: assignmentFor(old)},
 		}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -178,13 +209,15 @@ func (m *matrix) startController(ctx context.Context, ctl *version) *proctest.Pr
 
 func (m *matrix) run(ctx context.Context, ctl *version, agents []*version) {
 	t := m.t
-	_, good, bad := m.setup(ctx, agents)
+	_, good, bad := m.setup(ctx, agents, longTrial)
 	p := m.startController(ctx, ctl)
 
-	// A good config, one node first, then all.
+	// A good config on every node at once, its trial longer than the
+	// progress deadline.
 	ro := m.rollout(ctx, "good", good, func(s *v1alpha1.ConfigRolloutSpec) {
-		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromInt32(1)), nodesStep(intstr.FromString("100%"))}
+		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
 		s.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+		s.ProgressDeadlineSeconds = ptr.To(int32(shortProgressDeadline))
 	})
 	got := m.waitRollout(ctx, ro, "completed", func(r *v1alpha1.ConfigRollout) bool { return r.Status.Phase == v1alpha1.PhaseCompleted })
 	if got.Status.Promoted != int32(len(m.nodes)) || got.Status.Failed != 0 {
@@ -289,12 +322,12 @@ func (m *matrix) configMap(ctx context.Context, name, payload, trial string, thr
 // assignmentFor is the assignment annotation's value for cm, as a person
 // writes it (every version reads it).
 func assignmentFor(cm *corev1.ConfigMap) string {
-	v, err := nodeapi.EncodeAssignment(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
+	b, err := json.Marshal(&corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{
 		Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, KubeletConfigKey: kubelet.PayloadKey}})
 	if err != nil {
 		panic(err)
 	}
-	return v
+	return string(b)
 }
 
 func nodesStep(v intstr.IntOrString) v1alpha1.RolloutStep { return v1alpha1.RolloutStep{Nodes: &v} }
@@ -364,22 +397,26 @@ func (m *matrix) waitRollout(ctx context.Context, name, what string, cond func(*
 	return last
 }
 
-// claims returns the claims the rollout holds on the part's Nodes.
-func (m *matrix) claims(ctx context.Context, ro *v1alpha1.ConfigRollout) map[string]*nodeapi.Claim {
+// claims returns the nodes of the part that carry the rollout's claim.
+func (m *matrix) claims(ctx context.Context, ro *v1alpha1.ConfigRollout) []string {
 	m.t.Helper()
 	nodes, err := m.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: m.label})
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	out := map[string]*nodeapi.Claim{}
-	for i := range nodes.Items {
-		c, err := nodeapi.ReadClaim(&nodes.Items[i], ro.Spec.Component)
-		if err != nil {
-			m.t.Errorf("node %s: %v", nodes.Items[i].Name, err)
+	var out []string
+	for _, n := range nodes.Items {
+		v, ok := n.Annotations[claimAnnotation]
+		if !ok {
 			continue
 		}
-		if c != nil && c.UID == ro.UID {
-			out[nodes.Items[i].Name] = c
+		var c wireClaim
+		if err := json.Unmarshal([]byte(v), &c); err != nil {
+			m.t.Errorf("node %s: claim %s: %v", n.Name, v, err)
+			continue
+		}
+		if c.UID == ro.UID {
+			out = append(out, n.Name)
 		}
 	}
 	return out
@@ -391,12 +428,10 @@ func (m *matrix) waitFleetOn(ctx context.Context, cm *corev1.ConfigMap) {
 	m.t.Helper()
 	var why string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		why = ""
 		for _, name := range m.nodes {
 			n, err := m.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				why = err.Error()
-				return false, nil
+				return false, nil // keep why: the last answer the nodes gave
 			}
 			if ok, w := nodeOn(n, cm); !ok {
 				why = name + ": " + w
@@ -413,16 +448,16 @@ func (m *matrix) waitFleetOn(ctx context.Context, cm *corev1.ConfigMap) {
 // nodeOn says whether n is assigned cm and reports it active and promoted
 // (and if not, what it shows instead).
 func nodeOn(n *corev1.Node, cm *corev1.ConfigMap) (bool, string) {
-	src, err := nodeapi.DecodeAssignment(n.Annotations[nodeapi.AssignmentAnnotation])
-	if err != nil || src == nil || src.ConfigMap == nil || src.ConfigMap.UID != cm.UID {
-		return false, fmt.Sprintf("assigned %s (%v)", n.Annotations[nodeapi.AssignmentAnnotation], err)
+	var src corev1.NodeConfigSource
+	if err := json.Unmarshal([]byte(n.Annotations[assignmentAnnotation]), &src); err != nil || src.ConfigMap == nil || src.ConfigMap.UID != cm.UID {
+		return false, fmt.Sprintf("assigned %s (%v)", n.Annotations[assignmentAnnotation], err)
 	}
-	s, err := nodeapi.ReadConfigStatus(n, nodeapi.DefaultComponent)
-	if err != nil || s == nil {
-		return false, fmt.Sprintf("status %v, %v", s, err)
+	var s wireStatus
+	if err := json.Unmarshal([]byte(n.Annotations[statusAnnotation]), &s); err != nil {
+		return false, fmt.Sprintf("status %s: %v", n.Annotations[statusAnnotation], err)
 	}
-	if s.Phase != nodeapi.PhasePromoted || s.Active == nil || s.Active.ConfigMap == nil || s.Active.ConfigMap.UID != cm.UID {
-		return false, fmt.Sprintf("phase %s, active %s", s.Phase, nodeapi.DescribeSource(s.Active))
+	if s.Phase != "Promoted" || s.Active == nil || s.Active.ConfigMap == nil || s.Active.ConfigMap.UID != cm.UID {
+		return false, "status " + n.Annotations[statusAnnotation]
 	}
 	return true, ""
 }
@@ -437,8 +472,8 @@ func (m *matrix) describeNodes(ctx context.Context) string {
 			fmt.Fprintf(&b, "\n  %s: %v", name, err)
 			continue
 		}
-		fmt.Fprintf(&b, "\n  %s: assigned %s; status %s; claim %s", name, n.Annotations[nodeapi.AssignmentAnnotation],
-			n.Annotations[nodeapi.StatusAnnotation], n.Annotations[nodeapi.ClaimAnnotation])
+		fmt.Fprintf(&b, "\n  %s: assigned %s; status %s; claim %s", name, n.Annotations[assignmentAnnotation],
+			n.Annotations[statusAnnotation], n.Annotations[claimAnnotation])
 	}
 	return b.String()
 }
