@@ -74,8 +74,8 @@ const (
 	// when its trial ends) waits for it; one that cannot read it fails
 	// the node at the deadline, as an older controller did on a newer
 	// node's status before the skew rule.
-	longTrial             = "20s"
-	shortProgressDeadline = 15
+	longTrial             = "25s"
+	shortProgressDeadline = 20
 )
 
 // demoCrashProviderID, as the config's providerID, makes kubelet-like exit
@@ -89,8 +89,8 @@ const demoCrashProviderID = "demo://crash-at-startup"
 // For each controller version, on the real API server with that version's
 // ConfigRollout CRD installed:
 //
-//   - a good config, its trial (20 s) longer than the progress deadline
-//     (15 s), rolls out to all three and completes: every agent reported
+//   - a good config, its trial (25 s) longer than the progress deadline
+//     (20 s), rolls out to all three and completes: every agent reported
 //     its trial and then the promotion in a way the controller understood
 //     (a report it could not read would fail the node at the deadline);
 //   - a config that crash-loops the component (a bad config every version
