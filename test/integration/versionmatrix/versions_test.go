@@ -62,14 +62,18 @@ var (
 	loadErr  error
 )
 
-// Agent, Controller and CRD return the version's node agent binary, its
-// rollout controller binary and its ConfigRollout CRD manifest. They stop
-// the test when the version could not be built: a commit missing from the
-// clone is testenv.Missing (a failure in CI), anything else a failure.
-func (v *version) Agent(t testing.TB) string      { return v.path(t, agentFile) }
-func (v *version) Controller(t testing.TB) string { return v.path(t, controllerFile) }
-func (v *version) CRD(t testing.TB) string        { return v.path(t, crdFile) }
+// Agent returns the version's node agent binary (see path).
+func (v *version) Agent(t testing.TB) string { return v.path(t, agentFile) }
 
+// Controller returns the version's rollout controller binary (see path).
+func (v *version) Controller(t testing.TB) string { return v.path(t, controllerFile) }
+
+// CRD returns the version's ConfigRollout CRD manifest (see path).
+func (v *version) CRD(t testing.TB) string { return v.path(t, crdFile) }
+
+// path returns file of the version's directory. It stops the test when
+// the version could not be built: a commit missing from the clone is
+// testenv.Missing (a failure in CI), anything else a failure.
 func (v *version) path(t testing.TB, file string) string {
 	t.Helper()
 	if testing.Short() {
