@@ -35,8 +35,17 @@
 // or host units, rolled one node at a time), the rollout controller (one
 // Deployment), dynconfigctl on an operator's laptop. Supported skew: any
 // two versions from N-2 to N, agent and controller, in both directions;
-// nothing halts, reverts or is marked bad because two versions met. The
-// rule, from the commit that wrote it here:
+// nothing halts, reverts or is marked bad because two versions met. That
+// is all nine pairs of agent and controller versions, in a fleet whose
+// agents run several versions at once, the controller never required to
+// be newer than the agents (a DaemonSet and a Deployment roll in either
+// order), and a controller upgraded or downgraded by up to two versions
+// in the middle of a rollout. test/versions.txt names N-1 and N-2 (commits
+// of main's history); test/integration/versionmatrix builds them and runs
+// every pair on a real API server (a rollout completes, a bad config
+// halts and reverts, a controller hand-off, an undo from every version's
+// claims, and the state dir across the three). The rule, from the commit
+// that wrote it here:
 //
 //   - Fields are added, never repurposed, renamed or removed, and never
 //     required: an absent field means what the version before the field
