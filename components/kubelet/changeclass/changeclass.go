@@ -66,9 +66,12 @@ type Field struct {
 	// When says in words when a change of the field is of Class; empty:
 	// any change. Compare applies it.
 	When string
-	// Upstream names the upstream source that says so, as file:function
-	// (files of k8s.io/kubernetes under pkg/kubelet unless a module is
-	// named).
+	// Upstream names the upstream sources that say so, separated by "; ",
+	// each as "file:symbol", the file under pkg/kubelet of k8s.io/kubernetes
+	// unless a module is named first ("k8s.io/kubelet config/..."), the
+	// symbol a function, "(*Type).method" or "Type.Field", optionally
+	// followed by a quotation of the file in parentheses. The pin test
+	// (test/kubeletpin) finds each in the kubelet module.
 	Upstream string
 }
 
@@ -108,8 +111,8 @@ var table = []entry{
 	}},
 	{Field{
 		Path: "kubeReserved", Class: Drain, StateFiles: []string{CPUManagerStateFile},
-		When:     whenCPUStatic + "its cpu changes the number of reserved CPUs (reservedSystemCPUs is not set on one side at least)",
-		Upstream: "cm/cpumanager/cpu_manager.go:NewManager, " + validateCPU,
+		When:     whenCPUStatic + "its cpu changes, and with it the number of CPUs the kubelet reserves (reservedSystemCPUs is unset on both sides, or on one)",
+		Upstream: "cm/cpumanager/cpu_manager.go:NewManager; " + validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && (o.ReservedSystemCPUs == "" || n.ReservedSystemCPUs == "") &&
 			!sameQuantity(o.KubeReserved["cpu"], n.KubeReserved["cpu"])
@@ -131,23 +134,23 @@ var table = []entry{
 	}},
 	{Field{
 		Path: "reservedSystemCPUs", Class: Drain, StateFiles: []string{CPUManagerStateFile},
-		When: whenCPUStatic + "the reserved CPU set may take a CPU the checkpoint does not hold in its shared pool " +
-			"(a CPU is added to it; with " + strictOption + ", any change)",
+		When: whenCPUStatic + "the reserved set gains a CPU (with " + strictOption + ": changes at all), " +
+			"or is set where it was not or the other way round (the kubelet then picks the CPUs by count and topology)",
 		Upstream: validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && !sameCPUs(o.ReservedSystemCPUs, n.ReservedSystemCPUs)
 	}},
 	{Field{
 		Path: "systemCgroups", Class: Refuse,
-		Upstream: "k8s.io/kubelet config/v1beta1/types.go:KubeletConfiguration.SystemCgroups (\"Rolling back the flag requires a reboot\"); " +
+		Upstream: "k8s.io/kubelet config/v1beta1/types.go:KubeletConfiguration.SystemCgroups (\"Rolling back the flag requires a reboot.\"); " +
 			"cm/container_manager_linux.go:ensureSystemCgroups",
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return o.SystemCgroups != n.SystemCgroups
 	}},
 	{Field{
 		Path: "systemReserved", Class: Drain, StateFiles: []string{CPUManagerStateFile},
-		When:     whenCPUStatic + "its cpu changes the number of reserved CPUs (reservedSystemCPUs is not set on one side at least)",
-		Upstream: "cm/cpumanager/cpu_manager.go:NewManager, " + validateCPU,
+		When:     whenCPUStatic + "its cpu changes, and with it the number of CPUs the kubelet reserves (reservedSystemCPUs is unset on both sides, or on one)",
+		Upstream: "cm/cpumanager/cpu_manager.go:NewManager; " + validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && (o.ReservedSystemCPUs == "" || n.ReservedSystemCPUs == "") &&
 			!sameQuantity(o.SystemReserved["cpu"], n.SystemReserved["cpu"])
