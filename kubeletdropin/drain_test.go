@@ -92,7 +92,9 @@ var errNoRelationship = apierrorsNoRelationship{}
 
 type apierrorsNoRelationship struct{}
 
-func (apierrorsNoRelationship) Error() string { return "no relationship found between node 'n1' and this object" }
+func (apierrorsNoRelationship) Error() string {
+	return "no relationship found between node 'n1' and this object"
+}
 
 func (w *drainWorld) node() *corev1.Node {
 	w.t.Helper()
