@@ -18,11 +18,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -253,8 +255,9 @@ func deployOn(ctx context.Context, t *testing.T, h *harness, name, node string, 
 //     only then, promotes the config and uncordons the Node. A watcher of
 //     the budget sees it never below its minimum.
 //  2. A drain-class change back (static -> none) through a ConfigRollout
-//     with maxFailures 0, while another Deployment's only pod is guarded by
-//     a budget that allows nothing: the drain times out, the Node is
+//     with maxFailures 0 (and podDisruptionBudgets Ignore: the planner
+//     would otherwise hold the node), while another Deployment's only pod
+//     is guarded by a budget that allows nothing: the drain times out, the Node is
 //     uncordoned and stays on its config (not marked bad), ConfigOK and the
 //     ConfigStatus (NotApplied) name the pod and the budget, and the
 //     rollout completes without halting or reverting, naming the node in
@@ -298,7 +301,19 @@ func TestKubeletDrain(t *testing.T) {
 		return false, describePlaces(pods)
 	}, nil)
 	budget := watchBudget(ctx, t, h, "web")
+	// Evictions through the budget: the Eviction API lists the pods it
+	// evicted in the budget's status (a plain delete would not).
+	lw := cache.NewListWatchFromClient(h.client.PolicyV1().RESTClient(), "poddisruptionbudgets", namespace, fields.OneTermEqualSelector("metadata.name", "web"))
+	spent := watchRecord(ctx, t, lw, &policyv1.PodDisruptionBudget{}, func(obj any) string {
+		if p, ok := obj.(*policyv1.PodDisruptionBudget); ok && len(p.Status.DisruptedPods) > 0 {
+			return fmt.Sprintf("disrupted %v, %d allowed", p.Status.DisruptedPods, p.Status.DisruptionsAllowed)
+		}
+		return ""
+	})
 
+	if p, err := h.client.PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		t.Logf("before the drain: budget web %+v; pods: %s", p.Status, describePlaces(podsOfApp(ctx, t, h.client, "web")))
+	}
 	d := startDropinRoles(ctx, t, cl, drained.nodeName, 90*time.Second)
 	waitFor(ctx, t, waitTimeout, "the run role's first status", func(ctx context.Context) (bool, string) {
 		_, s, err := dropinStatus(ctx, h.client, drained.nodeName)
@@ -345,6 +360,25 @@ func TestKubeletDrain(t *testing.T) {
 	if v := budget.take(); len(v) > 0 {
 		t.Errorf("the budget fell below its minimum during the drain: %s", strings.Join(v, "; "))
 	}
+	if v := spent.take(); len(v) == 0 {
+		t.Error("the budget's status never listed an evicted pod: the pods did not go through the Eviction API")
+	} else {
+		t.Logf("the budget during the drain: %s", strings.Join(v, "; "))
+	}
+
+	// The node may cordon itself, and change nothing else in its spec.
+	for _, tc := range []struct {
+		patch, wantErr string
+	}{
+		{`{"spec":{"unschedulable":true}}`, ""},
+		{`{"spec":{"providerID":"fake://elsewhere"}}`, "may change only spec.unschedulable"},
+		{`{"spec":{"podCIDR":"10.99.0.0/24"}}`, "may change only spec.unschedulable"},
+	} {
+		_, err := d.client.CoreV1().Nodes().Patch(ctx, drained.nodeName, types.MergePatchType, []byte(tc.patch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("the node's dry-run patch %s: %v, want %q", tc.patch, err, tc.wantErr)
+		}
+	}
 
 	// 2. static -> none through a rollout, while a budget allows nothing.
 	deployOn(ctx, t, h, "stuck", drained.nodeName, []string{other.nodeName}, 1, 1, 0)
@@ -360,6 +394,10 @@ func TestKubeletDrain(t *testing.T) {
 		s.Component, s.PayloadKey = dropinComponent, "kubelet"
 		s.Steps = []v1alpha1.RolloutStep{nodesStep(intstr.FromString("100%"))}
 		s.ProgressDeadlineSeconds = ptr.To(int32(300))
+		// The planner would hold the node for the budget that allows
+		// nothing (a restart is a disruption); here the node is assigned
+		// and its drain meets the budget.
+		s.PodDisruptionBudgets = v1alpha1.DisruptionBudgetsIgnore
 	})
 	getRollout := func(ctx context.Context) (*v1alpha1.ConfigRollout, error) {
 		u, err := f.dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(configNamespaceName).Get(ctx, ro, metav1.GetOptions{})
