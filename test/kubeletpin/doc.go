@@ -14,8 +14,10 @@
 //     message changeclass quotes.
 //   - TestCompareAgainstTheCPUManager, TestCompareAgainstTheMemoryManager:
 //     changeclass.Compare against the real CPU and memory managers started
-//     on a checkpoint an earlier start left, drained and (CPU) with every
-//     allocatable CPU held by a container: whenever a manager refuses,
+//     on a checkpoint an earlier start left, drained and busy (a pod
+//     holding every allocatable CPU, or 1 GiB of NUMA node 0; pod-level
+//     when the old config turns PodLevelResourceManagers on, with that gate
+//     set in the process as the kubelet would): whenever a manager refuses,
 //     Compare says Drain; where the package doc says it is exact, it says
 //     Drain only then; and after the state files Compare names are
 //     removed, the manager starts.
@@ -24,6 +26,9 @@
 //     real start check: without a drain the check refuses, as it does
 //     without dynconfig; after the pre-start role of a drained node (or of
 //     the node's own fallback) it passes.
+//   - TestStateChangeReadsTheRealCheckpoints: without dynconfig's record,
+//     the policy names in the checkpoints the real managers write still
+//     make a policy change Drain.
 //
 // No cluster and no binaries: the managers run in the test process on a
 // made-up machine (one socket, two cores of two threads, one NUMA node),
