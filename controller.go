@@ -59,6 +59,9 @@ type state struct {
 	// preflight is the answer to the Node's pre-flight request, nil when
 	// there is none (preflight.go).
 	preflight *nodeapi.PreflightResult
+	// notApplied is the assignment External.BeforeRestart held, while the
+	// decision runs what ran before without a problem (notapplied.go).
+	notApplied *corev1.NodeConfigSource
 }
 
 // New validates opts and returns a Controller. Nothing is read or locked
