@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,10 @@ type Common struct {
 	// the kubelet's next start, the run role while the kubelet runs (its
 	// healthz answering is the confirmation).
 	ConfirmWithin time.Duration
+	// KubeletRootDir is the kubelet's --root-dir, where it keeps the state
+	// files a drain-class change resets (statefiles.go). Default:
+	// DefaultKubeletRootDir.
+	KubeletRootDir string
 }
 
 func (c Common) options(ctx context.Context) (dynconfig.Options[Config], error) {
@@ -77,6 +82,9 @@ type PreStartResult struct {
 	// Fallback, when not empty, says why the role gave up, and what it did
 	// instead.
 	Fallback string
+	// RemovedStateFiles are the kubelet's state files removed for a
+	// drain-class change (paths), before the drop-in was written.
+	RemovedStateFiles []string
 }
 
 // PreStart is the pre-start role: it records this start of the kubelet,
@@ -86,7 +94,9 @@ type PreStartResult struct {
 // whatever it returns. On a failure it leaves the drop-in as it was (the
 // config the kubelet ran last), except when the node's own files are
 // invalid, when it removes it, so that the kubelet starts on the node's own
-// config as it would without dynconfig.
+// config as it would without dynconfig. Before it writes the drop-in, it
+// removes the kubelet's state files (in Common.KubeletRootDir) that a
+// drain-class change names, under the rule of statefiles.go (MarkDrained).
 func PreStart(ctx context.Context, c Common, timeout time.Duration) (PreStartResult, error) {
 	if timeout <= 0 {
 		timeout = DefaultPreStartTimeout
@@ -107,10 +117,24 @@ func PreStart(ctx context.Context, c Common, timeout time.Duration) (PreStartRes
 		Role:        dynconfig.PreStart,
 		LockTimeout: timeout * 2 / 3,
 		Apply: func(ctx context.Context, ch dynconfig.Chosen) error {
+			// The state files go first and the record of what they are
+			// made for last: a crash in between removes again.
+			sf := c.prepareStateFiles(opts.Layers, ch, klog.FromContext(ctx))
+			if sf != nil {
+				if err := sf.remove(); err != nil {
+					return err
+				}
+				for _, name := range sf.plan.Remove {
+					res.RemovedStateFiles = append(res.RemovedStateFiles, filepath.Join(sf.rootDir, name))
+				}
+			}
 			if err := c.Files.Apply(ctx, ch); err != nil {
 				return err
 			}
 			res.Chosen = &ch
+			if sf != nil {
+				sf.record()
+			}
 			return nil
 		},
 	}

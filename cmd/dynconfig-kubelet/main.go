@@ -55,6 +55,7 @@ func (f *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.c.StateDir, "state-dir", "/var/lib/dynconfig/kubelet", "dynconfig's state dir for the kubelet (checkpoints, pointers, bad marks, startups)")
 	fs.StringVar(&f.c.Files.Config, "kubelet-config", "/var/lib/kubelet/config.yaml", "the kubelet's --config file (empty: none)")
 	fs.StringVar(&f.c.Files.ConfigDir, "kubelet-config-dir", "/etc/kubernetes/kubelet.conf.d", "the kubelet's --config-dir")
+	fs.StringVar(&f.c.KubeletRootDir, "kubelet-root-dir", kubeletdropin.DefaultKubeletRootDir, "the kubelet's --root-dir, where it keeps the state files a drain-class change resets")
 	fs.StringVar(&f.c.Files.Name, "drop-in-name", kubeletdropin.DefaultName, "dynconfig's drop-in file in --kubelet-config-dir")
 	fs.StringVar(&f.c.KubeletVersion, "kubelet-version", "", "the kubelet's version, naming the tracking dir (default: asked from --kubelet-binary --version)")
 	fs.StringVar(&f.kubeletBinary, "kubelet-binary", "/usr/bin/kubelet", "the kubelet binary, asked for its version when --kubelet-version is empty")

@@ -1,0 +1,374 @@
+package kubeletdropin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/dynconfig/dynconfig"
+	"github.com/dynconfig/dynconfig/components/kubelet/changeclass"
+	"github.com/dynconfig/dynconfig/internal/atomicfile"
+	"github.com/dynconfig/dynconfig/nodeapi"
+)
+
+// The kubelet's state files and a drain-class change
+//
+// Some fields of the kubelet's config are checked at its start against a
+// checkpoint it keeps in its root dir (package changeclass says which, and
+// why): a change of one makes the kubelet refuse to start until the
+// checkpoint is removed, and upstream removes it only on a drained node.
+// The pre-start role, which runs with the kubelet stopped, is where
+// dynconfig removes them; the rule and the two records it reads, both in
+// the kubelet's root dir beside the files they describe (so that a node
+// whose root dir is wiped loses its state files and the records together):
+//
+//   - StateConfigFile records the effective config the kubelet's state
+//     files were last made for. Before every start the pre-start role
+//     compares it with the effective config the kubelet is about to start
+//     with (changeclass.Compare). On a Drain change it removes the state
+//     files the change names, fsyncs the root dir, writes dynconfig's
+//     drop-in, and only then records the new config: a crash anywhere
+//     before the record leaves the old record, so the next start removes
+//     again (harmless: the files are either gone or made by a kubelet that
+//     ran the new config on the same drained node). When it may not remove
+//     (below), it leaves the record: the kubelet then refuses to start, the
+//     crash-loop rule rolls back to the config the files were made for, and
+//     that start compares equal and removes nothing. When none of the named
+//     files exists, nothing needs removing and the new config is recorded.
+//     A missing or unreadable record is no change: the new config is
+//     recorded and nothing is removed.
+//   - DrainedFile (MarkDrained, Drained, ClearDrained) says that the run
+//     role cordoned the node and evicted its pods, and that the node stays
+//     cordoned while the mark exists: the run role writes it once the drain
+//     has finished and before it restarts the kubelet, and removes it
+//     before it uncordons. It names the config it drained for (a message,
+//     not a key: any mark allows the removal).
+//
+// The rule: the pre-start role removes the state files of a Drain change
+// when the node is marked drained, or when the config to start is a
+// fallback the node chose itself (its last-known-good, or its own local
+// config), which cannot wait for a drain. Upstream warns against removing
+// the CPU manager's state under running pods that hold exclusive CPUs (they
+// keep their CPUs while others may be given them); not removing makes the
+// rollback target crash-loop as well, and a kubelet that cannot start takes
+// every pod of the node out of its Services. A forward change that was not
+// drained is never applied by removal: the kubelet refuses it, as it does
+// without dynconfig, and the node rolls back.
+
+// DefaultKubeletRootDir is the kubelet's default --root-dir.
+const DefaultKubeletRootDir = "/var/lib/kubelet"
+
+// The files dynconfig keeps in the kubelet's root dir.
+const (
+	// StateConfigFile records the effective config the kubelet's state
+	// files were made for.
+	StateConfigFile = "dynconfig-state-config.json"
+	// DrainedFile is the run role's mark that the node is drained.
+	DrainedFile = "dynconfig-drained.json"
+)
+
+// recordVersion is the format version of both records; a reader refuses
+// another.
+const recordVersion = 1
+
+// maxRecord bounds a record read from disk.
+const maxRecord = 1 << 20
+
+func rootOrDefault(rootDir string) string {
+	if rootDir == "" {
+		return DefaultKubeletRootDir
+	}
+	return rootDir
+}
+
+// DrainedMark is what MarkDrained records.
+type DrainedMark struct {
+	// Config names the config the node was drained for (for messages).
+	Config string `json:"config"`
+	// Time is when the drain finished.
+	Time time.Time `json:"time"`
+}
+
+type drainedRecord struct {
+	Version int `json:"version"`
+	DrainedMark
+}
+
+// MarkDrained records, durably, in the kubelet's root dir (rootDir; ""
+// means DefaultKubeletRootDir), that the node is cordoned and its pods were
+// evicted to apply config (a description, e.g. nodeapi.DescribeSource).
+// The run role calls it after the drain finished and before it restarts the
+// kubelet, and calls ClearDrained before it uncordons: while the mark
+// exists, the pre-start role may remove the state files a drain-class
+// change names. The root dir must exist.
+func MarkDrained(rootDir, config string) error {
+	rootDir = rootOrDefault(rootDir)
+	data, err := json.Marshal(drainedRecord{Version: recordVersion, DrainedMark: DrainedMark{Config: config, Time: time.Now().UTC()}})
+	if err != nil {
+		return fmt.Errorf("kubeletdropin: encoding the drained mark: %w", err)
+	}
+	path := filepath.Join(rootDir, DrainedFile)
+	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("kubeletdropin: writing the drained mark %s: %w", path, err)
+	}
+	return nil
+}
+
+// Drained returns the drained mark of the kubelet's root dir (rootDir; ""
+// means DefaultKubeletRootDir); nil without one. A mark that does not
+// decode is an error naming the file.
+func Drained(rootDir string) (*DrainedMark, error) {
+	path := filepath.Join(rootOrDefault(rootDir), DrainedFile)
+	data, err := atomicfile.ReadRegular(path, maxRecord)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubeletdropin: reading the drained mark: %w", err)
+	}
+	m, err := decodeDrained(data)
+	if err != nil {
+		return nil, fmt.Errorf("kubeletdropin: drained mark %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func decodeDrained(data []byte) (*DrainedMark, error) {
+	var r drainedRecord
+	if err := decodeStrict(data, &r); err != nil {
+		return nil, err
+	}
+	if r.Version != recordVersion {
+		return nil, fmt.Errorf("version: %d is not %d", r.Version, recordVersion)
+	}
+	return &r.DrainedMark, nil
+}
+
+// ClearDrained removes the drained mark durably; a missing one is fine.
+func ClearDrained(rootDir string) error {
+	return removeDurably(rootOrDefault(rootDir), DrainedFile)
+}
+
+func removeDurably(dir, name string) error {
+	path := filepath.Join(dir, name)
+	err := os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kubeletdropin: removing %s: %w", path, err)
+	}
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return fmt.Errorf("kubeletdropin: syncing %s after removing %s: %w", dir, name, err)
+	}
+	return nil
+}
+
+// stateRecord is StateConfigFile's content.
+type stateRecord struct {
+	Version int `json:"version"`
+	// Source names the config (a message).
+	Source string `json:"source"`
+	// Config is the effective config the state files were made for.
+	Config *Config `json:"config"`
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the record")
+	}
+	return nil
+}
+
+func decodeStateRecord(data []byte) (*stateRecord, error) {
+	var r stateRecord
+	if err := decodeStrict(data, &r); err != nil {
+		return nil, err
+	}
+	if r.Version != recordVersion {
+		return nil, fmt.Errorf("version: %d is not %d", r.Version, recordVersion)
+	}
+	if r.Config == nil {
+		return nil, errors.New("config: missing")
+	}
+	return &r, nil
+}
+
+// readStateRecord returns the record and its bytes; nil when there is none.
+func readStateRecord(rootDir string) (*stateRecord, []byte, error) {
+	path := filepath.Join(rootDir, StateConfigFile)
+	data, err := atomicfile.ReadRegular(path, maxRecord)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeletdropin: reading %s: %w", path, err)
+	}
+	r, err := decodeStateRecord(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeletdropin: %s: %w", path, err)
+	}
+	return r, data, nil
+}
+
+// statePlan is what the pre-start role does with the kubelet's state files
+// before a start.
+type statePlan struct {
+	// Change is the change from the recorded config to the next one.
+	Change changeclass.Change
+	// Remove are the state files to remove (names in the root dir).
+	Remove []string
+	// Record is true when the next config is to be recorded once the
+	// files are removed and the drop-in written.
+	Record bool
+	// Refused says why a Drain change's files stay; the kubelet will
+	// refuse to start.
+	Refused string
+}
+
+// planStateFiles is the rule of the package doc: change is the change from
+// the recorded config to the next, existing the state files it names that
+// exist, drained whether the node is marked drained, fallback whether the
+// next config is one the node falls back to by itself.
+func planStateFiles(change changeclass.Change, existing []string, drained, fallback bool) statePlan {
+	p := statePlan{Change: change}
+	switch {
+	case change.Class != changeclass.Drain || len(existing) == 0:
+		p.Record = true
+	case drained || fallback:
+		p.Remove = existing
+		p.Record = true
+	default:
+		p.Refused = "the node is not marked drained and the config is not a fallback; the kubelet will refuse to start on its state files and the node will roll back"
+	}
+	return p
+}
+
+// stateFiles is the pre-start role's handling of the kubelet's state files
+// around one Apply.
+type stateFiles struct {
+	rootDir string
+	log     logr.Logger
+	plan    statePlan
+	next    stateRecord
+	// last is the record's bytes (nil: none); the record is not rewritten
+	// when unchanged.
+	last []byte
+}
+
+// prepareStateFiles reads the record and the drained mark and plans for a
+// start on next (the effective config; source names it), fallback telling
+// whether it is a fallback of the node's own. Problems reading the records
+// are logged, never fatal: an unreadable record is no change, an
+// unreadable mark is no mark.
+func prepareStateFiles(rootDir string, next *Config, source string, fallback bool, log logr.Logger) *stateFiles {
+	s := &stateFiles{rootDir: rootDir, log: log, next: stateRecord{Version: recordVersion, Source: source, Config: next}}
+	last, data, err := readStateRecord(rootDir)
+	if err != nil {
+		log.Error(err, "The record of the config the kubelet's state files were made for is unreadable; taken as none, it will be rewritten")
+	}
+	s.last = data
+	var change changeclass.Change
+	if last != nil {
+		change = changeclass.Compare(last.Config, next)
+	}
+	var existing []string
+	for _, name := range change.StateFiles {
+		if _, err := os.Lstat(filepath.Join(rootDir, name)); err == nil {
+			existing = append(existing, name)
+		}
+	}
+	drained := false
+	if change.Class == changeclass.Drain && len(existing) > 0 {
+		m, err := Drained(rootDir)
+		if err != nil {
+			log.Error(err, "The drained mark is unreadable; taken as none")
+		}
+		drained = m != nil
+		if m != nil {
+			log.Info("The node is marked drained", "drainedFor", m.Config, "at", m.Time)
+		}
+	}
+	s.plan = planStateFiles(change, existing, drained, fallback)
+	switch {
+	case change.Class == changeclass.Refuse:
+		log.Info("Warning: the kubelet starts on a change that dynconfig does not apply in place", "change", change.String(), "config", source)
+	case s.plan.Refused != "":
+		log.Info("Warning: a drain-class change, and the kubelet's state files stay: "+s.plan.Refused,
+			"change", change.String(), "config", source, "rootDir", rootDir)
+	case change.Class == changeclass.Drain && len(existing) == 0:
+		log.Info("A drain-class change finds none of the state files it names; nothing to remove", "change", change.String(), "config", source)
+	}
+	return s
+}
+
+// remove removes the planned state files and fsyncs the root dir.
+func (s *stateFiles) remove() error {
+	if len(s.plan.Remove) == 0 {
+		return nil
+	}
+	for _, name := range s.plan.Remove {
+		path := filepath.Join(s.rootDir, name)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("kubeletdropin: removing the kubelet's state file %s for %s: %w", path, s.plan.Change, err)
+		}
+		s.log.Info("Removed the kubelet's state file for a drain-class change", "file", path, "fields", s.plan.Change.Fields, "config", s.next.Source)
+	}
+	if err := atomicfile.SyncDir(s.rootDir); err != nil {
+		return fmt.Errorf("kubeletdropin: syncing %s after removing the kubelet's state files: %w", s.rootDir, err)
+	}
+	return nil
+}
+
+// record writes the next config as the one the state files are made for,
+// unless the plan keeps the old record or it is unchanged. A failure is
+// logged only: the old record makes the next start compare again.
+func (s *stateFiles) record() {
+	if !s.plan.Record {
+		return
+	}
+	data, err := json.Marshal(s.next)
+	if err != nil {
+		s.log.Error(err, "Encoding the record of the kubelet's state files")
+		return
+	}
+	data = append(data, '\n')
+	if bytes.Equal(data, s.last) {
+		return
+	}
+	path := filepath.Join(s.rootDir, StateConfigFile)
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
+		if _, serr := os.Stat(s.rootDir); errors.Is(serr, fs.ErrNotExist) {
+			// A kubelet that never ran has no root dir, and no state.
+			s.log.V(1).Info("The kubelet's root dir does not exist yet; nothing recorded", "rootDir", s.rootDir)
+			return
+		}
+		s.log.Error(err, "Writing the record of the config the kubelet's state files are made for; the next start compares with the old one", "file", path)
+	}
+}
+
+// prepareStateFiles plans the state files' handling for a start on ch; nil
+// (logged) when the effective config of ch cannot be built, when the
+// kubelet is bound to fail on the config anyway.
+func (c Common) prepareStateFiles(l dynconfigLayers, ch dynconfig.Chosen, log logr.Logger) *stateFiles {
+	next, err := l.Build(ch.Document)
+	if err != nil {
+		log.Error(err, "Building the effective config to compare the kubelet's state files with; they are left as they are")
+		return nil
+	}
+	return prepareStateFiles(rootOrDefault(c.KubeletRootDir), next, nodeapi.DescribeSource(ch.Source), ch.UsingLastKnownGood || ch.Source == nil, log)
+}
+
+type dynconfigLayers = dynconfig.Layers[Config]

@@ -1,0 +1,313 @@
+package kubeletdropin
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components/kubelet/changeclass"
+	"github.com/dynconfig/dynconfig/nodeapi"
+)
+
+func TestPlanStateFiles(t *testing.T) {
+	drain := changeclass.Change{Class: changeclass.Drain, Fields: []string{"cpuManagerPolicy"}, StateFiles: []string{"cpu_manager_state"}}
+	refuse := changeclass.Change{Class: changeclass.Refuse, Fields: []string{"systemCgroups"}}
+	cpu := []string{"cpu_manager_state"}
+	for _, tc := range []struct {
+		name              string
+		change            changeclass.Change
+		existing          []string
+		drained, fallback bool
+		want              statePlan
+	}{
+		{"restart", changeclass.Change{}, nil, false, false, statePlan{Record: true}},
+		{"refuse records, removes nothing", refuse, nil, true, true, statePlan{Change: refuse, Record: true}},
+		{"drain, drained", drain, cpu, true, false, statePlan{Change: drain, Remove: cpu, Record: true}},
+		{"drain, a fallback of the node's own", drain, cpu, false, true, statePlan{Change: drain, Remove: cpu, Record: true}},
+		{"drain, neither: the files and the record stay", drain, cpu, false, false, statePlan{Change: drain, Refused: "x"}},
+		{"drain, no file to remove", drain, nil, false, false, statePlan{Change: drain, Record: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planStateFiles(tc.change, tc.existing, tc.drained, tc.fallback)
+			if (got.Refused != "") != (tc.want.Refused != "") {
+				t.Errorf("Refused = %q, want it set: %v", got.Refused, tc.want.Refused != "")
+			}
+			got.Refused, tc.want.Refused = "", ""
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("-want +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDrainedMark(t *testing.T) {
+	root := t.TempDir()
+	if m, err := Drained(root); m != nil || err != nil {
+		t.Fatalf("no mark: Drained = %+v, %v; want nil, nil", m, err)
+	}
+	if err := MarkDrained(root, "ConfigMap kube-system/static"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Drained(root)
+	if err != nil || m == nil || m.Config != "ConfigMap kube-system/static" || m.Time.IsZero() {
+		t.Fatalf("Drained = %+v, %v; want the mark", m, err)
+	}
+	if err := ClearDrained(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := ClearDrained(root); err != nil {
+		t.Fatalf("clearing twice: %v", err)
+	}
+	if m, err := Drained(root); m != nil || err != nil {
+		t.Fatalf("cleared: Drained = %+v, %v; want nil, nil", m, err)
+	}
+	write(t, filepath.Join(root, DrainedFile), `{"version":2,"config":"x"}`)
+	if _, err := Drained(root); err == nil || !strings.Contains(err.Error(), DrainedFile) || !strings.Contains(err.Error(), "version") {
+		t.Errorf("a mark of another version: %v; want an error naming the file and the field", err)
+	}
+	if err := MarkDrained(filepath.Join(root, "missing"), "x"); err == nil {
+		t.Error("MarkDrained into a missing root dir succeeded")
+	}
+}
+
+// stateNode is a node whose base config runs the none CPU policy, with a
+// state dir and a kubelet root dir.
+type stateNode struct {
+	*node
+	c     Common
+	root  string
+	store func(func(*checkpoint.Store))
+}
+
+func newStateNode(t *testing.T) *stateNode {
+	n := newNode(t, "maxPods: 10\n", nil)
+	s := &stateNode{node: n, root: t.TempDir()}
+	s.c = Common{Files: n.files, StateDir: filepath.Join(t.TempDir(), "state"), KubeletVersion: "v1.37.0", KubeletRootDir: s.root}
+	s.store = func(f func(*checkpoint.Store)) {
+		t.Helper()
+		st, err := checkpoint.Open(checkpoint.Options{Dir: s.c.StateDir, ComponentVersion: "v1.37.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		f(st)
+	}
+	return s
+}
+
+// assign makes a ConfigMap with payload the node's current config.
+func (s *stateNode) assign(name, payload string) *corev1.NodeConfigSource {
+	t := s.t
+	t.Helper()
+	key, _ := nodeapi.DefaultPayloadKey(nodeapi.DefaultComponent)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "1"},
+		Data: map[string]string{key: head + payload}}
+	src := &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: cm.Namespace, Name: cm.Name,
+		UID: cm.UID, ResourceVersion: cm.ResourceVersion, KubeletConfigKey: key}}
+	s.store(func(st *checkpoint.Store) {
+		if _, err := st.Save(cm); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetCurrent(src); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return src
+}
+
+// kubeletRan writes the CPU manager's state file as a kubelet on policy
+// would.
+func (s *stateNode) kubeletRan(policy string) {
+	write(s.t, filepath.Join(s.root, changeclass.CPUManagerStateFile), `{"policyName":"`+policy+`","defaultCpuSet":"0-1","checksum":1}`)
+}
+
+func (s *stateNode) prestart(ctx context.Context) PreStartResult {
+	s.t.Helper()
+	res, err := PreStart(ctx, s.c, 0)
+	if err != nil || res.Chosen == nil {
+		s.t.Fatalf("PreStart: %+v, %v", res, err)
+	}
+	return res
+}
+
+func (s *stateNode) recorded() string {
+	s.t.Helper()
+	r, _, err := readStateRecord(s.root)
+	if err != nil || r == nil {
+		s.t.Fatalf("the record: %+v, %v", r, err)
+	}
+	return r.Config.CPUManagerPolicy
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+const staticPayload = "cpuManagerPolicy: static\nkubeReserved: {cpu: \"1\"}\n"
+
+// The pre-start role on a none -> static change and back: it removes the
+// CPU manager's state file only on a node marked drained (forward) or when
+// it falls back to the node's own config (the rollback), only that file,
+// and records what the files are made for only once they are.
+func TestPreStartResetsStateFiles(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	s := newStateNode(t)
+	cpuState := filepath.Join(s.root, changeclass.CPUManagerStateFile)
+	memState := filepath.Join(s.root, changeclass.MemoryManagerStateFile)
+
+	res := s.prestart(ctx)
+	if len(res.RemovedStateFiles) != 0 || s.recorded() != "none" {
+		t.Fatalf("first start: removed %v, recorded %q; want nothing removed, none recorded", res.RemovedStateFiles, s.recorded())
+	}
+	s.kubeletRan("none")
+	write(t, memState, `{"policyName":"None"}`)
+
+	s.assign("static", staticPayload)
+	res = s.prestart(ctx)
+	if len(res.RemovedStateFiles) != 0 || !exists(cpuState) || s.recorded() != "none" {
+		t.Fatalf("not drained: removed %v, recorded %q; want the file and the record kept", res.RemovedStateFiles, s.recorded())
+	}
+
+	if err := MarkDrained(s.root, "ConfigMap kube-system/static"); err != nil {
+		t.Fatal(err)
+	}
+	res = s.prestart(ctx)
+	if diff := cmp.Diff([]string{cpuState}, res.RemovedStateFiles); diff != "" || exists(cpuState) {
+		t.Fatalf("drained: removed -want +got:\n%s", diff)
+	}
+	if !exists(memState) || s.recorded() != "static" {
+		t.Fatalf("drained: memory manager state kept %v, recorded %q; want kept, static", exists(memState), s.recorded())
+	}
+	if got, _ := os.ReadFile(s.files.Path()); !strings.Contains(string(got), "cpuManagerPolicy: static") {
+		t.Fatalf("drop-in %q, want the static config", got)
+	}
+
+	s.kubeletRan("static")
+	if res := s.prestart(ctx); len(res.RemovedStateFiles) != 0 || !exists(cpuState) {
+		t.Fatalf("the same config again: removed %v", res.RemovedStateFiles)
+	}
+	if err := ClearDrained(s.root); err != nil {
+		t.Fatal(err)
+	}
+
+	// Back to the node's own config, not drained: a fallback.
+	s.store(func(st *checkpoint.Store) {
+		if err := st.SetCurrent(nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	res = s.prestart(ctx)
+	if res.Chosen.Source != nil || len(res.RemovedStateFiles) != 1 || exists(cpuState) || s.recorded() != "none" {
+		t.Fatalf("rollback to local: chose %v, removed %v, recorded %q; want local, the CPU state removed, none recorded",
+			res.Chosen.Source, res.RemovedStateFiles, s.recorded())
+	}
+}
+
+// A crash after the removal and before the record: the next start removes
+// again what a kubelet may have written meanwhile, and records; a removal
+// that found nothing to remove records too.
+func TestStateFilesCrashBeforeRecord(t *testing.T) {
+	log := ktesting.NewLogger(t, ktesting.NewConfig())
+	root := t.TempDir()
+	none, static := &Config{}, &Config{CPUManagerPolicy: "static"}
+	first := prepareStateFiles(root, none, "local", false, log)
+	first.record()
+	write(t, filepath.Join(root, changeclass.CPUManagerStateFile), `{"policyName":"none"}`)
+	if err := MarkDrained(root, "static"); err != nil {
+		t.Fatal(err)
+	}
+	s := prepareStateFiles(root, static, "static", false, log)
+	if err := s.remove(); err != nil {
+		t.Fatal(err)
+	}
+	// The crash: no record. The kubelet started on the new drop-in.
+	write(t, filepath.Join(root, changeclass.CPUManagerStateFile), `{"policyName":"static"}`)
+	again := prepareStateFiles(root, static, "static", false, log)
+	if diff := cmp.Diff([]string{changeclass.CPUManagerStateFile}, again.plan.Remove); diff != "" || !again.plan.Record {
+		t.Fatalf("after the crash: remove -want +got:\n%s record %v", diff, again.plan.Record)
+	}
+	if err := again.remove(); err != nil {
+		t.Fatal(err)
+	}
+	// A second crash, and the kubelet never started: nothing to remove.
+	last := prepareStateFiles(root, static, "static", false, log)
+	if len(last.plan.Remove) != 0 || !last.plan.Record {
+		t.Fatalf("nothing left to remove: %+v", last.plan)
+	}
+	last.record()
+	if r, _, err := readStateRecord(root); err != nil || r.Config.CPUManagerPolicy != "static" || r.Source != "static" {
+		t.Fatalf("record %+v, %v", r, err)
+	}
+}
+
+// An unreadable record is no change: nothing is removed and the record is
+// rewritten; a missing root dir records nothing and fails nothing.
+func TestStateRecordUnreadable(t *testing.T) {
+	log := ktesting.NewLogger(t, ktesting.NewConfig())
+	root := t.TempDir()
+	write(t, filepath.Join(root, StateConfigFile), `{"version":1,"config":{"cpuManagerPolicy":"none"},"extra":1}`)
+	write(t, filepath.Join(root, changeclass.CPUManagerStateFile), `{"policyName":"none"}`)
+	if err := MarkDrained(root, "x"); err != nil {
+		t.Fatal(err)
+	}
+	s := prepareStateFiles(root, &Config{CPUManagerPolicy: "static"}, "static", true, log)
+	if len(s.plan.Remove) != 0 || !s.plan.Record {
+		t.Fatalf("unreadable record: %+v", s.plan)
+	}
+	s.record()
+	if r, _, err := readStateRecord(root); err != nil || r.Config.CPUManagerPolicy != "static" {
+		t.Fatalf("rewritten record %+v, %v", r, err)
+	}
+	missing := prepareStateFiles(filepath.Join(root, "missing"), &Config{}, "local", false, log)
+	missing.record()
+	if exists(filepath.Join(root, "missing")) {
+		t.Error("the record created the kubelet's root dir")
+	}
+}
+
+// FuzzStateRecords: the two records never panic their decoders, and what
+// they accept encodes back to an equal record.
+func FuzzStateRecords(f *testing.F) {
+	for _, s := range []string{
+		`{"version":1,"source":"local","config":{"cpuManagerPolicy":"static","reservedSystemCPUs":"0"}}`,
+		`{"version":1,"config":"x"}`,
+		`{"version":1,"config":"ConfigMap a/b","time":"2026-01-01T00:00:00Z"}`,
+		`{"version":1}{}`, `null`, ``, `{"version":1,"config":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if r, err := decodeStateRecord(data); err == nil {
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := decodeStateRecord(b)
+			if err != nil || !cmp.Equal(r, back, cmpopts.EquateEmpty()) {
+				t.Fatalf("state record %q: re-encoded %q: %+v, %v", data, b, back, err)
+			}
+		}
+		if m, err := decodeDrained(data); err == nil {
+			b, err := json.Marshal(drainedRecord{Version: recordVersion, DrainedMark: *m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := decodeDrained(b)
+			if err != nil || !back.Time.Equal(m.Time) || back.Config != m.Config {
+				t.Fatalf("drained mark %q: re-encoded %q: %+v, %v", data, b, back, err)
+			}
+		}
+	})
+}
