@@ -75,23 +75,10 @@ func TestStockKubeletDrainClassRollout(t *testing.T) {
 	// (halted: 1 nodes failed, more than maxFailures 0: realnode-1396:
 	// kubelet reports RolledBack: crash loop detected with current ...)".
 	t.Skip("issue 31: needs the drain-class path (branches changeclass and drain); without it the rollout halts on the crash loop")
-	needsTwoCPUs(t)
-	kubeletBin := requirements(t)
-	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true, ControlPlane: true})
+	_, n := drainClassNode(t, true)
 	// The watches end before the cluster stops (cleanups run last first).
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := cl.ApplyManifests(ctx, filepath.Join("..", "..", "deploy", "config-namespace.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	n := newRealNode(t, cl, kubeletBin)
-	n.startContainerd(true)
-	t0 := time.Now()
-	n.startSupervisor(drainPreStartFlags(n)...)
-	n.eventually("Node Ready on the local config", n.ready(110, t0))
-	n.startFollow(drainRunFlags(n)...)
-	n.eventually("ConfigOK True on the local config", n.configOK(corev1.ConditionTrue, "init", ""))
-	n.cpuPolicyOnDisk("none")
 
 	f := n.startFleet(ctx, 3)
 	h0, h1, h2 := f.hollow[0], f.hollow[1], f.hollow[2]
@@ -208,12 +195,30 @@ func (n *realNode) drainLeg(ctx context.Context, f *fleet, w *disruptionWatch, c
 		cm.Name, cordoned.Sub(t0).Round(time.Millisecond), began.Sub(t0).Round(time.Millisecond), len(evicted), landing)
 }
 
-// drainPreStartFlags and drainRunFlags are the flags the test adds to the
-// pre-start and run roles on top of the checked-in units for a drain-class
-// change (the kubelet's root dir is a kubelet flag here, not the default).
-func drainPreStartFlags(n *realNode) []string { return nil }
-
-func drainRunFlags(n *realNode) []string { return nil }
+// drainClassNode starts the test's cluster (with the upstream control
+// plane if controlPlane), the real node's containerd and its kubelet under
+// the supervisor, waits until the Node is Ready on its own config, and
+// starts the run role, until ConfigOK says so. Both roles are told the
+// kubelet's root dir (--kubelet-root-dir), where the state files a
+// drain-class change resets are.
+func drainClassNode(t *testing.T, controlPlane bool) (*cluster.Cluster, *realNode) {
+	t.Helper()
+	needsTwoCPUs(t)
+	kubeletBin := requirements(t)
+	cl := cluster.StartWithOptions(t, cluster.Options{NodeAuthorization: true, ControlPlane: controlPlane})
+	if _, err := cl.ApplyManifests(context.Background(), filepath.Join("..", "..", "deploy", "config-namespace.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	n := newRealNode(t, cl, kubeletBin)
+	n.startContainerd(true)
+	t0 := time.Now()
+	n.startSupervisor("--kubelet-root-dir=" + n.rootDir)
+	n.eventually("Node Ready on the local config", n.ready(110, t0))
+	n.startFollow("--kubelet-root-dir=" + n.rootDir)
+	n.eventually("ConfigOK True on the local config", n.configOK(corev1.ConditionTrue, "init", ""))
+	n.cpuPolicyOnDisk("none")
+	return cl, n
+}
 
 // setUnschedulable cordons or uncordons a node, as kubectl cordon does,
 // with the admin's credentials.

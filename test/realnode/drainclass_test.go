@@ -56,8 +56,7 @@ func needsTwoCPUs(t *testing.T) {
 // never evicted, runs on untouched. The state file still names the none
 // policy throughout: the refused starts never wrote it.
 func TestStockKubeletDrainClassWithoutDrain(t *testing.T) {
-	needsTwoCPUs(t)
-	cl, n := managedNode(t)
+	cl, n := drainClassNode(t, false)
 	pod := n.runPod(cl.Client, "web")
 	containerID := pod.Status.ContainerStatuses[0].ContainerID
 
