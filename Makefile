@@ -33,7 +33,7 @@ full:
 ## integration: the separate test/ module against a real kube-apiserver and etcd
 ## (test/realnode also runs the stock kubelet on containerd: root, see .ci/run).
 integration: bins
-	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/... ./promserver/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/...
+	cd test && $(GO) vet ./cluster/... ./integration/... ./conformance/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/... ./promserver/... ./cmd/hollow-kubelet/ ./cmd/mkimage/ ./kubeletpin/... && $(GO) test -count=1 -timeout 30m ./cluster/... ./integration/... ./conformance/... ./kubeletpin/... ./kubeletfork/... ./monitoring/... ./deploy/... ./images/... ./realnode/...
 
 ## bins: build kube-apiserver, etcd, hollow-kubelet, kubelet, kube-controller-manager and
 ## kube-scheduler into bin/ when missing or stale.

@@ -178,6 +178,7 @@ func (c *Controller[T]) redecide(ctx context.Context) error {
 	case lkg.ActionReload:
 		return c.reload(ctx, v, d, cfg)
 	}
+	c.holdRestart(ctx, v, d, v.current, true)
 	return c.restart(ctx)
 }
 

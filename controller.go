@@ -56,6 +56,9 @@ type state struct {
 	rollbackCheck       error
 	rollbackCheckTarget *corev1.NodeConfigSource
 	confirm             confirmState // current's confirmation deadline (confirm.go)
+	// notApplied is the assignment External.BeforeRestart held, while the
+	// decision runs what ran before without a problem (notapplied.go).
+	notApplied *corev1.NodeConfigSource
 }
 
 // New validates opts and returns a Controller. Nothing is read or locked

@@ -137,6 +137,12 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 		lastKnownGood = nil
 	}
 	report := reportFor(d, cur, lastKnownGood, c.local())
+	notApplied, cause := c.notApplied().get()
+	if cause != nil && d.Problem == lkg.ProblemNone {
+		report.Status, report.Reason = corev1.ConditionFalse, notAppliedReason(notApplied, cause)
+	} else {
+		notApplied = nil
+	}
 	c.mu.Lock()
 	report = withRollbackCheck(report, lastKnownGood, c.st.rollbackCheckTarget, c.st.rollbackCheck)
 	report = withReadOnly(report, c.store.ReadOnly())
@@ -150,6 +156,7 @@ func (c *Controller[T]) decide(ctx context.Context, v *view, syncErr error, loca
 	c.st.decision = d
 	c.st.report = report
 	c.st.syncFailed = syncErr != nil
+	c.st.notApplied = notApplied
 	c.mu.Unlock()
 
 	switch {

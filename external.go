@@ -138,6 +138,33 @@ type External struct {
 	// the fleet rejects never becomes the node's last-known-good. Holding
 	// never reverts anything and never marks anything bad.
 	PromotionHeld func(ctx context.Context) bool
+	// BeforeRestart (Follow), when set, is called before the Restarter each
+	// time the component is to restart onto another config (plan says
+	// which), with the state dir held. For a newly assigned config
+	// (plan.Rollback false) its error holds the restart:
+	//   - an *lkg.ConfigError refuses the config without trying it: current
+	//     is marked bad and rolled back, as a config that fails validation
+	//     is (the error, which should name the field, is the mark's cause);
+	//   - any other error means the config cannot be applied here now (the
+	//     stock kubelet's Node could not be drained for it): current goes
+	//     back to the config the component runs, nothing is marked bad,
+	//     ConfigOK is False with the error as its reason, the ConfigStatus
+	//     names the assignment with phase nodeapi.PhaseNotApplied, and the
+	//     assignment is not tried again until it changes or RunExternal
+	//     starts again.
+	// For a rollback, and for a restart that finishes one a crash of the run
+	// role interrupted (plan.Rollback true), the error is logged and the
+	// restart goes ahead: nothing holds a rollback back.
+	BeforeRestart func(ctx context.Context, plan RestartPlan) error
+	// Settled (Follow), when set, is called once the component runs its
+	// last-known-good config (or the local config with no last-known-good)
+	// and Healthy passed on it: after a promotion, and after a start on the
+	// rollback target once healthy. It is called from RunExternal's poll,
+	// never with the state dir held; an error is logged and it is called
+	// again at the next poll, nil ends the calls until the component
+	// starts again. The stock kubelet's run role uncordons the Node there
+	// if it cordoned it.
+	Settled func(ctx context.Context) error
 	// LockTimeout bounds PreStart's wait for the state dir, and is how often
 	// Follow logs that it is still waiting. Default: 10s.
 	LockTimeout time.Duration
@@ -149,6 +176,22 @@ type External struct {
 	// decides again (and restarts again if the component still does not
 	// run the config). Default: 2m.
 	StartTimeout time.Duration
+
+	// notApplied is RunExternal's memory of the assignment BeforeRestart
+	// held: it outlives the Controllers of one RunExternal.
+	notApplied *notAppliedMemo
+}
+
+// RestartPlan is what Follow is about to restart the component for
+// (External.BeforeRestart).
+type RestartPlan struct {
+	// To is the config the component is to run after the restart, with its
+	// payload (nil Source: the local config).
+	To Chosen
+	// Rollback is true when To is not a config newly assigned but the
+	// rollback target, or when the restart finishes one that a crash of
+	// the run role interrupted: BeforeRestart cannot hold it.
+	Rollback bool
 }
 
 // completeExternal validates and defaults Options.External.
@@ -172,6 +215,9 @@ func (o *Options[T]) completeExternal() []error {
 		}
 		if e.Healthy != nil {
 			o.RequireHealthy = true
+		}
+		if e.notApplied == nil {
+			e.notApplied = &notAppliedMemo{}
 		}
 	default:
 		errs = append(errs, fmt.Errorf("Options.External.Role %v is not PreStart or Follow", e.Role))
@@ -258,18 +304,9 @@ func (c *Controller[T]) recordStartup() ([]time.Time, error) {
 func (c *Controller[T]) handOver(ctx context.Context, v *view, d lkg.Decision) error {
 	switch c.role() {
 	case PreStart:
-		ch := Chosen{Source: d.Run, UsingLastKnownGood: d.UsingLastKnownGood}
-		if d.Run != nil {
-			key, _ := checkpoint.KeyFromSource(d.Run)
-			cm, err := c.load(ctx, v, key)
-			if err != nil {
-				return fmt.Errorf("dynconfig: loading the config to hand over: %w", err)
-			}
-			pk := nodeapi.PayloadKeyOf(d.Run, c.opts.Profile.PayloadKey())
-			ch.Document = &Document{
-				Name: fmt.Sprintf("configmap %s/%s key %s", cm.Namespace, cm.Name, pk),
-				Data: []byte(cm.Data[pk]),
-			}
+		ch, err := c.chosen(ctx, v, d.Run, d.UsingLastKnownGood)
+		if err != nil {
+			return fmt.Errorf("dynconfig: loading the config to hand over: %w", err)
 		}
 		if err := c.opts.External.Apply(ctx, ch); err != nil {
 			return fmt.Errorf("dynconfig: handing the config to the component: %w", err)
@@ -277,6 +314,7 @@ func (c *Controller[T]) handOver(ctx context.Context, v *view, d lkg.Decision) e
 	case Follow:
 		if d.Run != nil && !d.UsingLastKnownGood && v.current.FirstRun.IsZero() {
 			klog.FromContext(ctx).Info("Current config never ran; restarting the component", "current", describe(d.Run))
+			c.holdRestart(ctx, v, d, v.current, true)
 			return c.restart(ctx)
 		}
 	}
@@ -406,6 +444,7 @@ func runFollow[T any](ctx context.Context, c *Controller[T], seen time.Time) {
 	go func() {
 		defer close(done)
 		healthy := ext.Healthy == nil
+		settled := ext.Settled == nil
 		t := time.NewTicker(ext.PollInterval)
 		defer t.Stop()
 		for {
@@ -419,6 +458,15 @@ func runFollow[T any](ctx context.Context, c *Controller[T], seen time.Time) {
 					c.MarkHealthy()
 				} else {
 					logger.V(2).Info("Component not healthy yet", "err", err)
+				}
+			}
+			if healthy && !settled {
+				if s := c.snapshot(); !s.running.Since.IsZero() && lkg.Same(s.running.Source, s.lastKnownGood) {
+					if err := ext.Settled(rctx); err != nil {
+						logger.Error(err, "The component runs its last-known-good healthily; Settled failed, trying again")
+					} else {
+						settled = true
+					}
 				}
 			}
 			select {

@@ -1,6 +1,7 @@
 package dynconfig
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -37,6 +38,12 @@ func problemReason(d lkg.Decision, current *corev1.NodeConfigSource) string {
 	case lkg.ProblemCrashLoop:
 		return status.CrashLoopReason(uid)
 	case lkg.ProblemApplyFailed:
+		var ce *lkg.ConfigError
+		if errors.As(d.Cause, &ce) && ce.Stage == lkg.StageValidate {
+			// Refused before it was tried (External.BeforeRestart): a
+			// validation failure on this node, naming why.
+			return status.ValidateFailedReason(uid) + ": " + ce.Err.Error()
+		}
 		return status.ApplyFailedReason(uid)
 	case lkg.ProblemNotConfirmed:
 		return status.NotConfirmedReason(uid, d.Cause)
@@ -110,6 +117,9 @@ func configStatus(s state, r status.Report) *nodeapi.ConfigStatus {
 	switch {
 	case s.decision.DeadEnd:
 		cs.Phase = nodeapi.PhaseDeadEnd
+	case s.notApplied != nil && r.Status == corev1.ConditionFalse:
+		// Runs what it ran before; the assignment was not applied here.
+		cs.Assigned, cs.Phase = s.notApplied, nodeapi.PhaseNotApplied
 	case s.current.Source == nil:
 		cs.Phase = nodeapi.PhaseLocal
 	case !lkg.Same(s.running.Source, s.current.Source) && s.decision.Problem == lkg.ProblemSyncFailed:

@@ -243,7 +243,15 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		c.publish(ctx, syncFailedReport(s, err))
 		return nil
 	}
+	held, forgot := c.heldAssignment(a.Source)
+	if held {
+		// Not applied here (External.BeforeRestart): not tried again
+		// until the assignment changes.
+		c.publish(ctx, s.report)
+		return nil
+	}
 	v := c.readState(ctx)
+	prev, prevErr := v.current, v.currentErr
 	changed, err := c.adopt(ctx, v, a)
 	if err != nil {
 		logger.Error(err, "Adopting the new assignment; config unchanged")
@@ -251,7 +259,7 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		return nil
 	}
 	c.opts.Metrics.SetAssigned(a.Source)
-	if !changed && !s.syncFailed {
+	if !changed && !s.syncFailed && !forgot {
 		// Nothing new; make sure the condition is the decision's, not an
 		// earlier sync failure's.
 		c.publish(ctx, s.report)
@@ -263,6 +271,9 @@ func (c *Controller[T]) sync(ctx context.Context) error {
 		return err
 	}
 	action := lkg.NextAction(s.running.Source, d, c.opts.Reload != nil)
+	if action == lkg.ActionRestart && c.holdRestart(ctx, v, d, prev, prevErr != nil) {
+		return nil
+	}
 	if changed && action != lkg.ActionNone && lkg.Same(d.Run, a.Source) && c.opts.Events != nil {
 		msg := status.ConfigChangedMessage(a.Source)
 		if action == lkg.ActionReload {

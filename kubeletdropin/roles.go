@@ -182,6 +182,9 @@ type RunOptions struct {
 	Registerer prometheus.Registerer
 	// ResyncPeriod: see dynconfig.Options.
 	ResyncPeriod time.Duration
+	// Drain says how the Node is drained for a change of class
+	// changeclass.Drain (drain.go).
+	Drain DrainOptions
 }
 
 // overriddenEvents returns the hook that records, as a Warning Event on the
@@ -237,11 +240,14 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	opts.Registerer = o.Registerer
 	opts.ResyncPeriod = o.ResyncPeriod
+	d := newDrainer(o)
 	opts.External = &dynconfig.External{
 		Role:          dynconfig.Follow,
 		Restarter:     o.Restarter,
 		Healthy:       Healthy(o.Client, o.NodeName, o.HealthzURL),
 		PromotionHeld: PromotionHeld(o.Client, o.NodeName, time.Now),
+		BeforeRestart: d.BeforeRestart,
+		Settled:       d.Settled,
 		PollInterval:  o.PollInterval,
 		StartTimeout:  o.StartTimeout,
 	}

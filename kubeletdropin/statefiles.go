@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet/changeclass"
@@ -35,21 +36,26 @@ import (
 //     with (changeclass.Compare). On a Drain change it removes the state
 //     files the change names, fsyncs the root dir, writes dynconfig's
 //     drop-in, and only then records the new config: a crash anywhere
-//     before the record leaves the old record, so the next start removes
-//     again (harmless: the files are either gone or made by a kubelet that
-//     ran the new config on the same drained node). When it may not remove
+//     before the record leaves the old record, so the next start compares
+//     again and removes again (harmless: the node is still drained; for a
+//     policy change, only when a checkpoint still names the old policy).
+//     When it may not remove
 //     (below), it leaves the record: the kubelet then refuses to start, the
 //     crash-loop rule rolls back to the config the files were made for, and
 //     that start compares equal and removes nothing. When none of the named
 //     files exists, nothing needs removing and the new config is recorded.
-//     A missing or unreadable record is no change: the new config is
-//     recorded and nothing is removed.
+//     The CPU and memory managers' checkpoints name their policy
+//     themselves, and what they say wins over the record: a record that
+//     is missing, unreadable or stale never hides a policy change (without
+//     a record, only the policies are compared).
 //   - DrainedFile (MarkDrained, Drained, ClearDrained) says that the run
 //     role cordoned the node and evicted its pods, and that the node stays
 //     cordoned while the mark exists: the run role writes it once the drain
 //     has finished and before it restarts the kubelet, and removes it
 //     before it uncordons. It names the config it drained for (a message,
-//     not a key: any mark allows the removal).
+//     not a key: any mark allows the removal). The run role learns whether
+//     a config needs the drain from StateChange, the comparison the
+//     pre-start role will make.
 //
 // The rule: the pre-start role removes the state files of a Drain change
 // when the node is marked drained, or when the config to start is a
@@ -223,6 +229,74 @@ func readStateRecord(rootDir string) (*stateRecord, []byte, error) {
 	return r, data, nil
 }
 
+// decodeCheckpointPolicy returns the policy name a checkpoint of the
+// kubelet's CPU or memory manager records: its top-level "policyName",
+// which every format version of both has. Other fields are ignored.
+func decodeCheckpointPolicy(data []byte) (string, error) {
+	var cp struct {
+		PolicyName string `json:"policyName"`
+	}
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return "", err
+	}
+	if cp.PolicyName == "" {
+		return "", errors.New("policyName: missing")
+	}
+	return cp.PolicyName, nil
+}
+
+// checkpointPolicy returns the policy name of the checkpoint name in
+// rootDir; "" when there is none or it cannot be read (logged).
+func checkpointPolicy(rootDir, name string, log logr.Logger) string {
+	path := filepath.Join(rootDir, name)
+	data, err := atomicfile.ReadRegular(path, maxRecord)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err == nil {
+		var p string
+		if p, err = decodeCheckpointPolicy(data); err == nil {
+			return p
+		}
+	}
+	log.Info("Warning: the kubelet's checkpoint does not say its policy; the record alone decides", "file", path, "err", err)
+	return ""
+}
+
+// lastConfig returns the config the kubelet's state files in rootDir were
+// made for, as far as it is known, and the record's bytes: the record,
+// with the policy names the CPU and memory managers' checkpoints hold
+// themselves, which win over it (a record lost, stale after a failed
+// write, or older than the files never hides a policy change). Without a
+// record, the fields other than the policies are taken as next's: only
+// the policies are known. nil when nothing is known.
+func lastConfig(rootDir string, next *Config, log logr.Logger) (*Config, []byte) {
+	rec, data, err := readStateRecord(rootDir)
+	if err != nil {
+		log.Error(err, "The record of the config the kubelet's state files were made for is unreadable; taken as none, it will be rewritten")
+	}
+	cpu := checkpointPolicy(rootDir, changeclass.CPUManagerStateFile, log)
+	memory := checkpointPolicy(rootDir, changeclass.MemoryManagerStateFile, log)
+	var last *Config
+	switch {
+	case rec != nil:
+		last = rec.Config.DeepCopy()
+	case cpu != "" || memory != "":
+		last = next.DeepCopy()
+	default:
+		return nil, data
+	}
+	if cpu != "" && cpu != last.CPUManagerPolicy && (cpu != "none" || last.CPUManagerPolicy != "") {
+		log.V(1).Info("The CPU manager's checkpoint names its policy", "checkpoint", cpu, "record", last.CPUManagerPolicy)
+		last.CPUManagerPolicy = cpu
+	}
+	if memory != "" && memory != last.MemoryManagerPolicy && (memory != kubeletv1beta1.NoneMemoryManagerPolicy || last.MemoryManagerPolicy != "") {
+		log.V(1).Info("The memory manager's checkpoint names its policy", "checkpoint", memory, "record", last.MemoryManagerPolicy)
+		last.MemoryManagerPolicy = memory
+	}
+	return last, data
+}
+
 // statePlan is what the pre-start role does with the kubelet's state files
 // before a start.
 type statePlan struct {
@@ -275,15 +349,9 @@ type stateFiles struct {
 // unreadable mark is no mark.
 func prepareStateFiles(rootDir string, next *Config, source string, fallback bool, log logr.Logger) *stateFiles {
 	s := &stateFiles{rootDir: rootDir, log: log, next: stateRecord{Version: recordVersion, Source: source, Config: next}}
-	last, data, err := readStateRecord(rootDir)
-	if err != nil {
-		log.Error(err, "The record of the config the kubelet's state files were made for is unreadable; taken as none, it will be rewritten")
-	}
+	last, data := lastConfig(rootDir, next, log)
 	s.last = data
-	var change changeclass.Change
-	if last != nil {
-		change = changeclass.Compare(last.Config, next)
-	}
+	change := changeclass.Compare(last, next)
 	var existing []string
 	for _, name := range change.StateFiles {
 		if _, err := os.Lstat(filepath.Join(rootDir, name)); err == nil {
@@ -372,3 +440,26 @@ func (c Common) prepareStateFiles(l dynconfigLayers, ch dynconfig.Chosen, log lo
 }
 
 type dynconfigLayers = dynconfig.Layers[Config]
+
+// StateChange returns the change the kubelet's state files see when the
+// kubelet next starts on candidate (nil: the node's own config): the
+// change from the config they were made for, as recorded in
+// c.KubeletRootDir, to candidate's effective config (the node's files with
+// candidate in dynconfig's place). It is the pre-start role's comparison,
+// made ahead: a run role that drains for a Drain change before the restart
+// decides as the pre-start role will. Without a record (a kubelet that
+// never started under this version of dynconfig) only the policies the
+// kubelet's checkpoints record are compared, as by the pre-start role. An
+// error means candidate's effective config cannot be built.
+func StateChange(c Common, candidate *dynconfig.Document, log logr.Logger) (changeclass.Change, error) {
+	l, err := NewLayers(c.Files, log)
+	if err != nil {
+		return changeclass.Change{}, err
+	}
+	next, err := l.Build(candidate)
+	if err != nil {
+		return changeclass.Change{}, err
+	}
+	last, _ := lastConfig(rootOrDefault(c.KubeletRootDir), next, log)
+	return changeclass.Compare(last, next), nil
+}

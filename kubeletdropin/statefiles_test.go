@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -215,76 +216,115 @@ func TestPreStartResetsStateFiles(t *testing.T) {
 	}
 }
 
-// A crash after the removal and before the record: the next start removes
-// again what a kubelet may have written meanwhile, and records; a removal
-// that found nothing to remove records too.
+// A crash after the removal and before the record. If the kubelet then
+// started on the old drop-in (the crash came before the new one was
+// written), it made a checkpoint for the old config, and the next start
+// removes again; if it started on the new one, its checkpoint is the new
+// config's and nothing is removed; if it never started, there is nothing
+// to remove. Each time the new config is recorded.
 func TestStateFilesCrashBeforeRecord(t *testing.T) {
 	log := ktesting.NewLogger(t, ktesting.NewConfig())
-	root := t.TempDir()
 	none, static := &Config{}, &Config{CPUManagerPolicy: "static"}
-	first := prepareStateFiles(root, none, "local", false, log)
-	first.record()
-	write(t, filepath.Join(root, changeclass.CPUManagerStateFile), `{"policyName":"none"}`)
-	if err := MarkDrained(root, "static"); err != nil {
-		t.Fatal(err)
-	}
-	s := prepareStateFiles(root, static, "static", false, log)
-	if err := s.remove(); err != nil {
-		t.Fatal(err)
-	}
-	// The crash: no record. The kubelet started on the new drop-in.
-	write(t, filepath.Join(root, changeclass.CPUManagerStateFile), `{"policyName":"static"}`)
-	again := prepareStateFiles(root, static, "static", false, log)
-	if diff := cmp.Diff([]string{changeclass.CPUManagerStateFile}, again.plan.Remove); diff != "" || !again.plan.Record {
-		t.Fatalf("after the crash: remove -want +got:\n%s record %v", diff, again.plan.Record)
-	}
-	if err := again.remove(); err != nil {
-		t.Fatal(err)
-	}
-	// A second crash, and the kubelet never started: nothing to remove.
-	last := prepareStateFiles(root, static, "static", false, log)
-	if len(last.plan.Remove) != 0 || !last.plan.Record {
-		t.Fatalf("nothing left to remove: %+v", last.plan)
-	}
-	last.record()
-	if r, _, err := readStateRecord(root); err != nil || r.Config.CPUManagerPolicy != "static" || r.Source != "static" {
-		t.Fatalf("record %+v, %v", r, err)
+	cpuState := changeclass.CPUManagerStateFile
+	for _, tc := range []struct {
+		name        string
+		kubeletRan  string // the policy of the checkpoint the kubelet wrote after the crash; "": none
+		wantRemoved []string
+	}{
+		{"the kubelet ran the old config", "none", []string{cpuState}},
+		{"the kubelet ran the new config", "static", nil},
+		{"the kubelet never ran", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			prepareStateFiles(root, none, "local", false, log).record()
+			write(t, filepath.Join(root, cpuState), `{"policyName":"none"}`)
+			if err := MarkDrained(root, "static"); err != nil {
+				t.Fatal(err)
+			}
+			s := prepareStateFiles(root, static, "static", false, log)
+			if err := s.remove(); err != nil {
+				t.Fatal(err)
+			}
+			// The crash: no record.
+			if tc.kubeletRan != "" {
+				write(t, filepath.Join(root, cpuState), `{"policyName":"`+tc.kubeletRan+`"}`)
+			}
+			again := prepareStateFiles(root, static, "static", false, log)
+			if diff := cmp.Diff(tc.wantRemoved, again.plan.Remove, cmpopts.EquateEmpty()); diff != "" || !again.plan.Record {
+				t.Fatalf("after the crash: remove -want +got:\n%s record %v", diff, again.plan.Record)
+			}
+			if err := again.remove(); err != nil {
+				t.Fatal(err)
+			}
+			again.record()
+			if r, _, err := readStateRecord(root); err != nil || r.Config.CPUManagerPolicy != "static" || r.Source != "static" {
+				t.Fatalf("record %+v, %v", r, err)
+			}
+		})
 	}
 }
 
-// An unreadable record is no change: nothing is removed and the record is
-// rewritten; a missing root dir records nothing and fails nothing.
-func TestStateRecordUnreadable(t *testing.T) {
+// The managers' checkpoints name their policies, and win over the record:
+// an unreadable, missing or stale record hides no policy change. With no
+// record and no checkpoint, nothing is known: a Restart.
+func TestStateRecordAndCheckpoints(t *testing.T) {
 	log := ktesting.NewLogger(t, ktesting.NewConfig())
-	root := t.TempDir()
-	write(t, filepath.Join(root, StateConfigFile), `{"version":1,"config":{"cpuManagerPolicy":"none"},"extra":1}`)
-	write(t, filepath.Join(root, changeclass.CPUManagerStateFile), `{"policyName":"none"}`)
-	if err := MarkDrained(root, "x"); err != nil {
-		t.Fatal(err)
+	static := &Config{CPUManagerPolicy: "static", ReservedSystemCPUs: "0"}
+	drain := changeclass.Change{Class: changeclass.Drain, Fields: []string{"cpuManagerPolicy"}, StateFiles: []string{changeclass.CPUManagerStateFile}}
+	for _, tc := range []struct {
+		name             string
+		record, cpuState string // file contents; "": no file
+		want             changeclass.Change
+	}{
+		{"nothing known", "", "", changeclass.Change{}},
+		{"no record, the checkpoint says none", "", `{"policyName":"none","defaultCpuSet":"","checksum":1}`, drain},
+		{"no record, the checkpoint says static", "", `{"policyName":"static","defaultCpuSet":"0-3"}`, changeclass.Change{}},
+		{"unreadable record", `{"version":1,"config":{"cpuManagerPolicy":"static"},"extra":1}`, `{"policyName":"none"}`, drain},
+		{"stale record", `{"version":1,"config":{"cpuManagerPolicy":"static","reservedSystemCPUs":"0"}}`, `{"policyName":"none"}`, drain},
+		{"the record alone", `{"version":1,"config":{}}`, "", drain},
+		{"a checkpoint that says nothing", `{"version":1,"config":{"cpuManagerPolicy":"static","reservedSystemCPUs":"0"}}`, `{"entries":{}}`, changeclass.Change{}},
+		{"record and checkpoint agree", `{"version":1,"config":{"cpuManagerPolicy":"static","reservedSystemCPUs":"0"}}`, `{"policyName":"static"}`, changeclass.Change{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.record != "" {
+				write(t, filepath.Join(root, StateConfigFile), tc.record)
+			}
+			if tc.cpuState != "" {
+				write(t, filepath.Join(root, changeclass.CPUManagerStateFile), tc.cpuState)
+			}
+			s := prepareStateFiles(root, static, "static", true, log)
+			if diff := cmp.Diff(tc.want, s.plan.Change, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("change -want +got:\n%s", diff)
+			}
+			if !s.plan.Record {
+				t.Fatal("the next config is not recorded")
+			}
+			s.record()
+			if r, _, err := readStateRecord(root); err != nil || r.Config.CPUManagerPolicy != "static" {
+				t.Fatalf("rewritten record %+v, %v", r, err)
+			}
+		})
 	}
-	s := prepareStateFiles(root, &Config{CPUManagerPolicy: "static"}, "static", true, log)
-	if len(s.plan.Remove) != 0 || !s.plan.Record {
-		t.Fatalf("unreadable record: %+v", s.plan)
-	}
+	missing := t.TempDir()
+	s := prepareStateFiles(filepath.Join(missing, "root"), &Config{}, "local", false, log)
 	s.record()
-	if r, _, err := readStateRecord(root); err != nil || r.Config.CPUManagerPolicy != "static" {
-		t.Fatalf("rewritten record %+v, %v", r, err)
-	}
-	missing := prepareStateFiles(filepath.Join(root, "missing"), &Config{}, "local", false, log)
-	missing.record()
-	if exists(filepath.Join(root, "missing")) {
+	if exists(filepath.Join(missing, "root")) {
 		t.Error("the record created the kubelet's root dir")
 	}
 }
 
-// FuzzStateRecords: the two records never panic their decoders, and what
-// they accept encodes back to an equal record.
+// FuzzStateRecords: the two records and the managers' checkpoints never
+// panic their decoders, and what the records accept encodes back to an
+// equal record.
 func FuzzStateRecords(f *testing.F) {
 	for _, s := range []string{
 		`{"version":1,"source":"local","config":{"cpuManagerPolicy":"static","reservedSystemCPUs":"0"}}`,
 		`{"version":1,"config":"x"}`,
 		`{"version":1,"config":"ConfigMap a/b","time":"2026-01-01T00:00:00Z"}`,
 		`{"version":1}{}`, `null`, ``, `{"version":1,"config":null}`,
+		`{"policyName":"static","defaultCpuSet":"0-3","entries":{},"data":"{}","dataChecksum":1,"checksum":2}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -299,6 +339,9 @@ func FuzzStateRecords(f *testing.F) {
 				t.Fatalf("state record %q: re-encoded %q: %+v, %v", data, b, back, err)
 			}
 		}
+		if p, err := decodeCheckpointPolicy(data); err == nil && p == "" {
+			t.Fatalf("checkpoint %q: an empty policy accepted", data)
+		}
 		if m, err := decodeDrained(data); err == nil {
 			b, err := json.Marshal(drainedRecord{Version: recordVersion, DrainedMark: *m})
 			if err != nil {
@@ -310,4 +353,54 @@ func FuzzStateRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// StateChange tells the run role ahead what the pre-start role will find.
+func TestStateChange(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	s := newStateNode(t)
+	log := ktesting.NewLogger(t, ktesting.NewConfig())
+	static := chosen(head + staticPayload).Document
+	if ch, err := StateChange(s.c, static, log); err != nil || ch.Class != changeclass.Restart {
+		t.Fatalf("no record: %v, %v; want Restart", ch, err)
+	}
+	s.prestart(ctx)
+	ch, err := StateChange(s.c, static, log)
+	want := changeclass.Change{Class: changeclass.Drain, Fields: []string{"cpuManagerPolicy"}, StateFiles: []string{changeclass.CPUManagerStateFile}}
+	if err != nil || !cmp.Equal(ch, want) {
+		t.Fatalf("none -> static: %v, %v; want %v", ch, err, want)
+	}
+	if ch, err := StateChange(s.c, chosen(head+"maxPods: 20\n").Document, log); err != nil || ch.Class != changeclass.Restart {
+		t.Fatalf("maxPods: %v, %v; want Restart", ch, err)
+	}
+	if _, err := StateChange(s.c, chosen(head+"maxPods: -3\n").Document, log); err == nil {
+		t.Fatal("an invalid candidate: no error")
+	}
+}
+
+// BenchmarkStateFilesUnchanged is what every kubelet start adds to the
+// pre-start role when the config's class is Restart (the common case):
+// reading the record and both managers' checkpoints, Compare, and no write
+// (the record is unchanged). The effective config's Build is not counted.
+func BenchmarkStateFilesUnchanged(b *testing.B) {
+	root := b.TempDir()
+	next := &Config{CPUManagerPolicy: "static", ReservedSystemCPUs: "0-1", MaxPods: 110}
+	log := logr.Discard()
+	prepareStateFiles(root, next, "local", false, log).record()
+	for name, data := range map[string]string{
+		changeclass.CPUManagerStateFile:    `{"policyName":"static","defaultCpuSet":"0-3","checksum":1}`,
+		changeclass.MemoryManagerStateFile: `{"policyName":"None","machineState":{},"checksum":1}`,
+	} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := prepareStateFiles(root, next, "local", false, log)
+		if s.plan.Change.Class != changeclass.Restart {
+			b.Fatal(s.plan.Change)
+		}
+		s.record()
+	}
 }

@@ -38,15 +38,25 @@ const (
 	// it can. This is no verdict on the assigned config: the component
 	// tries again, and a reader should wait rather than count it as bad.
 	PhaseSyncFailed ConfigPhase = "SyncFailed"
+	// PhaseNotApplied: the component could not apply the assigned config
+	// here (see Error: e.g. the node could not be drained for it within
+	// its drain timeout) and runs the config it ran before, which is not
+	// marked bad. This is no verdict on the assigned config: the config
+	// may be good on other nodes. The component does not try it again
+	// until its assignment changes or its agent restarts. A reader from
+	// before this phase does not know it and waits (the skew rule in
+	// doc.go); the rollout planner counts such a node as not applied,
+	// neither promoted nor failed.
+	PhaseNotApplied ConfigPhase = "NotApplied"
 )
 
 // phases lists every phase this version knows, in the order errors name
 // them.
-var phases = []ConfigPhase{PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd, PhaseSyncFailed}
+var phases = []ConfigPhase{PhaseLocal, PhaseTrial, PhasePromoted, PhaseRolledBack, PhaseDeadEnd, PhaseSyncFailed, PhaseNotApplied}
 
 // Bad reports whether the phase is a verdict that the assigned config is
-// bad: RolledBack or DeadEnd. SyncFailed is not, nor is a phase this
-// version does not know.
+// bad: RolledBack or DeadEnd. SyncFailed and NotApplied are not, nor is
+// a phase this version does not know.
 func (p ConfigPhase) Bad() bool { return p == PhaseRolledBack || p == PhaseDeadEnd }
 
 // Known reports whether this version knows the phase. A phase it does not

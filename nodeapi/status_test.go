@@ -51,7 +51,7 @@ func TestParseConfigStatusRoundTrip(t *testing.T) {
 }
 
 func TestParseConfigStatusRejects(t *testing.T) {
-	const want = "Local, Trial, Promoted, RolledBack, DeadEnd, SyncFailed"
+	const want = "Local, Trial, Promoted, RolledBack, DeadEnd, SyncFailed, NotApplied"
 	for _, tc := range []struct{ in, err string }{
 		{``, "decoding the config status: unexpected end of JSON input"},
 		{`{"phase":"Trial"`, "decoding the config status: unexpected end of JSON input"},
@@ -216,5 +216,24 @@ func BenchmarkParseConfigStatus(b *testing.B) {
 		if _, err := ParseConfigStatus(v); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNotAppliedIsNoVerdict: a node that could not apply its config here
+// (PhaseNotApplied) reports no verdict on the config: the phase is known,
+// not bad, and round-trips through the annotation.
+func TestNotAppliedIsNoVerdict(t *testing.T) {
+	p := PhaseNotApplied
+	if !p.Known() || p.Bad() {
+		t.Fatalf("phase %s: Known %v, Bad %v; want known and not bad", p, p.Known(), p.Bad())
+	}
+	in := &ConfigStatus{Phase: p, Error: "draining timed out"}
+	v, err := in.MarshalAnnotation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ParseConfigStatus(v)
+	if err != nil || !out.Equal(in) {
+		t.Fatalf("ParseConfigStatus(%s) = %+v, %v; want %+v", v, out, err, in)
 	}
 }

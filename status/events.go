@@ -46,6 +46,11 @@ const (
 	// drop-in that sorts after dynconfig's), so the node's values run, not
 	// the assigned ones. Type Warning.
 	EventReasonConfigOverridden = "ConfigOverridden"
+	// EventReasonConfigNotApplied: the assigned config could not be applied
+	// on this node (the stock kubelet's Node could not be drained for it in
+	// time) and the component stays on the config it ran; nothing is
+	// marked bad. Type Warning.
+	EventReasonConfigNotApplied = "ConfigNotApplied"
 )
 
 // DefaultEventComponent is the event source component when

@@ -170,6 +170,7 @@ func follow(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.PollInterval, "poll-interval", 2*time.Second, "how often to look for a kubelet start and probe its health")
 	fs.DurationVar(&o.StartTimeout, "start-timeout", 2*time.Minute, "how long a kubelet restart may take before deciding again")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", time.Minute, "how often to re-read the assignment without a change notification")
+	fs.DurationVar(&o.Drain.Timeout, "drain-timeout", kubeletdropin.DefaultDrainTimeout, "the most one drain of the Node may take for a config change that needs one (cordon, evictions honouring PodDisruptionBudgets, the evicted pods gone); a drain that does not finish leaves the node on its config, uncordoned, and reports the new config not applied here (keep it below the rollouts' progress deadline, 10m by default)")
 	metricsAddress := fs.String("metrics-address", "127.0.0.1:10267", "serve /metrics here; empty disables")
 	if err := fs.Parse(args); err != nil {
 		return err

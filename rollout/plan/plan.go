@@ -279,6 +279,7 @@ func Plan(in Input) Result {
 	p.count(wasActive)
 	p.conditions()
 	p.fleetStatus(wasActive)
+	p.notAppliedStatus(wasActive)
 	p.res.Finalized = p.finalized()
 	p.res.Watch = p.watches()
 	return p.res
@@ -564,6 +565,8 @@ func (p *planner) judge(v *view) {
 				reason += ": " + s.Error
 			}
 			p.failNode(v, reason)
+			return
+		case p.notAppliedHere(v):
 			return
 		}
 	}
@@ -961,7 +964,7 @@ func (p *planner) steps() {
 		p.setPhase(v1alpha1.PhaseProgressing, "")
 		p.assign(target, selected)
 		if st.Phase == v1alpha1.PhaseProgressing {
-			st.Message = p.progress(i, target, selected) + p.soakNote()
+			st.Message = p.progress(i, target, selected) + p.soakNote() + p.notAppliedNote()
 			if p.budgetHeld != "" {
 				st.Message = truncate(st.Message + "; " + p.budgetHeld)
 			}
@@ -969,7 +972,7 @@ func (p *planner) steps() {
 		return
 	}
 	if st.Phase != v1alpha1.PhaseCompleted {
-		p.setPhase(v1alpha1.PhaseCompleted, fmt.Sprintf("completed: %d nodes promoted", p.countState(v1alpha1.NodePromoted)))
+		p.setPhase(v1alpha1.PhaseCompleted, fmt.Sprintf("completed: %d nodes promoted", p.countState(v1alpha1.NodePromoted))+p.notAppliedNote())
 		p.event(false, "Completed", "completed: %d nodes promoted, %d failed", p.countState(v1alpha1.NodePromoted), p.countState(v1alpha1.NodeFailed))
 	}
 }
@@ -1020,7 +1023,7 @@ func (p *planner) nextStep(why string) {
 
 // settled counts the held nodes that promoted or failed.
 func (p *planner) settled() int {
-	return p.countState(v1alpha1.NodePromoted) + p.countState(v1alpha1.NodeFailed)
+	return p.countState(v1alpha1.NodePromoted) + p.countState(v1alpha1.NodeFailed) + p.countState(nodeNotApplied)
 }
 
 func (p *planner) countState(s v1alpha1.NodeState) int {
@@ -1269,6 +1272,8 @@ func (p *planner) countHeld() {
 		case v1alpha1.NodePromoted:
 			st.Assigned++
 			st.Promoted++
+		case nodeNotApplied:
+			st.Assigned++
 		case v1alpha1.NodeFailed:
 			st.Assigned++
 			failures = append(failures, v1alpha1.NodeFailure{Node: name, Reason: truncateReason(v.reason)})

@@ -11,15 +11,18 @@ import (
 	cadvisorapi "github.com/google/cadvisor/lib/model"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/kubernetes/pkg/features"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	cpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
+	memorystate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/utils/cpuset"
 
@@ -52,6 +55,29 @@ func (noRuntime) UpdateContainerResources(context.Context, string, *runtimeapi.C
 }
 
 func logger(t *testing.T) klog.Logger { return ktesting.NewLogger(t, ktesting.NewConfig()) }
+
+// podLevelGate is the gate of the managers' pod-level assignments (it
+// depends on PodLevelResources, on by default in 1.37).
+const podLevelGate = string(features.PodLevelResourceManagers)
+
+// setGates sets, in this process, podLevelGate as c sets it (off when it
+// does not: its 1.37 default), as a kubelet on c would; it goes back to
+// off when the test ends.
+func setGates(t *testing.T, c *config) {
+	t.Helper()
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{podLevelGate: c.FeatureGates[podLevelGate]}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{podLevelGate: false}); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func podLevel(c *config) {
+	c.FeatureGates = map[string]bool{podLevelGate: true}
+}
 
 // cpuReservation is what the kubelet hands the CPU manager for c
 // (cmd/kubelet/app/server.go: reservedSystemCPUs, when set, replaces the cpu
@@ -86,6 +112,7 @@ func cpuPolicy(c *config) string {
 func startCPU(t *testing.T, root string, c *config) (cpumanager.Manager, error) {
 	t.Helper()
 	specific, reservation := cpuReservation(t, c)
+	setGates(t, c)
 	log := logger(t)
 	m, err := cpumanager.NewManager(log, cpuPolicy(c), c.CPUManagerPolicyOptions, time.Hour, machine, specific, reservation, root,
 		topologymanager.NewFakeManager(log))
@@ -126,6 +153,7 @@ func memoryPolicy(c *config) string {
 func startMemory(t *testing.T, root string, c *config) error {
 	t.Helper()
 	reserved, reservation := memoryReservation(c)
+	setGates(t, c)
 	log := logger(t)
 	m, err := memorymanager.NewManager(log, memoryPolicy(c), machine, reservation, reserved, root, topologymanager.NewFakeManager(log))
 	if err != nil {
@@ -135,11 +163,13 @@ func startMemory(t *testing.T, root string, c *config) error {
 		noRuntime{}, containermap.NewContainerMap())
 }
 
-// holdAllCPUs rewrites the CPU manager's checkpoint in root as if
-// containers held every allocatable CPU of m exclusively, but one when the
-// shared pool would otherwise be empty (the static policy refuses that).
-func holdAllCPUs(t *testing.T, root string, m cpumanager.Manager) {
+// holdAllCPUs rewrites the CPU manager's checkpoint in root as if a pod
+// held every allocatable CPU of m exclusively (pod-level when old turns
+// the pod-level gates on), but one when the shared pool would otherwise be
+// empty (the static policy refuses that).
+func holdAllCPUs(t *testing.T, root string, m cpumanager.Manager, old *config) {
 	t.Helper()
+	setGates(t, old)
 	st, err := cpustate.NewCheckpointState(logger(t), root, changeclass.CPUManagerStateFile, "static", containermap.NewContainerMap())
 	if err != nil {
 		t.Fatal(err)
@@ -149,8 +179,42 @@ func holdAllCPUs(t *testing.T, root string, m cpumanager.Manager) {
 	if held.Equals(def) && held.Size() > 0 {
 		held = held.Difference(cpuset.New(held.List()[held.Size()-1]))
 	}
-	st.SetCPUSet("pod-uid", "c", held)
+	if old.FeatureGates[podLevelGate] {
+		st.SetPodCPUSet("pod-uid", held)
+	} else {
+		st.SetCPUSet("pod-uid", "c", held)
+	}
 	st.SetDefaultCPUSet(def.Difference(held))
+}
+
+// holdMemory rewrites the memory manager's checkpoint in root as a Static
+// policy would after admitting a pod of 1 GiB on NUMA node 0: pod-level
+// when old turns the pod-level gates on (the pod's 1 GiB, and its two
+// containers each given the pod's shared pool, as AllocatePod records
+// them), else one container's.
+func holdMemory(t *testing.T, root string, old *config) {
+	t.Helper()
+	setGates(t, old)
+	st, err := memorystate.NewCheckpointState(logger(t), root, changeclass.MemoryManagerStateFile, "Static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 30
+	ms := st.GetMachineState()
+	node := ms[0]
+	node.NumberOfAssignments++
+	node.Cells = []int{0}
+	node.MemoryMap[v1.ResourceMemory].Reserved += size
+	node.MemoryMap[v1.ResourceMemory].Free -= size
+	st.SetMachineState(ms)
+	blocks := []memorystate.Block{{NUMAAffinity: []int{0}, Type: v1.ResourceMemory, Size: size}}
+	if old.FeatureGates[podLevelGate] {
+		st.SetMemoryBlocks("pod-uid", "a", blocks)
+		st.SetMemoryBlocks("pod-uid", "b", blocks)
+		st.SetPodMemoryBlocks("pod-uid", blocks)
+	} else {
+		st.SetMemoryBlocks("pod-uid", "a", blocks)
+	}
 }
 
 func copyDir(t *testing.T, from string) string {
@@ -235,6 +299,9 @@ func TestCompareAgainstTheCPUManager(t *testing.T) {
 		{"by count, fewer", static("", byCount("2", "")), static("", byCount("1", "")), true},
 		{"explicit to count", static("0"), static("", byCount("1", "")), true},
 		{"count to explicit", static("", byCount("1", "")), static("1"), false},
+		{"pod-level managers turn off", static("0", podLevel), static("0"), false},
+		{"pod-level managers turn on", static("0"), static("0", podLevel), false},
+		{"pod-level managers stay on", static("0", podLevel), static("0", podLevel), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			first := t.TempDir()
@@ -245,7 +312,10 @@ func TestCompareAgainstTheCPUManager(t *testing.T) {
 			states := map[string]string{"drained": first}
 			if cpuPolicy(tc.old) == "static" {
 				busy := copyDir(t, first)
-				holdAllCPUs(t, busy, m)
+				holdAllCPUs(t, busy, m, tc.old)
+				if _, err := startCPU(t, copyDir(t, busy), tc.old); err != nil {
+					t.Fatalf("the old config on its own busy checkpoint: %v", err)
+				}
 				states["busy"] = busy
 			}
 			ch := changeclass.Compare(tc.old, tc.new)
@@ -274,14 +344,18 @@ func TestCompareAgainstTheCPUManager(t *testing.T) {
 	}
 }
 
-func staticMemory(reserved string) *config {
-	return &config{MemoryManagerPolicy: "Static", ReservedMemory: []kubeletconfigv1beta1.MemoryReservation{
+func staticMemory(reserved string, mut ...func(*config)) *config {
+	c := &config{MemoryManagerPolicy: "Static", ReservedMemory: []kubeletconfigv1beta1.MemoryReservation{
 		{NumaNode: 0, Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse(reserved)}},
 	}}
+	for _, f := range mut {
+		f(c)
+	}
+	return c
 }
 
-// The memory manager, the same way (its check does not depend on what
-// containers hold: a drained node is refused the same).
+// The memory manager, the same way, a pod of 1 GiB holding memory on the
+// busy checkpoint.
 func TestCompareAgainstTheMemoryManager(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -292,21 +366,41 @@ func TestCompareAgainstTheMemoryManager(t *testing.T) {
 		{"Static, the same", staticMemory("1Gi"), staticMemory("1024Mi")},
 		{"Static, more reserved", staticMemory("1Gi"), staticMemory("2Gi")},
 		{"None, the reservation changes", &config{ReservedMemory: staticMemory("1Gi").ReservedMemory}, &config{ReservedMemory: staticMemory("2Gi").ReservedMemory}},
+		{"pod-level managers turn off", staticMemory("1Gi", podLevel), staticMemory("1Gi")},
+		{"pod-level managers turn on", staticMemory("1Gi"), staticMemory("1Gi", podLevel)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			if err := startMemory(t, root, tc.old); err != nil {
+			first := t.TempDir()
+			if err := startMemory(t, first, tc.old); err != nil {
 				t.Fatalf("the old config's first start: %v", err)
 			}
-			ch := changeclass.Compare(tc.old, tc.new)
-			err := startMemory(t, copyDir(t, root), tc.new)
-			if (err != nil) != (ch.Class == changeclass.Drain) {
-				t.Fatalf("the memory manager's start: %v; Compare says %v", err, ch)
+			states := map[string]string{"drained": first}
+			if memoryPolicy(tc.old) == "Static" {
+				busy := copyDir(t, first)
+				holdMemory(t, busy, tc.old)
+				if err := startMemory(t, copyDir(t, busy), tc.old); err != nil {
+					t.Fatalf("the old config on its own busy checkpoint: %v", err)
+				}
+				states["busy"] = busy
 			}
-			if ch.Class == changeclass.Drain {
-				resetStateFiles(t, root, ch)
-				if err := startMemory(t, root, tc.new); err != nil {
-					t.Errorf("with %v removed the memory manager still refuses: %v", ch.StateFiles, err)
+			ch := changeclass.Compare(tc.old, tc.new)
+			refused := ""
+			for name, dir := range states {
+				if err := startMemory(t, copyDir(t, dir), tc.new); err != nil {
+					refused += fmt.Sprintf("%s: %v; ", name, err)
+				}
+			}
+			if (refused != "") != (ch.Class == changeclass.Drain) {
+				t.Fatalf("the memory manager refuses: %q; Compare says %v", refused, ch)
+			}
+			for name, dir := range states {
+				if ch.Class != changeclass.Drain {
+					break
+				}
+				reset := copyDir(t, dir)
+				resetStateFiles(t, reset, ch)
+				if err := startMemory(t, reset, tc.new); err != nil {
+					t.Errorf("%s: with %v removed the memory manager still refuses: %v", name, ch.StateFiles, err)
 				}
 			}
 		})

@@ -212,6 +212,19 @@ func TestTablePinned(t *testing.T) {
 			t.Errorf("changeclass names %q, no checkpoint of the kubelet", name)
 		}
 	}
+	// A new manager checkpoint checked at start is a new source of Drain
+	// fields: read its checks and extend the table (changeclass's doc).
+	named := map[string]bool{}
+	for _, f := range changeclass.Table() {
+		for _, name := range f.StateFiles {
+			named[name] = true
+		}
+	}
+	for name, where := range consts {
+		if !named[name] {
+			t.Errorf("the kubelet has a new manager checkpoint %q (%s) that no field of the table names: derive its fields", name, where)
+		}
+	}
 }
 
 // The managers' checkpoints refuse a policy other than theirs with the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,21 +13,20 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/checkpoint"
+	"github.com/dynconfig/dynconfig/components/kubelet/changeclass"
 	"github.com/dynconfig/dynconfig/kubeletdropin"
 	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
 const head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
-// The CPU policy none -> static and back through the pre-start role, with
-// the CPU manager's real start check standing for the kubelet's start:
-// without a drain the check refuses the change, as it refuses it without
-// dynconfig; on a node marked drained the pre-start role removes the
-// checkpoint and the check passes; the way back, a fallback to the node's
-// own config, passes too, where a start without the removal is refused.
-func TestPreStartLetsTheKubeletStart(t *testing.T) {
-	ctx := klog.NewContext(context.Background(), logger(t))
+// newNode is a node's kubelet files (a base config with maxPods 10 and the
+// none policies, a config dir), dynconfig's state dir and the kubelet's
+// root dir, all in a temporary dir.
+func newNode(t *testing.T) kubeletdropin.Common {
+	t.Helper()
 	dir := t.TempDir()
 	files := kubeletdropin.Files{Config: filepath.Join(dir, "config.yaml"), ConfigDir: filepath.Join(dir, "conf.d")}
 	root := filepath.Join(dir, "kubelet-root")
@@ -38,7 +38,19 @@ func TestPreStartLetsTheKubeletStart(t *testing.T) {
 	if err := os.WriteFile(files.Config, []byte(head+"maxPods: 10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := kubeletdropin.Common{Files: files, StateDir: filepath.Join(dir, "state"), KubeletVersion: "v1.37.0", KubeletRootDir: root}
+	return kubeletdropin.Common{Files: files, StateDir: filepath.Join(dir, "state"), KubeletVersion: "v1.37.0", KubeletRootDir: root}
+}
+
+// The CPU policy none -> static and back through the pre-start role, with
+// the CPU manager's real start check standing for the kubelet's start:
+// without a drain the check refuses the change, as it refuses it without
+// dynconfig; on a node marked drained the pre-start role removes the
+// checkpoint and the check passes; the way back, a fallback to the node's
+// own config, passes too, where a start without the removal is refused.
+func TestPreStartLetsTheKubeletStart(t *testing.T) {
+	ctx := klog.NewContext(context.Background(), logger(t))
+	c := newNode(t)
+	root := c.KubeletRootDir
 	prestart := func() kubeletdropin.PreStartResult {
 		t.Helper()
 		res, err := kubeletdropin.PreStart(ctx, c, 0)
@@ -116,5 +128,36 @@ func TestPreStartLetsTheKubeletStart(t *testing.T) {
 	}
 	if _, err := startCPU(t, root, none); err != nil {
 		t.Fatalf("back to none, the kubelet's start: %v", err)
+	}
+}
+
+// The checkpoints the real managers write name their policy where the
+// pre-start role reads it: with no record of dynconfig's (a node that
+// never ran this version), StateChange, the comparison the pre-start role
+// makes, still sees a policy change of either manager.
+func TestStateChangeReadsTheRealCheckpoints(t *testing.T) {
+	c := newNode(t)
+	root := c.KubeletRootDir
+	if _, err := startCPU(t, root, &config{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := startMemory(t, root, &config{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		payload, field, file string
+	}{
+		{"cpuManagerPolicy: static\nkubeReserved: {cpu: \"1\"}\n", "cpuManagerPolicy", "cpu_manager_state"},
+		{"memoryManagerPolicy: Static\nkubeReserved: {memory: 1000Mi}\nreservedMemory: [{numaNode: 0, limits: {memory: 1100Mi}}]\n",
+			"memoryManagerPolicy", "memory_manager_state"},
+	} {
+		doc := &dynconfig.Document{Name: "configmap kube-system/x key kubelet", Data: []byte(head + tc.payload)}
+		ch, err := kubeletdropin.StateChange(c, doc, logger(t))
+		if err != nil || ch.Class != changeclass.Drain || !slices.Equal(ch.Fields, []string{tc.field}) || !slices.Equal(ch.StateFiles, []string{tc.file}) {
+			t.Errorf("%s: StateChange = %v, %v; want Drain of %s, %s", tc.field, ch, err, tc.field, tc.file)
+		}
+	}
+	if ch, err := kubeletdropin.StateChange(c, nil, logger(t)); err != nil || ch.Class != changeclass.Restart {
+		t.Errorf("the node's own config: StateChange = %v, %v; want Restart", ch, err)
 	}
 }

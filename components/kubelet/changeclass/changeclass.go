@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
+
+	"github.com/dynconfig/dynconfig/components/internal/featuregates"
 )
 
 // Class is what it costs to apply a change of a field in place. The zero
@@ -81,6 +83,9 @@ type entry struct {
 	// changed reports whether the change from old to new is of the
 	// field's class; old and new are not nil.
 	changed func(old, new *kubeletconfigv1beta1.KubeletConfiguration) bool
+	// files, when set, returns the state files a change removes, a subset
+	// of StateFiles (a field that concerns both managers); unset: all.
+	files func(old, new *kubeletconfigv1beta1.KubeletConfiguration) []string
 }
 
 const (
@@ -92,6 +97,7 @@ const (
 	restoreMemory  = "cm/memorymanager/state/state_checkpoint.go:(*stateCheckpoint).restoreState"
 	validateMemory = "cm/memorymanager/policy_static.go:(*staticPolicy).validateState"
 	strictOption   = "strict-cpu-reservation"
+	podLevelGate   = "PodLevelResourceManagers"
 )
 
 // table is sorted by Path.
@@ -101,14 +107,23 @@ var table = []entry{
 		Upstream: restoreCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return cpuPolicy(o) != cpuPolicy(n)
-	}},
+	}, nil},
 	{Field{
 		Path: "cpuManagerPolicyOptions", Class: Drain, StateFiles: []string{CPUManagerStateFile},
 		When:     whenCPUStatic + "the " + strictOption + " option turns on or off",
 		Upstream: validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return bothCPUStatic(o, n) && strict(o) != strict(n)
-	}},
+	}, nil},
+	{Field: Field{
+		Path: "featureGates", Class: Drain, StateFiles: []string{CPUManagerStateFile, MemoryManagerStateFile},
+		When: "the " + podLevelGate + " gate turns off while the CPU manager policy is static (cpu_manager_state) " +
+			"or the memory manager policy is Static (memory_manager_state) before and after the change: " +
+			"the checkpoint's pod-level assignments are then ignored and the rest no longer adds up",
+		Upstream: restoreCPU + "; " + validateCPU + "; " + validateMemory,
+	}, changed: func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
+		return len(podLevelFiles(o, n)) > 0
+	}, files: podLevelFiles},
 	{Field{
 		Path: "kubeReserved", Class: Drain, StateFiles: []string{CPUManagerStateFile},
 		When:     whenCPUStatic + "its cpu changes, and with it the number of CPUs the kubelet reserves (reservedSystemCPUs is unset on both sides, or on one)",
@@ -116,13 +131,13 @@ var table = []entry{
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && (o.ReservedSystemCPUs == "" || n.ReservedSystemCPUs == "") &&
 			!sameQuantity(o.KubeReserved["cpu"], n.KubeReserved["cpu"])
-	}},
+	}, nil},
 	{Field{
 		Path: "memoryManagerPolicy", Class: Drain, StateFiles: []string{MemoryManagerStateFile},
 		Upstream: restoreMemory,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return memoryPolicy(o) != memoryPolicy(n)
-	}},
+	}, nil},
 	{Field{
 		Path: "reservedMemory", Class: Drain, StateFiles: []string{MemoryManagerStateFile},
 		When:     "the memory manager policy is Static before and after the change, and the memory reserved on a NUMA node changes",
@@ -131,7 +146,7 @@ var table = []entry{
 		return memoryPolicy(o) == kubeletconfigv1beta1.StaticMemoryManagerPolicy &&
 			memoryPolicy(n) == kubeletconfigv1beta1.StaticMemoryManagerPolicy &&
 			!sameReservation(memoryReservation(o), memoryReservation(n))
-	}},
+	}, nil},
 	{Field{
 		Path: "reservedSystemCPUs", Class: Drain, StateFiles: []string{CPUManagerStateFile},
 		When: whenCPUStatic + "the reserved set gains a CPU (with " + strictOption + ": changes at all), " +
@@ -139,14 +154,14 @@ var table = []entry{
 		Upstream: validateCPU,
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && !sameCPUs(o.ReservedSystemCPUs, n.ReservedSystemCPUs)
-	}},
+	}, nil},
 	{Field{
 		Path: "systemCgroups", Class: Refuse,
 		Upstream: "k8s.io/kubelet config/v1beta1/types.go:KubeletConfiguration.SystemCgroups (\"Rolling back the flag requires a reboot.\"); " +
 			"cm/container_manager_linux.go:ensureSystemCgroups",
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return o.SystemCgroups != n.SystemCgroups
-	}},
+	}, nil},
 	{Field{
 		Path: "systemReserved", Class: Drain, StateFiles: []string{CPUManagerStateFile},
 		When:     whenCPUStatic + "its cpu changes, and with it the number of CPUs the kubelet reserves (reservedSystemCPUs is unset on both sides, or on one)",
@@ -154,7 +169,7 @@ var table = []entry{
 	}, func(o, n *kubeletconfigv1beta1.KubeletConfiguration) bool {
 		return reservedCPUsMoved(o, n) && (o.ReservedSystemCPUs == "" || n.ReservedSystemCPUs == "") &&
 			!sameQuantity(o.SystemReserved["cpu"], n.SystemReserved["cpu"])
-	}},
+	}, nil},
 }
 
 // Table returns every field that is not Restart, sorted by Path. The
@@ -223,7 +238,11 @@ func Compare(old, new *kubeletconfigv1beta1.KubeletConfiguration) Change {
 			c = Change{Class: e.Class}
 		}
 		c.Fields = append(c.Fields, e.Path)
-		c.StateFiles = append(c.StateFiles, e.StateFiles...)
+		if e.files != nil {
+			c.StateFiles = append(c.StateFiles, e.files(old, new)...)
+		} else {
+			c.StateFiles = append(c.StateFiles, e.StateFiles...)
+		}
 	}
 	slices.Sort(c.StateFiles)
 	c.StateFiles = slices.Compact(c.StateFiles)
@@ -354,4 +373,25 @@ func memoryReservation(c *kubeletconfigv1beta1.KubeletConfiguration) map[int32]m
 
 func sameReservation(a, b map[int32]map[string]int64) bool {
 	return maps.EqualFunc(a, b, func(x, y map[string]int64) bool { return maps.Equal(x, y) })
+}
+
+// podLevelFiles returns the checkpoints a change of the
+// PodLevelResourceManagers gate from on to off breaks: with it on, the
+// managers keep pod-level assignments in their checkpoints
+// (PodEntries), which a kubelet with it off does not read, so that the
+// CPU manager's CPUs, or the memory manager's machine state, no longer add
+// up (cm/cpumanager/state/state_checkpoint.go restoreState; the static
+// policies' validateState). Turning it on reads what is there.
+func podLevelFiles(o, n *kubeletconfigv1beta1.KubeletConfiguration) []string {
+	if !featuregates.Gates(o.FeatureGates).Enabled(podLevelGate) || featuregates.Gates(n.FeatureGates).Enabled(podLevelGate) {
+		return nil
+	}
+	var files []string
+	if bothCPUStatic(o, n) {
+		files = append(files, CPUManagerStateFile)
+	}
+	if memoryPolicy(o) == kubeletconfigv1beta1.StaticMemoryManagerPolicy && memoryPolicy(n) == kubeletconfigv1beta1.StaticMemoryManagerPolicy {
+		files = append(files, MemoryManagerStateFile)
+	}
+	return files
 }

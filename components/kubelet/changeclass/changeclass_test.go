@@ -81,6 +81,18 @@ func staticMemory(mut func(*config)) *config {
 	return c
 }
 
+func podLevel(on bool) func(*config) {
+	return func(c *config) {
+		c.FeatureGates = map[string]bool{"PodLevelResourceManagers": on}
+	}
+}
+
+func podLevelConfig(on bool) *config {
+	c := &config{}
+	podLevel(on)(c)
+	return c
+}
+
 func TestCompare(t *testing.T) {
 	cpuDrain := func(fields ...string) Change {
 		return Change{Class: Drain, Fields: fields, StateFiles: []string{CPUManagerStateFile}}
@@ -135,6 +147,13 @@ func TestCompare(t *testing.T) {
 		{"memory reservation under None", &config{}, staticMemory(func(c *config) { c.MemoryManagerPolicy = "None" }), Change{}},
 		{"both managers", &config{}, staticMemory(func(c *config) { c.CPUManagerPolicy = "static" }),
 			Change{Class: Drain, Fields: []string{"cpuManagerPolicy", "memoryManagerPolicy"}, StateFiles: []string{CPUManagerStateFile, MemoryManagerStateFile}}},
+		{"pod-level managers turn off under static CPU", staticCPU(podLevel(true)), staticCPU(podLevel(false)), cpuDrain("featureGates")},
+		{"pod-level managers turn off by AllBeta", staticCPU(func(c *config) { c.FeatureGates = map[string]bool{"AllBeta": true} }), staticCPU(nil), cpuDrain("featureGates")},
+		{"pod-level managers turn on", staticCPU(nil), staticCPU(podLevel(true)), Change{}},
+		{"pod-level managers turn off under Static memory", staticMemory(podLevel(true)), staticMemory(podLevel(false)), memDrain("featureGates")},
+		{"pod-level managers turn off under none", podLevelConfig(true), &config{}, Change{}},
+		{"pod-level managers turn off under both", staticMemory(func(c *config) { c.CPUManagerPolicy = "static"; podLevel(true)(c) }), staticMemory(func(c *config) { c.CPUManagerPolicy = "static" }),
+			Change{Class: Drain, Fields: []string{"featureGates"}, StateFiles: []string{CPUManagerStateFile, MemoryManagerStateFile}}},
 		{"refuse wins", &config{}, staticCPU(func(c *config) { c.SystemCgroups = "/system.slice" }), Change{Class: Refuse, Fields: []string{"systemCgroups"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,5 +172,18 @@ func TestChangeString(t *testing.T) {
 	}
 	if got := (Change{}).String(); got != "Restart" {
 		t.Errorf("String() = %q, want Restart", got)
+	}
+}
+
+// BenchmarkCompare: one comparison of two static CPU configs that differ
+// in their reserved CPUs.
+func BenchmarkCompare(b *testing.B) {
+	old := staticCPU(func(c *config) { c.ReservedSystemCPUs = "0-1" })
+	new := staticCPU(func(c *config) { c.ReservedSystemCPUs = "0-3" })
+	b.ReportAllocs()
+	for b.Loop() {
+		if Compare(old, new).Class != Drain {
+			b.Fatal("not Drain")
+		}
 	}
 }

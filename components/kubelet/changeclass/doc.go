@@ -38,17 +38,34 @@
 //     policy_static.go (*staticPolicy).validateState refuses a reservation
 //     that differs from the recorded one ("[memorymanager] the expected
 //     machine state is different from the real one").
+//   - Both: with the PodLevelResourceManagers feature gate on (beta, off by
+//     default in 1.37), the static policies record the resources of a pod
+//     with pod-level resources as a pod-level assignment beside the
+//     containers' (PodEntries); a kubelet with the gate off does not read
+//     them, so that the CPU manager's CPUs no longer add up ("current set
+//     of available CPUs %q doesn't match with CPUs in state %q") and the
+//     memory manager's machine state no longer matches. Turning the gate
+//     off is Drain for the manager whose policy is static before and
+//     after (featureGates); turning it on is not.
 //   - dra_manager_state, dra_health_state, kubelet_internal_checkpoint
 //     (device manager), allocated_pods_state, actuated_pods_state,
 //     graceful_node_shutdown_state: none of them records a config field, and
-//     none is checked against the config at start. The topology manager and
-//     the pod resources API keep no checkpoint. So no field is Drain for them.
+//     none is checked against the config at start (the DRA and allocation
+//     checkpoints refuse to load when corrupt, whatever the config). The
+//     topology manager and the pod resources API keep no checkpoint. So no
+//     field is Drain for them.
 //
 // Each Drain field of Table names the check (Field.Upstream), the state file
 // it reads (Field.StateFiles), and when a change of it trips the check
 // (Field.When). Compare applies that condition, so that, for example, a new
 // reservedSystemCPUs under the none CPU policy, which keeps no CPU set, is a
-// Restart and costs no drain.
+// Restart and costs no drain. The conditions are exact (Drain exactly when
+// some checkpoint an earlier start can leave makes the new start fail),
+// except where a side reserves CPUs by count (kubeReserved and
+// systemReserved cpu, reservedSystemCPUs empty): the kubelet then picks the
+// CPUs by topology, which a configuration does not show, and any change of
+// the count is Drain, also a smaller count whose CPUs the kubelet would
+// pick among the old ones.
 //
 // One field is Refuse: systemCgroups. With it set, the kubelet moves every
 // non-kernel process of the host into that cgroup at start
