@@ -51,6 +51,13 @@ type Common struct {
 	// files a drain-class change resets (statefiles.go). Default:
 	// DefaultKubeletRootDir.
 	KubeletRootDir string
+	// Component is the name the roles follow and report under (the Node's
+	// assignment, status and claim annotations, the ConfigOK condition
+	// type: package nodeapi). Default: nodeapi.DefaultComponent
+	// ("kubelet"). Another name lets these roles share a Node with another
+	// agent that reports as "kubelet" (the integration tests run them
+	// beside a hollow kubelet).
+	Component string
 }
 
 func (c Common) options(ctx context.Context) (dynconfig.Options[Config], error) {
@@ -59,7 +66,7 @@ func (c Common) options(ctx context.Context) (dynconfig.Options[Config], error) 
 		return dynconfig.Options[Config]{}, err
 	}
 	return dynconfig.Options[Config]{
-		Component:           nodeapi.DefaultComponent,
+		Component:           nodeapi.ComponentOrDefault(c.Component),
 		Profile:             kubelet.Profile{},
 		Layers:              l,
 		StateDir:            c.StateDir,
@@ -245,7 +252,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Role:          dynconfig.Follow,
 		Restarter:     o.Restarter,
 		Healthy:       Healthy(o.Client, o.NodeName, o.HealthzURL),
-		PromotionHeld: PromotionHeld(o.Client, o.NodeName, time.Now),
+		PromotionHeld: promotionHeld(o.Client, o.NodeName, nodeapi.ComponentOrDefault(o.Component), time.Now),
 		BeforeRestart: d.BeforeRestart,
 		Settled:       d.Settled,
 		PollInterval:  o.PollInterval,
@@ -313,6 +320,11 @@ func readyVeto(ctx context.Context, client kubernetes.Interface, nodeName string
 // outage neither lifts a hold early nor makes one up. A claim that does
 // not decode holds nothing.
 func PromotionHeld(client kubernetes.Interface, nodeName string, now func() time.Time) func(ctx context.Context) bool {
+	return promotionHeld(client, nodeName, nodeapi.DefaultComponent, now)
+}
+
+// promotionHeld is PromotionHeld for the claim of component.
+func promotionHeld(client kubernetes.Interface, nodeName, component string, now func() time.Time) func(ctx context.Context) bool {
 	var mu sync.Mutex
 	var last *nodeapi.Claim
 	return func(ctx context.Context) bool {
@@ -322,7 +334,7 @@ func PromotionHeld(client kubernetes.Interface, nodeName string, now func() time
 		if err != nil {
 			klog.FromContext(ctx).V(2).Info("The Node cannot be read; the last claim read decides the promotion hold", "node", nodeName, "err", err)
 		} else {
-			c, err := nodeapi.ReadClaim(node, nodeapi.DefaultComponent)
+			c, err := nodeapi.ReadClaim(node, component)
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Reading the rollout claim; no promotion hold")
 			}

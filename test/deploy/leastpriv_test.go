@@ -25,10 +25,14 @@ var optIns = []string{"overlays/cluster-wide"}
 // a node's restart against the PodDisruptionBudgets of the pods on it
 // (on by default, spec.podDisruptionBudgets), and the pods and budgets of
 // a node are in any namespace, which no Role can reach. Read only; a grant
-// beyond these verbs, or of another namespaced resource, fails.
+// beyond these verbs, or of another namespaced resource, fails. The
+// stock kubelet's run role drains its Node as kubectl drain does, whose
+// DaemonSet filter reads the DaemonSet that owns a pod of the node, in any
+// namespace (kubelet-drain-rbac.yaml): DaemonSets get.
 var defaultClusterReads = map[string][]string{
 	"pods":                        {"list"},
 	"policy/poddisruptionbudgets": {"list", "watch"},
+	"apps/daemonsets":             {"get"},
 }
 
 // configNamespace is deploy/config-namespace.yaml's namespace, the only one
@@ -57,6 +61,7 @@ func staticScope(group, resource string) (namespaced, served bool) {
 		"/nodes": false, "/nodes/status": false,
 		"/configmaps": true, "/events": true, "/pods": true,
 		"policy/poddisruptionbudgets":        true,
+		"apps/daemonsets":                    true,
 		"coordination.k8s.io/leases":         true,
 		"dynconfig.io/configrollouts":        true,
 		"dynconfig.io/configrollouts/status": true,
