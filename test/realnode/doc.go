@@ -23,10 +23,13 @@
 //
 // The drain-class change of issue 31 is cpuManagerPolicy none -> static
 // (CPU 0 reserved: the static policy needs a reservation, so the tests skip
-// on a one-CPU machine). TestStockKubeletDrainClassWithoutDrain applies it
-// in place, with no drain: the kubelet refuses every start with upstream's
-// "configured policy "static" differs from state checkpoint policy "none""
-// and the pre-start role rolls back. TestStockKubeletDrainClassRollout
+// on a one-CPU machine). Through the path before issue 31 (in place, no
+// drain) the kubelet refused every start with upstream's "configured policy
+// "static" differs from state checkpoint policy "none"" and the pre-start
+// role rolled back. TestStockKubeletDrainClassAssigned assigns it to a node:
+// refused by the drain while a pod no controller owns runs there (not
+// applied here: no restart, uncordoned, ConfigOK says why), applied without
+// it (cpu_manager_state reset), and back. TestStockKubeletDrainClassRollout
 // applies it by ConfigRollouts with the upstream control plane running
 // (cluster.Options.ControlPlane), PodDisruptionBudget-guarded pods on the
 // node and hollow kubelets for the evicted pods to land on: cordon, evict,

@@ -3,6 +3,7 @@
 package realnode
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
 )
@@ -33,7 +40,6 @@ const (
 	staticPolicyPayload = "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\n"
 	staticRefusedLog    = `configured policy \"static\" differs from state checkpoint policy \"none\"` // as klog quotes err=
 
-	staticRefusedAdvice = "please drain this node and delete the CPU manager checkpoint file"
 )
 
 // needsTwoCPUs skips the test on a machine with one CPU: the static policy
@@ -45,39 +51,115 @@ func needsTwoCPUs(t *testing.T) {
 	}
 }
 
-// TestStockKubeletDrainClassWithoutDrain is the drain-class change as
-// dynconfig applied it before it knew the class (issue 31, "seen failing"):
-// a stock kubelet that ran cpuManagerPolicy none with a pod on it is assigned
-// cpuManagerPolicy static (CPU 0 reserved). The run role restarts the
-// kubelet in place, no drain, the pre-start role leaves cpu_manager_state
-// alone, and the kubelet refuses every start with the upstream error
-// (staticRefusedLog); after threshold+1 starts the pre-start role puts
-// last-known-good (none) back, the kubelet starts on it, and the pod,
-// never evicted, runs on untouched. The state file still names the none
-// policy throughout: the refused starts never wrote it.
-func TestStockKubeletDrainClassWithoutDrain(t *testing.T) {
+// TestStockKubeletDrainClassAssigned is the drain-class change by plain
+// assignment (no rollout, no control plane) on a stock kubelet that ran
+// cpuManagerPolicy none with a pod on it, assigned cpuManagerPolicy static
+// (CPU 0 reserved).
+//
+// Before the drain-class path (seen failing, commit 4c7522b's
+// TestStockKubeletDrainClassWithoutDrain), the run role restarted the
+// kubelet in place and the kubelet refused every start with upstream's
+// staticRefusedLog until the pre-start role rolled back: the change could
+// not be made. Now:
+//
+//  1. With a pod no controller owns on the node, the drain refuses it (as
+//     kubectl drain does without --force): the config is not applied here,
+//     the kubelet is not restarted, the Node is uncordoned, ConfigOK says
+//     why, the config is not marked bad, and the pod runs on untouched.
+//  2. Without that pod, a new assignment of the same change is applied: one
+//     kubelet start, on static, cpu_manager_state reset (it names static),
+//     promoted, uncordoned; no start refused with staticRefusedLog.
+//  3. Back to none the same way.
+func TestStockKubeletDrainClassAssigned(t *testing.T) {
 	cl, n := drainClassNode(t, false)
+	ctx := context.Background()
 	pod := n.runPod(cl.Client, "web")
 	containerID := pod.Status.ContainerStatuses[0].ContainerID
 
-	// A remote last-known-good on the none policy (crashLoopRollsBack knows
-	// it by maxPods 50).
-	good := n.configMap("cpu-none", "maxPods: 50\n", trial, threshold)
-	n.assign(good)
-	n.eventually("the none config promoted", n.phase(nodeapi.PhasePromoted, good))
-	n.lastKnownGoodIs(good)
+	// A remote config on the none policy first: a Restart-class change.
+	none := n.configMap("cpu-none", "maxPods: 50\n", trial, threshold)
+	n.assign(none)
+	n.eventually("the none config promoted", n.phase(nodeapi.PhasePromoted, none))
 	n.cpuPolicyOnDisk("none")
 
-	static := n.configMap("cpu-static", "maxPods: 40\n"+staticPolicyPayload, trial, threshold)
-	n.crashLoopRollsBack(static, good, staticRefusedLog)
-	st := n.sup.startsSoFar()
-	first := st[len(st)-threshold-2]
-	if b, _ := os.ReadFile(first.log); !strings.Contains(string(b), staticRefusedAdvice) {
-		t.Fatalf("the first start on %s does not give the kubelet's advice %q:\n%s", static.Name, staticRefusedAdvice, tail(first.log, 10))
+	// 1. A pod the drain will not evict: not applied here.
+	before := len(n.sup.startsSoFar())
+	refused := n.configMap("cpu-static-refused", "maxPods: 40\n"+staticPolicyPayload, trial, threshold)
+	n.assign(refused)
+	n.eventually(refused.Name+" not applied here", func() (bool, string) {
+		node, err := n.node()
+		if err != nil {
+			return false, err.Error()
+		}
+		s, err := nodeapi.ReadConfigStatus(node, "kubelet")
+		if err != nil || s == nil {
+			return false, fmt.Sprint(err, errNoStatus)
+		}
+		c := condition(node, "ConfigOK")
+		ok := s.Phase == nodeapi.PhaseNotApplied && s.Assigned != nil && s.Assigned.ConfigMap != nil && s.Assigned.ConfigMap.UID == refused.UID &&
+			s.Active != nil && s.Active.ConfigMap != nil && s.Active.ConfigMap.UID == none.UID &&
+			c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Reason, "not applied on this node") &&
+			strings.Contains(c.Reason, "declare no controller") && strings.Contains(c.Message, string(none.UID)) && !node.Spec.Unschedulable
+		return ok, fmt.Sprintf("status %+v; ConfigOK %+v; unschedulable %t", s, c, node.Spec.Unschedulable)
+	})
+	if st := n.sup.startsSoFar(); len(st) != before {
+		t.Fatalf("%s: %d kubelet starts, want none: a config not applied here restarts nothing\n%s", refused.Name, len(st)-before, n.more())
+	}
+	if ok, why := n.healthz(); !ok {
+		t.Fatalf("the kubelet is not healthy after %s was not applied: %s\n%s", refused.Name, why, n.more())
 	}
 	n.podUntouched("web", containerID)
-	n.lastKnownGoodIs(good)
+	n.notMarkedBad(refused)
+	n.lastKnownGoodIs(none)
 	n.cpuPolicyOnDisk("none")
+
+	// 2. Without the pod, the same change, newly assigned, is applied.
+	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	n.eventually("pod web gone", func() (bool, string) {
+		_, err := cl.Client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	static := n.configMap("cpu-static", "maxPods: 40\n"+staticPolicyPayload, trial, threshold)
+	n.assignedDrainClass(static, 40, "static")
+
+	// 3. Back to none the same way.
+	back := n.configMap("cpu-none-again", "maxPods: 50\n", trial, threshold)
+	n.assignedDrainClass(back, 50, "none")
+}
+
+// assignedDrainClass assigns cm, a drain-class change, and checks that it
+// is applied: one kubelet start, on cm, that the kubelet does not refuse,
+// Node Ready with capacity maxPods, promoted, the CPU manager state file
+// naming policy, the Node not cordoned.
+func (n *realNode) assignedDrainClass(cm *corev1.ConfigMap, maxPods int64, policy string) {
+	t := n.t
+	t.Helper()
+	before := len(n.sup.startsSoFar())
+	t0 := time.Now()
+	n.assign(cm)
+	n.eventually("Node Ready with capacity "+fmt.Sprint(maxPods), n.ready(maxPods, t0))
+	n.eventually(cm.Name+" promoted", n.phase(nodeapi.PhasePromoted, cm))
+	n.lastKnownGoodIs(cm)
+	n.eventually("the Node uncordoned", func() (bool, string) {
+		node, err := n.node()
+		if err != nil {
+			return false, err.Error()
+		}
+		return !node.Spec.Unschedulable, fmt.Sprintf("unschedulable %t", node.Spec.Unschedulable)
+	})
+	st := n.sup.startsSoFar()[before:]
+	for _, s := range st {
+		if b, _ := os.ReadFile(s.log); strings.Contains(string(b), staticRefusedLog) || strings.Contains(string(b), `configured policy \"none\" differs`) {
+			t.Fatalf("%s: a kubelet start refused the CPU manager's checkpoint:\n%s\n%s", cm.Name, tail(s.log, 10), n.more())
+		}
+	}
+	if len(st) != 1 || !strings.Contains(st[0].dropIn, string(cm.UID)) {
+		t.Fatalf("%s: %d kubelet starts, want exactly 1, on it\n%s", cm.Name, len(st), n.more())
+	}
+	n.cpuPolicyOnDisk(policy)
+	t.Logf("%s (cpuManagerPolicy %s): promoted %v after the assignment, one kubelet start", cm.Name, policy, time.Since(t0).Round(time.Millisecond))
 }
 
 // cpuPolicyOnDisk fails the test unless the kubelet's CPU manager state
