@@ -5,6 +5,7 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +40,8 @@ var drainApps = []string{"web", "api"}
 // TestStockKubeletDrainClassRollout is the drain-class change of issue 31
 // end to end: cpuManagerPolicy none -> static (CPU 0 reserved) by a
 // ConfigRollout to the real kubelet, then static -> none by another, each
-// while PodDisruptionBudget-guarded pods run on the node.
+// while PodDisruptionBudget-guarded pods run on the node, then one whose
+// drain cannot finish.
 //
 // The cluster runs the upstream control plane (cluster.Options.ControlPlane:
 // the disruption controller computes the budgets' status, the scheduler
@@ -53,6 +56,7 @@ var drainApps = []string{"web", "api"}
 // hollow-0 (the other hollows cordoned); each has a PodDisruptionBudget
 // minAvailable 1, so one eviction at a time. A DaemonSet runs a pod on every
 // node. hollow-1 is then uncordoned: the only place an evicted pod fits.
+// The rollouts select the real node alone.
 //
 // Leg 1, none -> static: the node is cordoned, the two app pods on it are
 // evicted (deleted before the kubelet's first start on static) and their
@@ -61,10 +65,21 @@ var drainApps = []string{"web", "api"}
 // promoted, and the node is uncordoned. The DaemonSet's pod on the node
 // stays (same UID, never deleted).
 //
-// Between the legs each app is scaled to three with minAvailable 2: the
-// third replica's only place is the real node again. hollow-2 is
-// uncordoned. Leg 2, static -> none, takes the same path back, the app pods
-// landing on hollow-2.
+// Between the legs, with only the real node schedulable, web and api get a
+// third replica (minAvailable 2) and a third Deployment, queue, two
+// replicas with no spread (minAvailable 1), lands both on the real node.
+// Leg 2, static -> none, takes the same path back with the planner's budget
+// rule off (spec.podDisruptionBudgets Ignore: the planner would hold a node
+// with two of queue's pods against one allowed for good, although a drain
+// evicts them one at a time), so that the drain's evictions alone keep the
+// budgets: queue's second pod goes only after a replacement of the first
+// is Ready elsewhere (the Eviction API refuses it, and the drain retries, or
+// holds it while the budget's status changes under it).
+//
+// Leg 3, a drain that cannot finish: pinned, one replica bound to the real
+// node, minAvailable 1. The run role (--drain-timeout drainTimeout) gives
+// up, uncordons, and stays on none without a restart; ConfigOK says why;
+// the rollout completes with the node "not applied here", not failed.
 //
 // Two watchers run throughout: the budgets' status as the disruption
 // controller writes it (currentHealthy below desiredHealthy), and each app's
@@ -75,7 +90,7 @@ func TestStockKubeletDrainClassRollout(t *testing.T) {
 	// Halted with 0 promoted (halted: 1 nodes failed, more than maxFailures
 	// 0: realnode-1396: kubelet reports RolledBack: crash loop detected
 	// with current ...)".
-	cl, n := drainClassNode(t, true)
+	cl, n := drainClassNode(t, true, fmt.Sprintf("--drain-timeout=%v", drainTimeout))
 	// The watches end before the cluster stops (cleanups run last first).
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -97,15 +112,21 @@ func TestStockKubeletDrainClassRollout(t *testing.T) {
 	n.eventually("each app Ready on the real node and "+h0, n.appsPlaced(map[string]int{n.name: 1, h0: 1}))
 	agent := n.agentPod()
 	n.eventually("each budget allowing 1 disruption", n.budgetsAllow(1))
-	w := n.watchDisruption(ctx, 1)
+	w := n.watchDisruption(ctx)
 	n.setUnschedulable(h1, false)
 
 	static := n.configMap("cpu-static", "maxPods: 40\n"+staticPolicyPayload, trial, threshold)
-	n.drainLeg(ctx, f, w, static, 40, "static", h1)
+	n.drainLeg(ctx, f, w, static, 40, "static", false)
+	n.eventually("web and api Ready on "+h0+" and "+h1, n.appsPlaced(map[string]int{h0: 1, h1: 1}))
 
-	// Back onto the real node for the second leg: a third replica each,
-	// which fits nowhere else, and minAvailable 2 (one eviction at a time).
-	w.setMin(2)
+	// Back onto the real node for the second leg, the only node left
+	// schedulable: a third replica of web and api each (minAvailable 2:
+	// one eviction at a time), and queue, two replicas with no spread and
+	// minAvailable 1.
+	n.setUnschedulable(h0, true)
+	n.setUnschedulable(h1, true)
+	w.setMin("web", 2)
+	w.setMin("api", 2)
 	for _, app := range drainApps {
 		n.patch(ctx, "PodDisruptionBudget "+app, func() error {
 			_, err := n.cl.Client.PolicyV1().PodDisruptionBudgets(drainNamespace).Patch(ctx, app, types.MergePatchType,
@@ -118,38 +139,147 @@ func TestStockKubeletDrainClassRollout(t *testing.T) {
 			return err
 		})
 	}
-	n.eventually("each app's third replica Ready on the real node", n.appsPlaced(map[string]int{n.name: 1, h0: 1, h1: 1}))
-	n.eventually("each budget allowing 1 disruption", n.budgetsAllow(1))
-	n.setUnschedulable(h2, false)
+	n.createApp(ctx, queueApp, 2, 1, false)
+	n.eventually("web's and api's third replica Ready on the real node", n.appsPlaced(map[string]int{n.name: 1, h0: 1, h1: 1}))
+	n.eventually("queue's two replicas Ready on the real node", n.readyOn(queueApp, n.name, 2))
+	n.eventually("each budget allowing 1 disruption", n.budgetsAllow(1, append(drainApps, queueApp)...))
+	for _, h := range f.hollow {
+		n.setUnschedulable(h, false)
+	}
 
+	// Leg 2 ignores the budgets in the planner: it counts a restart as the
+	// disruption of every pod on the node at once, so queue's two pods
+	// against one allowed would hold the node for good, although a drain
+	// evicts them one at a time. Here the drain's evictions alone keep the
+	// budgets.
 	none := n.configMap("cpu-none", "maxPods: 50\n", trial, threshold)
-	n.drainLeg(ctx, f, w, none, 50, "none", h2)
+	var queued []types.UID
+	for _, p := range n.appPodsOn(n.name) {
+		if p.Labels["app"] == queueApp {
+			queued = append(queued, p.UID)
+		}
+	}
+	refusalsBefore := strings.Count(readFile(n.followLog), budgetRefusal)
+	n.drainLeg(ctx, f, w, none, 50, "none", true)
+	n.eventually("web and api Ready on "+h0+", "+h1+" and "+h2, n.appsPlaced(map[string]int{h0: 1, h1: 1, h2: 1}))
+	// One of queue's pods at a time: the later of the two was deleted only
+	// after a replacement was Ready elsewhere.
+	first, second, replaced := w.serialized(queueApp, queued)
+	if replaced.IsZero() || !replaced.Before(second) {
+		t.Fatalf("%s: queue's pods on the real node were deleted at %v and %v, its first replacement Ready at %v: both went before a replacement was Ready",
+			none.Name, first.Format(stamp), second.Format(stamp), replaced.Format(stamp))
+	}
+	t.Logf("%s: queue's pods deleted at %s and %s, a replacement Ready at %s in between; the drain was refused %d evictions by a budget (the API server also holds an eviction while the budget's status changes under it)",
+		none.Name, first.Format(stamp), second.Format(stamp), replaced.Format(stamp), strings.Count(readFile(n.followLog), budgetRefusal)-refusalsBefore)
 
 	if got := n.agentPod(); got.UID != agent.UID {
 		t.Errorf("the DaemonSet's pod on the real node was replaced (%s, then %s): a drain leaves DaemonSet pods", agent.UID, got.UID)
 	}
+
+	// 3. A drain that cannot finish: pinned, one replica bound to the real
+	// node with minAvailable 1, can never be evicted. The drain gives up
+	// after its timeout; the node stays on none, uncordoned, not
+	// restarted, and the rollout counts it as not applied here, not as
+	// failed.
+	n.createApp(ctx, pinnedApp, 1, 1, true)
+	n.eventually("pinned Ready on the real node", n.readyOn(pinnedApp, n.name, 1))
+	n.eventually("pinned's budget allowing none", n.budgetsAllow(0, pinnedApp))
+	pinned := n.appPodsOn(n.name)
+	before := len(n.sup.startsSoFar())
+	blocked := n.configMap("cpu-static-blocked", "maxPods: 40\n"+staticPolicyPayload, trial, threshold)
+	t3 := time.Now()
+	r := f.rolloutWith(ctx, blocked, []v1alpha1.RolloutStep{{Nodes: ptr.To(intstr.FromString("100%"))}}, 1, func(r *v1alpha1.ConfigRollout) {
+		r.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelHostname: n.name}}
+		r.Spec.PodDisruptionBudgets = v1alpha1.DisruptionBudgetsIgnore
+	}, v1alpha1.PhaseCompleted, v1alpha1.PhaseHalted, v1alpha1.PhaseReverted)
+	if r.Status.Phase != v1alpha1.PhaseCompleted || r.Status.Promoted != 0 || r.Status.Failed != 0 || !strings.Contains(r.Status.Message, "not applied here") {
+		t.Fatalf("rollout %s: %s, %d promoted, %d failed (%s): want Completed with the real node not applied here, not failed\n%s",
+			blocked.Name, r.Status.Phase, r.Status.Promoted, r.Status.Failed, r.Status.Message, n.more())
+	}
+	n.eventually(blocked.Name+" not applied here", func() (bool, string) {
+		node, err := n.node()
+		if err != nil {
+			return false, err.Error()
+		}
+		s, err := nodeapi.ReadConfigStatus(node, "kubelet")
+		if err != nil || s == nil {
+			return false, fmt.Sprint(err, errNoStatus)
+		}
+		c := condition(node, "ConfigOK")
+		ok := s.Phase == nodeapi.PhaseNotApplied && s.Active != nil && s.Active.ConfigMap != nil && s.Active.ConfigMap.UID == none.UID &&
+			c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Reason, "not applied on this node") &&
+			strings.Contains(c.Reason, "the drain did not finish") && strings.Contains(c.Reason, budgetRefusal) && !node.Spec.Unschedulable
+		return ok, fmt.Sprintf("status %+v; ConfigOK %+v; unschedulable %t", s, c, node.Spec.Unschedulable)
+	})
+	if st := n.sup.startsSoFar(); len(st) != before {
+		t.Fatalf("%s: %d kubelet starts, want none\n%s", blocked.Name, len(st)-before, n.more())
+	}
+	if got := n.appPodsOn(n.name); len(got) != 1 || got[0].UID != pinned[0].UID || !podReady(&got[0]) {
+		t.Fatalf("%s: the pinned pod on the real node changed: %v, then %v", blocked.Name, pinned, got)
+	}
+	n.lastKnownGoodIs(none)
+	n.notMarkedBad(blocked)
+	n.cpuPolicyOnDisk("none")
+	t.Logf("rollout %s: the drain gave up (pinned's budget allows none), not applied here, %v after the rollout's creation; %q",
+		blocked.Name, time.Since(t3).Round(time.Millisecond), r.Status.Message)
+
 	if v := w.takeViolations(); len(v) > 0 {
-		t.Errorf("after both legs: %d moments below a budget's minimum:\n%s", len(v), strings.Join(v, "\n"))
+		t.Errorf("after all legs: %d moments below a budget's minimum:\n%s", len(v), strings.Join(v, "\n"))
 	}
 }
 
-// drainLeg rolls cm out to the real node alone and checks the drain-class
-// path: cordoned, the app pods on it evicted before the kubelet's start on
-// cm and rescheduled onto landing, one kubelet start, on cm, with the CPU
-// manager state reset to policy, promoted, uncordoned, no budget below its
-// minimum.
-func (n *realNode) drainLeg(ctx context.Context, f *fleet, w *disruptionWatch, cm *corev1.ConfigMap, maxPods int64, policy, landing string) {
+// The apps of the second and third leg (drainApps are in all).
+const (
+	queueApp  = "queue"
+	pinnedApp = "pinned"
+)
+
+// allApps are the apps the watchers follow, and appSelector selects their
+// pods.
+var (
+	allApps     = append(slices.Clone(drainApps), queueApp, pinnedApp)
+	appSelector = "app in (" + strings.Join(allApps, ",") + ")"
+)
+
+// stamp formats the watchers' times in messages.
+const stamp = "15:04:05.000"
+
+// budgetRefusal is what kubectl's drain prints (the run role logs it) when
+// the Eviction API refuses an eviction for a PodDisruptionBudget
+// (k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go).
+const budgetRefusal = "violate the pod's disruption budget"
+
+// drainTimeout is the run role's --drain-timeout in
+// TestStockKubeletDrainClassRollout: long enough for two evictions a
+// budget spaces out (kubectl's drain asks again every 5 s) on a busy
+// machine, short enough to wait out in the third leg.
+const drainTimeout = 40 * time.Second
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// drainLeg rolls cm out to the real node alone (ignoring the budgets in
+// the planner if ignoreBudgets) and checks the drain-class path: cordoned,
+// the app pods on it evicted before the kubelet's start on cm and Ready
+// elsewhere, one kubelet start, on cm, with the CPU manager state reset to
+// policy, promoted, uncordoned, no budget below its minimum.
+func (n *realNode) drainLeg(ctx context.Context, f *fleet, w *disruptionWatch, cm *corev1.ConfigMap, maxPods int64, policy string, ignoreBudgets bool) {
 	t := n.t
 	t.Helper()
 	evicted := n.appPodsOn(n.name)
-	if len(evicted) != len(drainApps) {
-		t.Fatalf("%s: %d app pods on the real node before the rollout, want %d: %v", cm.Name, len(evicted), len(drainApps), evicted)
+	if len(evicted) == 0 {
+		t.Fatalf("%s: no app pod on the real node before the rollout", cm.Name)
 	}
 	w.take()
 	before := len(n.sup.startsSoFar())
 	t0 := time.Now()
 	r := f.rolloutWith(ctx, cm, []v1alpha1.RolloutStep{{Nodes: ptr.To(intstr.FromString("100%"))}}, 1, func(r *v1alpha1.ConfigRollout) {
 		r.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelHostname: n.name}}
+		if ignoreBudgets {
+			r.Spec.PodDisruptionBudgets = v1alpha1.DisruptionBudgetsIgnore
+		}
 	}, v1alpha1.PhaseCompleted, v1alpha1.PhaseHalted, v1alpha1.PhaseReverted)
 	if r.Status.Phase != v1alpha1.PhaseCompleted || r.Status.Promoted != 1 {
 		t.Fatalf("rollout %s: %s with %d promoted (%s), want Completed with the real node\n%s", cm.Name, r.Status.Phase, r.Status.Promoted, r.Status.Message, n.more())
@@ -183,25 +313,27 @@ func (n *realNode) drainLeg(ctx context.Context, f *fleet, w *disruptionWatch, c
 			t.Fatalf("%s: pod %s on the real node was not deleted before the kubelet's start on %s (seen: %t at %v, start %v)", cm.Name, p.Name, cm.Name, ok, at, began)
 		}
 	}
-	// Replaced on landing, Ready; nothing of the apps left on the real node.
-	n.eventually("the evicted pods replaced on "+landing, func() (bool, string) {
-		on := n.appPodsOn(n.name)
-		if len(on) != 0 {
+	// Nothing of the apps left on the real node, every app whole again.
+	n.eventually("every app Ready again, none of it on the real node", func() (bool, string) {
+		if on := n.appPodsOn(n.name); len(on) != 0 {
 			return false, fmt.Sprintf("%d app pods still on the real node", len(on))
 		}
-		ready := 0
-		for _, p := range n.appPodsOn(landing) {
-			if podReady(&p) && p.DeletionTimestamp == nil {
-				ready++
+		for _, app := range allApps {
+			d, err := n.cl.Client.AppsV1().Deployments(drainNamespace).Get(ctx, app, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil || d.Status.ReadyReplicas != *d.Spec.Replicas || d.Status.Replicas != *d.Spec.Replicas {
+				return false, fmt.Sprintf("%s: %v %+v", app, err, d.Status)
 			}
 		}
-		return ready == len(drainApps), fmt.Sprintf("%d Ready on %s", ready, landing)
+		return true, ""
 	})
 	if v := w.takeViolations(); len(v) > 0 {
 		t.Fatalf("%s: %d moments below a budget's minimum:\n%s", cm.Name, len(v), strings.Join(v, "\n"))
 	}
-	t.Logf("%s: cordoned %v, kubelet started %v, after the rollout's creation; %d pods evicted and Ready on %s; 0 moments below a budget",
-		cm.Name, cordoned.Sub(t0).Round(time.Millisecond), began.Sub(t0).Round(time.Millisecond), len(evicted), landing)
+	t.Logf("%s: cordoned %v, kubelet started %v, after the rollout's creation; %d pods evicted and Ready elsewhere; 0 moments below a budget",
+		cm.Name, cordoned.Sub(t0).Round(time.Millisecond), began.Sub(t0).Round(time.Millisecond), len(evicted))
 }
 
 // drainClassNode starts the test's cluster (with the upstream control
@@ -209,8 +341,8 @@ func (n *realNode) drainLeg(ctx context.Context, f *fleet, w *disruptionWatch, c
 // the supervisor, waits until the Node is Ready on its own config, and
 // starts the run role, until ConfigOK says so. Both roles are told the
 // kubelet's root dir (--kubelet-root-dir), where the state files a
-// drain-class change resets are.
-func drainClassNode(t *testing.T, controlPlane bool) (*cluster.Cluster, *realNode) {
+// drain-class change resets are; runFlags go to the run role too.
+func drainClassNode(t *testing.T, controlPlane bool, runFlags ...string) (*cluster.Cluster, *realNode) {
 	t.Helper()
 	needsTwoCPUs(t)
 	kubeletBin := requirements(t)
@@ -223,7 +355,7 @@ func drainClassNode(t *testing.T, controlPlane bool) (*cluster.Cluster, *realNod
 	t0 := time.Now()
 	n.startSupervisor("--kubelet-root-dir=" + n.rootDir)
 	n.eventually("Node Ready on the local config", n.ready(110, t0))
-	n.startFollow("--kubelet-root-dir=" + n.rootDir)
+	n.startFollow(append([]string{"--kubelet-root-dir=" + n.rootDir}, runFlags...)...)
 	n.eventually("ConfigOK True on the local config", n.configOK(corev1.ConditionTrue, "init", ""))
 	n.cpuPolicyOnDisk("none")
 	return cl, n
@@ -248,10 +380,8 @@ func (n *realNode) patch(ctx context.Context, what string, do func() error) {
 }
 
 // startDrainWorkloads creates the namespace, the DaemonSet agent and, per
-// app, a Deployment of two replicas spread one per node and a
-// PodDisruptionBudget minAvailable 1. The pods run the test's busybox image
-// (present on the real node, pulled by the hollow kubelets' fake runtime)
-// with an exec readiness probe.
+// app of drainApps, a Deployment of two replicas spread one per node and a
+// PodDisruptionBudget minAvailable 1.
 func (n *realNode) startDrainWorkloads(ctx context.Context) {
 	t := n.t
 	t.Helper()
@@ -259,24 +389,8 @@ func (n *realNode) startDrainWorkloads(ctx context.Context) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: drainNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	spec := func(labels map[string]string) corev1.PodTemplateSpec {
-		return corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{
-				AutomountServiceAccountToken:  ptr.To(false),
-				TerminationGracePeriodSeconds: ptr.To[int64](1),
-				Containers: []corev1.Container{{
-					Name: "main", Image: appImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleeper,
-					ReadinessProbe: &corev1.Probe{
-						ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "true"}}},
-						PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
-					},
-				}},
-			},
-		}
-	}
 	agentLabels := map[string]string{"app": "agent"}
-	ds := spec(agentLabels)
+	ds := podTemplate(agentLabels)
 	ds.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	if _, err := c.AppsV1().DaemonSets(drainNamespace).Create(ctx, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
@@ -285,32 +399,81 @@ func (n *realNode) startDrainWorkloads(ctx context.Context) {
 		t.Fatal(err)
 	}
 	for _, app := range drainApps {
-		labels := map[string]string{"app": app}
-		tmpl := spec(labels)
+		n.createApp(ctx, app, 2, 1, false)
+	}
+}
+
+// podTemplate is the pods' template: the test's busybox image (present on
+// the real node, "pulled" by the hollow kubelets' fake runtime), an exec
+// readiness probe every second.
+func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{
+				Name: "main", Image: appImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleeper,
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "true"}}},
+					PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+				},
+			}},
+		},
+	}
+}
+
+// createApp creates a Deployment of replicas and a PodDisruptionBudget of
+// minAvailable, both named app. The apps of drainApps spread one pod per
+// node (required pod anti-affinity on the hostname); pinned binds the pods
+// to the real node (a node selector on its hostname).
+func (n *realNode) createApp(ctx context.Context, app string, replicas, minAvailable int32, pinned bool) {
+	t := n.t
+	t.Helper()
+	labels := map[string]string{"app": app}
+	tmpl := podTemplate(labels)
+	if slices.Contains(drainApps, app) {
 		tmpl.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 				LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: corev1.LabelHostname,
 			}},
 		}}
-		if _, err := c.AppsV1().Deployments(drainNamespace).Create(ctx, &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: app},
-			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+	}
+	if pinned {
+		tmpl.Spec.NodeSelector = map[string]string{corev1.LabelHostname: n.name}
+	}
+	c := n.cl.Client
+	if _, err := c.AppsV1().Deployments(drainNamespace).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: app},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PolicyV1().PodDisruptionBudgets(drainNamespace).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(minAvailable)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readyOn: app has want Ready pods on node.
+func (n *realNode) readyOn(app, node string, want int) func() (bool, string) {
+	return func() (bool, string) {
+		got := 0
+		for _, p := range n.appPodsOn(node) {
+			if p.Labels["app"] == app && podReady(&p) && p.DeletionTimestamp == nil {
+				got++
+			}
 		}
-		if _, err := c.PolicyV1().PodDisruptionBudgets(drainNamespace).Create(ctx, &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Name: app},
-			Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		return got == want, fmt.Sprintf("%d Ready pods of %s on %s", got, app, node)
 	}
 }
 
 // appPods lists the pods of the apps (not the agent's).
 func (n *realNode) appPods() []corev1.Pod {
 	n.t.Helper()
-	list, err := n.cl.Client.CoreV1().Pods(drainNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app in (" + strings.Join(drainApps, ",") + ")"})
+	list, err := n.cl.Client.CoreV1().Pods(drainNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: appSelector})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -328,14 +491,17 @@ func (n *realNode) appPodsOn(node string) []corev1.Pod {
 	return out
 }
 
-// appsPlaced: each app has exactly want[node] Ready pods on each node of
-// want, and no other pod.
+// appsPlaced: each app of drainApps has exactly want[node] Ready pods on
+// each node of want, and no other pod.
 func (n *realNode) appsPlaced(want map[string]int) func() (bool, string) {
 	return func() (bool, string) {
 		got := map[string]map[string]int{}
 		total := 0
 		for _, p := range n.appPods() {
 			app := p.Labels["app"]
+			if !slices.Contains(drainApps, app) {
+				continue
+			}
 			if got[app] == nil {
 				got[app] = map[string]int{}
 			}
@@ -379,13 +545,16 @@ func (n *realNode) agentPod() corev1.Pod {
 	return pod
 }
 
-// budgetsAllow: every app's budget is observed and allows exactly allowed
-// disruptions.
-func (n *realNode) budgetsAllow(allowed int32) func() (bool, string) {
+// budgetsAllow: the budget of each app (default: drainApps) is observed
+// and allows exactly allowed disruptions.
+func (n *realNode) budgetsAllow(allowed int32, apps ...string) func() (bool, string) {
+	if len(apps) == 0 {
+		apps = drainApps
+	}
 	return func() (bool, string) {
 		var out []string
 		ok := true
-		for _, app := range drainApps {
+		for _, app := range apps {
 			p, err := n.cl.Client.PolicyV1().PodDisruptionBudgets(drainNamespace).Get(context.Background(), app, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -410,18 +579,28 @@ type disruptionWatch struct {
 	node string
 
 	mu         sync.Mutex
-	min        int
+	min        map[string]int // per app: its budget's minAvailable
 	pods       map[types.UID]*corev1.Pod
 	deleted    map[types.UID]time.Time
+	readyAt    map[types.UID]time.Time // when each pod was first seen healthy
 	cordons    []time.Time
 	violations []string
+	// seenHealthy: the app had its minimum once; an app still starting
+	// is below it by nature.
+	seenHealthy map[string]bool
+	// budgetHealthy: the budget's status had its minimum once.
+	budgetHealthy map[string]bool
 }
 
-// watchDisruption starts the watches; min is the budgets' minAvailable.
-func (n *realNode) watchDisruption(ctx context.Context, min int) *disruptionWatch {
+// watchDisruption starts the watches, with every app's minimum 1.
+func (n *realNode) watchDisruption(ctx context.Context) *disruptionWatch {
 	t := n.t
 	t.Helper()
-	w := &disruptionWatch{node: n.name, min: min, pods: map[types.UID]*corev1.Pod{}, deleted: map[types.UID]time.Time{}}
+	w := &disruptionWatch{node: n.name, min: map[string]int{}, pods: map[types.UID]*corev1.Pod{}, deleted: map[types.UID]time.Time{}, readyAt: map[types.UID]time.Time{},
+		seenHealthy: map[string]bool{}, budgetHealthy: map[string]bool{}}
+	for _, app := range allApps {
+		w.min[app] = 1
+	}
 	c := n.cl.Client
 	run := func(lw cache.ListerWatcher, obj runtime.Object, h cache.ResourceEventHandlerFuncs) {
 		_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: obj, Handler: h})
@@ -433,7 +612,7 @@ func (n *realNode) watchDisruption(ctx context.Context, min int) *disruptionWatc
 	run(cache.NewListWatchFromClient(c.PolicyV1().RESTClient(), "poddisruptionbudgets", drainNamespace, fields.Everything()), &policyv1.PodDisruptionBudget{},
 		cache.ResourceEventHandlerFuncs{AddFunc: w.budget, UpdateFunc: func(_, o any) { w.budget(o) }})
 	run(cache.NewFilteredListWatchFromClient(c.CoreV1().RESTClient(), "pods", drainNamespace, func(o *metav1.ListOptions) {
-		o.LabelSelector = "app in (" + strings.Join(drainApps, ",") + ")"
+		o.LabelSelector = appSelector
 	}), &corev1.Pod{}, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { w.pod(o, false) },
 		UpdateFunc: func(_, o any) { w.pod(o, false) },
@@ -448,16 +627,23 @@ func (n *realNode) watchDisruption(ctx context.Context, min int) *disruptionWatc
 }
 
 func (w *disruptionWatch) record(line string) {
-	w.violations = append(w.violations, time.Now().Format("15:04:05.000")+": "+line)
+	w.violations = append(w.violations, time.Now().Format(stamp)+": "+line)
 }
 
 func (w *disruptionWatch) budget(obj any) {
 	p, ok := obj.(*policyv1.PodDisruptionBudget)
-	if !ok || p.Status.ObservedGeneration != p.Generation || p.Status.CurrentHealthy >= p.Status.DesiredHealthy {
+	if !ok || p.Status.ObservedGeneration != p.Generation {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if p.Status.CurrentHealthy >= p.Status.DesiredHealthy {
+		w.budgetHealthy[p.Name] = true
+		return
+	}
+	if !w.budgetHealthy[p.Name] {
+		return // its pods are still starting
+	}
 	w.record(fmt.Sprintf("budget %s: currentHealthy %d < desiredHealthy %d (resourceVersion %s)", p.Name, p.Status.CurrentHealthy, p.Status.DesiredHealthy, p.ResourceVersion))
 }
 
@@ -479,6 +665,9 @@ func (w *disruptionWatch) pod(obj any, gone bool) {
 	} else {
 		w.pods[p.UID] = p
 	}
+	if !gone && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p) && w.readyAt[p.UID].IsZero() {
+		w.readyAt[p.UID] = time.Now()
+	}
 	app := p.Labels["app"]
 	healthy := 0
 	for _, q := range w.pods {
@@ -486,7 +675,7 @@ func (w *disruptionWatch) pod(obj any, gone bool) {
 			healthy++
 		}
 	}
-	if healthy < w.min {
+	if healthy < w.min[app] && w.seenHealthy[app] {
 		var where []string
 		for _, q := range w.pods {
 			if q.Labels["app"] == app {
@@ -494,7 +683,10 @@ func (w *disruptionWatch) pod(obj any, gone bool) {
 			}
 		}
 		slices.Sort(where)
-		w.record(fmt.Sprintf("app %s: %d healthy pods < minAvailable %d after pod %s changed: %s", app, healthy, w.min, p.Name, strings.Join(where, "; ")))
+		w.record(fmt.Sprintf("app %s: %d healthy pods < minAvailable %d after pod %s changed: %s", app, healthy, w.min[app], p.Name, strings.Join(where, "; ")))
+	}
+	if healthy >= w.min[app] {
+		w.seenHealthy[app] = true
 	}
 }
 
@@ -510,11 +702,11 @@ func (w *disruptionWatch) nodeSeen(obj any) {
 	}
 }
 
-// setMin sets the budgets' minimum the pod count is held to.
-func (w *disruptionWatch) setMin(min int) {
+// setMin sets app's minimum the pod count is held to.
+func (w *disruptionWatch) setMin(app string, min int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.min = min
+	w.min[app] = min
 }
 
 // take forgets the cordons seen so far.
@@ -543,6 +735,31 @@ func (w *disruptionWatch) deletedAt(uid types.UID) (time.Time, bool) {
 	defer w.mu.Unlock()
 	at, ok := w.deleted[uid]
 	return at, ok
+}
+
+// serialized returns when the two pods of app in pods were seen deleted
+// (earlier first) and when the first of app's other pods was seen healthy
+// after the earlier deletion (zero: none).
+func (w *disruptionWatch) serialized(app string, pods []types.UID) (first, second, replaced time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(pods) != 2 {
+		return
+	}
+	first, second = w.deleted[pods[0]], w.deleted[pods[1]]
+	if second.Before(first) {
+		first, second = second, first
+	}
+	for uid, at := range w.readyAt {
+		p := w.pods[uid]
+		if slices.Contains(pods, uid) || at.Before(first) || p == nil || p.Labels["app"] != app {
+			continue
+		}
+		if replaced.IsZero() || at.Before(replaced) {
+			replaced = at
+		}
+	}
+	return first, second, replaced
 }
 
 // takeViolations returns the moments below a minimum recorded since the
