@@ -140,7 +140,10 @@ type External struct {
 	PromotionHeld func(ctx context.Context) bool
 	// BeforeRestart (Follow), when set, is called before the Restarter each
 	// time the component is to restart onto another config (plan says
-	// which), with the state dir held. For a newly assigned config
+	// which), with the state dir held (a pre-start role that runs meanwhile
+	// gives up waiting for it and starts the component on what it ran),
+	// and with a context that neither the sync step's deadline nor a
+	// shutdown ends: it bounds its own time. For a newly assigned config
 	// (plan.Rollback false) its error holds the restart:
 	//   - an *lkg.ConfigError refuses the config without trying it: current
 	//     is marked bad and rolled back, as a config that fails validation

@@ -85,10 +85,15 @@ func (c *Controller[T]) holdRestart(ctx context.Context, v *view, d lkg.Decision
 		logger.Error(err, "Loading the config to restart for; restarting without asking BeforeRestart", "config", describe(d.Run))
 		return false
 	}
-	herr := e.BeforeRestart(ctx, RestartPlan{To: to, Rollback: rollback})
+	// The hook may take minutes (a drain): not within the sync step's
+	// deadline, and not cut short by a shutdown (it bounds its own time);
+	// what follows it gets a deadline of its own.
+	herr := e.BeforeRestart(context.WithoutCancel(ctx), RestartPlan{To: to, Rollback: rollback})
 	if herr == nil {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.StartupSyncTimeout)
+	defer cancel()
 	if rollback {
 		logger.Error(herr, "Before restarting for the rollback target; restarting anyway", "config", describe(d.Run))
 		return false

@@ -26,12 +26,20 @@ type beforeRestartRecorder struct {
 	mu      sync.Mutex
 	answers map[string]error // by config value
 	plans   []RestartPlan
+	// slow is how long each call takes (a drain takes minutes); ctxErrs
+	// are the errors of the contexts the hook was given, after it.
+	slow    time.Duration
+	ctxErrs []error
 }
 
-func (b *beforeRestartRecorder) hook(_ context.Context, p RestartPlan) error {
+func (b *beforeRestartRecorder) hook(ctx context.Context, p RestartPlan) error {
+	time.Sleep(b.slow)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.plans = append(b.plans, p)
+	if err := ctx.Err(); err != nil {
+		b.ctxErrs = append(b.ctxErrs, err)
+	}
 	return b.answers[valueOf(p.To)]
 }
 
@@ -83,9 +91,10 @@ func TestExternalBeforeRestartNotApplied(t *testing.T) {
 	remote := sourcetest.NewFake("config")
 	rep := &recordingReporter{}
 	cause := errors.New("draining node n1 timed out: pod shop/web-1: Cannot evict pod as it would violate the pod's disruption budget")
-	br := &beforeRestartRecorder{answers: map[string]error{"8": cause}}
+	// Each call outlasts the sync step's deadline.
+	br := &beforeRestartRecorder{answers: map[string]error{"8": cause}, slow: 300 * time.Millisecond}
 	var settled atomic.Int32
-	sd := followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, ResyncPeriod: 30 * time.Millisecond,
+	sd := followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, ResyncPeriod: 30 * time.Millisecond, StartupSyncTimeout: 100 * time.Millisecond,
 		External: &External{Healthy: func(context.Context) error { return nil }, BeforeRestart: br.hook,
 			Settled: func(context.Context) error { settled.Add(1); return nil }}})
 	waitExt(t, "Settled on the local config", 10*time.Second, func() bool { return settled.Load() == 1 })
@@ -126,6 +135,9 @@ func TestExternalBeforeRestartNotApplied(t *testing.T) {
 	}
 	if n := len(sd.started()); n != 2 {
 		t.Fatalf("%d starts, want 2: none for the config not applied", n)
+	}
+	if len(br.ctxErrs) > 0 {
+		t.Fatalf("BeforeRestart's context ended under it: %v", br.ctxErrs)
 	}
 	after, err := checkpoint.Inspect(dir)
 	if err != nil {

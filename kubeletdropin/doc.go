@@ -31,6 +31,20 @@
 //     reports ConfigOK and the ConfigStatus of component "kubelet"
 //     (dynconfig.RunExternal).
 //
+// A change of class changeclass.Drain (cpuManagerPolicy and the other
+// fields the kubelet checks against a state file at its start) is applied
+// on a drained node (drain.go): before the restart the run role cordons
+// the Node (with nodeapi.CordonAnnotation), evicts its pods through the
+// Eviction API with k8s.io/kubectl/pkg/drain (PodDisruptionBudgets
+// honoured, DaemonSet and mirror pods left) within RunOptions.Drain.Timeout,
+// and marks the node drained (MarkDrained) for the pre-start role, which
+// removes the state files; it uncordons the Node once the kubelet runs its
+// last-known-good healthily. A drain that does not finish leaves the node
+// on its config, uncordoned, and reports the config not applied here
+// (nodeapi.PhaseNotApplied, no verdict on it); a change of class Refuse is
+// refused without a restart, as a validation failure
+// (dynconfig.External.BeforeRestart).
+//
 // A node drop-in that sorts after dynconfig's file wins over the assigned
 // config for every field it sets, as in the kubelet; Build logs a warning
 // naming each such field and the file that wins, and the run role records

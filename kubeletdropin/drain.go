@@ -409,7 +409,10 @@ type nodeEvictions struct {
 
 func (e nodeEvictions) Evict(ctx context.Context, ev *policyv1.Eviction) error {
 	err := e.EvictionInterface.Evict(ctx, ev)
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case err == nil:
+		klog.FromContext(ctx).Info("Eviction accepted", "pod", klog.KRef(ev.Namespace, ev.Name))
+	case !apierrors.IsNotFound(err):
 		e.c.refused(ev.Namespace, ev.Name, err)
 	}
 	return err

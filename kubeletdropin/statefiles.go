@@ -53,7 +53,12 @@ import (
 //     cordoned while the mark exists: the run role writes it once the drain
 //     has finished and before it restarts the kubelet, and removes it
 //     before it uncordons. It names the config it drained for (a message,
-//     not a key: any mark allows the removal). The run role learns whether
+//     not a key: any mark allows the removal). A mark serves one change:
+//     once the pre-start role removed files on it and recorded the new
+//     config, it removes the mark, so that a mark the run role failed to
+//     remove never lets a later change through undrained (a rollback
+//     during the trial is a fallback and needs none; a run role that
+//     drains for a rollback marks again). The run role learns whether
 //     a config needs the drain from StateChange, the comparison the
 //     pre-start role will make.
 //
@@ -307,6 +312,9 @@ type statePlan struct {
 	// Record is true when the next config is to be recorded once the
 	// files are removed and the drop-in written.
 	Record bool
+	// ConsumeMark is true when the removal is the drained mark's: the
+	// mark is removed once the new config is recorded.
+	ConsumeMark bool
 	// Refused says why a Drain change's files stay; the kubelet will
 	// refuse to start.
 	Refused string
@@ -324,6 +332,7 @@ func planStateFiles(change changeclass.Change, existing []string, drained, fallb
 	case drained || fallback:
 		p.Remove = existing
 		p.Record = true
+		p.ConsumeMark = drained
 	default:
 		p.Refused = "the node is not marked drained and the config is not a fallback; the kubelet will refuse to start on its state files and the node will roll back"
 	}
@@ -401,30 +410,44 @@ func (s *stateFiles) remove() error {
 }
 
 // record writes the next config as the one the state files are made for,
-// unless the plan keeps the old record or it is unchanged. A failure is
-// logged only: the old record makes the next start compare again.
+// unless the plan keeps the old record or it is unchanged, and then
+// removes the drained mark when the removal was its (a mark serves one
+// change). A failure is logged only: the old record makes the next start
+// compare again, and a mark left is removed when the node is uncordoned.
 func (s *stateFiles) record() {
-	if !s.plan.Record {
+	if !s.plan.Record || !s.writeRecord() || !s.plan.ConsumeMark {
 		return
 	}
+	if err := ClearDrained(s.rootDir); err != nil {
+		s.log.Error(err, "Removing the drained mark the removal used; it stays until the run role uncordons the node")
+		return
+	}
+	s.log.Info("The drained mark served this change and is removed", "config", s.next.Source)
+}
+
+// writeRecord writes the next config as the record, unless unchanged; it
+// reports whether the record now says it.
+func (s *stateFiles) writeRecord() bool {
 	data, err := json.Marshal(s.next)
 	if err != nil {
 		s.log.Error(err, "Encoding the record of the kubelet's state files")
-		return
+		return false
 	}
 	data = append(data, '\n')
 	if bytes.Equal(data, s.last) {
-		return
+		return true
 	}
 	path := filepath.Join(s.rootDir, StateConfigFile)
 	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		if _, serr := os.Stat(s.rootDir); errors.Is(serr, fs.ErrNotExist) {
 			// A kubelet that never ran has no root dir, and no state.
 			s.log.V(1).Info("The kubelet's root dir does not exist yet; nothing recorded", "rootDir", s.rootDir)
-			return
+			return false
 		}
 		s.log.Error(err, "Writing the record of the config the kubelet's state files are made for; the next start compares with the old one", "file", path)
+		return false
 	}
+	return true
 }
 
 // prepareStateFiles plans the state files' handling for a start on ch; nil

@@ -34,7 +34,9 @@ func TestPlanStateFiles(t *testing.T) {
 	}{
 		{"restart", changeclass.Change{}, nil, false, false, statePlan{Record: true}},
 		{"refuse records, removes nothing", refuse, nil, true, true, statePlan{Change: refuse, Record: true}},
-		{"drain, drained", drain, cpu, true, false, statePlan{Change: drain, Remove: cpu, Record: true}},
+		{"drain, drained", drain, cpu, true, false, statePlan{Change: drain, Remove: cpu, Record: true, ConsumeMark: true}},
+		{"drain, drained and a fallback", drain, cpu, true, true, statePlan{Change: drain, Remove: cpu, Record: true, ConsumeMark: true}},
+		{"drain, drained, no file to remove", drain, nil, true, false, statePlan{Change: drain, Record: true}},
 		{"drain, a fallback of the node's own", drain, cpu, false, true, statePlan{Change: drain, Remove: cpu, Record: true}},
 		{"drain, neither: the files and the record stay", drain, cpu, false, false, statePlan{Change: drain, Refused: "x"}},
 		{"drain, no file to remove", drain, nil, false, false, statePlan{Change: drain, Record: true}},
@@ -161,7 +163,8 @@ const staticPayload = "cpuManagerPolicy: static\nkubeReserved: {cpu: \"1\"}\n"
 // The pre-start role on a none -> static change and back: it removes the
 // CPU manager's state file only on a node marked drained (forward) or when
 // it falls back to the node's own config (the rollback), only that file,
-// and records what the files are made for only once they are.
+// and records what the files are made for only once they are; the mark
+// serves one change.
 func TestPreStartResetsStateFiles(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	s := newStateNode(t)
@@ -195,12 +198,20 @@ func TestPreStartResetsStateFiles(t *testing.T) {
 		t.Fatalf("drop-in %q, want the static config", got)
 	}
 
+	if m, err := Drained(s.root); m != nil || err != nil {
+		t.Fatalf("the drained mark after the change it served: %+v, %v; want it removed", m, err)
+	}
+
 	s.kubeletRan("static")
 	if res := s.prestart(ctx); len(res.RemovedStateFiles) != 0 || !exists(cpuState) {
 		t.Fatalf("the same config again: removed %v", res.RemovedStateFiles)
 	}
-	if err := ClearDrained(s.root); err != nil {
-		t.Fatal(err)
+
+	// Another drain-class change (more reserved CPUs), not drained: the
+	// used mark lets nothing through.
+	s.assign("static2", "cpuManagerPolicy: static\nkubeReserved: {cpu: \"2\"}\n")
+	if res := s.prestart(ctx); len(res.RemovedStateFiles) != 0 || !exists(cpuState) {
+		t.Fatalf("a second change, not drained: removed %v", res.RemovedStateFiles)
 	}
 
 	// Back to the node's own config, not drained: a fallback.

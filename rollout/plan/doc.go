@@ -34,6 +34,11 @@
 //     node back;
 //   - a status phase this version does not know (a newer agent's) is no
 //     verdict: the node waits in Trial until its progress deadline;
+//   - a node that reports nodeapi.PhaseNotApplied for the rollout's config
+//     (it could not apply it here: its drain did not finish) is no verdict
+//     either, but an answer: it is neither failed nor in trial, settles its
+//     step, and is named by ConditionNotApplied and the messages
+//     (notapplied.go);
 //   - a ConfigMap whose UID or resourceVersion differs from the one the
 //     rollout started with halts it (the reason names both versions);
 //   - a rollout deleted while active reverts every node it changed; one

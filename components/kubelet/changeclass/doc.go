@@ -31,13 +31,14 @@
 //     strict-cpu-reservation option, reserved CPUs that are in it, and a
 //     default set plus assignments that is not every CPU the policy owns.
 //   - memory_manager_state (cm/memorymanager/memory_manager.go,
-//     memoryManagerStateFileName): the memory manager's policy name and, under
-//     the Static policy, each NUMA node's machine state, which records the
-//     memory reserved there. restoreState refuses another policy ("[memorymanager]
-//     configured policy %q differs from state checkpoint policy %q"), and
-//     policy_static.go (*staticPolicy).validateState refuses a reservation
-//     that differs from the recorded one ("[memorymanager] the expected
-//     machine state is different from the real one").
+//     memoryManagerStateFileName): the memory manager's policy name and,
+//     under the Static policy, each NUMA node's machine state, which records
+//     the memory reserved there. restoreState refuses another policy
+//     ("[memorymanager] configured policy %q differs from state checkpoint
+//     policy %q"), and policy_static.go (*staticPolicy).validateState
+//     refuses a reservation that differs from the recorded one
+//     ("[memorymanager] the expected machine state is different from the
+//     real one").
 //   - Both: with the PodLevelResourceManagers feature gate on (beta, off by
 //     default in 1.37), the static policies record the resources of a pod
 //     with pod-level resources as a pod-level assignment beside the
@@ -97,8 +98,11 @@
 // state files that check reads, and its When is as narrow as the check:
 // a false Drain costs a node drain, a missing one a crash loop and a
 // rollback. The pin test (test/kubeletpin) fails when upstream renames a
-// field, a state file or the refusal's message; a new upstream version is
-// adopted by reading the checks again, not by updating the pin alone. The
+// field, a state file, a function cited or the refusal's message, or adds a
+// manager checkpoint no field names; it also runs Compare against the real
+// CPU and memory managers, so a new condition comes with its cases there.
+// A new upstream version is adopted by reading the checks again, not by
+// updating the pin alone. The
 // "Changes that need a drain" section of deploy/kubelet/README.md is
 // generated from Table (Markdown) and a test keeps it equal.
 package changeclass
