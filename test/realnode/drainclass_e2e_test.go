@@ -186,6 +186,7 @@ func TestStockKubeletDrainClassRollout(t *testing.T) {
 	n.eventually("pinned's budget allowing none", n.budgetsAllow(0, pinnedApp))
 	pinned := n.appPodsOn(n.name)
 	before := len(n.sup.startsSoFar())
+	refusalsBefore = strings.Count(readFile(n.followLog), budgetRefusal)
 	blocked := n.configMap("cpu-static-blocked", "maxPods: 40\n"+staticPolicyPayload, trial, threshold)
 	t3 := time.Now()
 	r := f.rolloutWith(ctx, blocked, []v1alpha1.RolloutStep{{Nodes: ptr.To(intstr.FromString("100%"))}}, 1, func(r *v1alpha1.ConfigRollout) {
@@ -216,6 +217,13 @@ func TestStockKubeletDrainClassRollout(t *testing.T) {
 	}
 	if got := n.appPodsOn(n.name); len(got) != 1 || got[0].UID != pinned[0].UID || !podReady(&got[0]) {
 		t.Fatalf("%s: the pinned pod on the real node changed: %v, then %v", blocked.Name, pinned, got)
+	}
+	// The drain kept asking for its whole timeout (kubectl's drain asks
+	// again every 5 s): not cut short by the run role's sync step (10 s),
+	// as it was before (2 refusals, "global timeout reached: 40s" after
+	// 10.2 s).
+	if got := strings.Count(readFile(n.followLog), budgetRefusal) - refusalsBefore; got < minRefusals {
+		t.Fatalf("%s: the drain was refused %d evictions, want at least %d in its %v: it gave up before its timeout\n%s", blocked.Name, got, minRefusals, drainTimeout, n.more())
 	}
 	n.lastKnownGoodIs(none)
 	n.notMarkedBad(blocked)
@@ -254,6 +262,11 @@ const budgetRefusal = "violate the pod's disruption budget"
 // budget spaces out (kubectl's drain asks again every 5 s) on a busy
 // machine, short enough to wait out in the third leg.
 const drainTimeout = 40 * time.Second
+
+// minRefusals is the least number of refusals a drain blocked by a budget
+// logs in drainTimeout, one every 5 s (kubectl's retry delay) with room
+// for a slow machine: more than a drain cut short at 10 s logs (2).
+const minRefusals = 4
 
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)
@@ -665,13 +678,13 @@ func (w *disruptionWatch) pod(obj any, gone bool) {
 	} else {
 		w.pods[p.UID] = p
 	}
-	if !gone && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(p) && w.readyAt[p.UID].IsZero() {
+	if !gone && servesTraffic(p) && w.readyAt[p.UID].IsZero() {
 		w.readyAt[p.UID] = time.Now()
 	}
 	app := p.Labels["app"]
 	healthy := 0
 	for _, q := range w.pods {
-		if q.Labels["app"] == app && q.DeletionTimestamp == nil && q.Status.Phase == corev1.PodRunning && podReady(q) {
+		if q.Labels["app"] == app && servesTraffic(q) {
 			healthy++
 		}
 	}
@@ -700,6 +713,13 @@ func (w *disruptionWatch) nodeSeen(obj any) {
 	if k := len(w.cordons); k == 0 || time.Since(w.cordons[k-1]) > time.Second {
 		w.cordons = append(w.cordons, time.Now())
 	}
+}
+
+// servesTraffic: the pod counts as healthy as the disruption controller
+// and a Service's endpoints count it: Ready, not being deleted, not ended.
+// Not its phase: a hollow kubelet was seen reporting a Ready pod Pending.
+func servesTraffic(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && podReady(p) && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 // setMin sets app's minimum the pod count is held to.
