@@ -197,21 +197,7 @@ func TestStockKubeletDrainClassRollout(t *testing.T) {
 		t.Fatalf("rollout %s: %s, %d promoted, %d failed (%s): want Completed with the real node not applied here, not failed\n%s",
 			blocked.Name, r.Status.Phase, r.Status.Promoted, r.Status.Failed, r.Status.Message, n.more())
 	}
-	n.eventually(blocked.Name+" not applied here", func() (bool, string) {
-		node, err := n.node()
-		if err != nil {
-			return false, err.Error()
-		}
-		s, err := nodeapi.ReadConfigStatus(node, "kubelet")
-		if err != nil || s == nil {
-			return false, fmt.Sprint(err, errNoStatus)
-		}
-		c := condition(node, "ConfigOK")
-		ok := s.Phase == nodeapi.PhaseNotApplied && s.Active != nil && s.Active.ConfigMap != nil && s.Active.ConfigMap.UID == none.UID &&
-			c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Reason, "not applied on this node") &&
-			strings.Contains(c.Reason, "the drain did not finish") && strings.Contains(c.Reason, budgetRefusal) && !node.Spec.Unschedulable
-		return ok, fmt.Sprintf("status %+v; ConfigOK %+v; unschedulable %t", s, c, node.Spec.Unschedulable)
-	})
+	n.eventually(blocked.Name+" not applied here", n.notAppliedHere(blocked, none, "the drain did not finish", budgetRefusal))
 	if st := n.sup.startsSoFar(); len(st) != before {
 		t.Fatalf("%s: %d kubelet starts, want none\n%s", blocked.Name, len(st)-before, n.more())
 	}
@@ -301,13 +287,7 @@ func (n *realNode) drainLeg(ctx context.Context, f *fleet, w *disruptionWatch, c
 	n.eventually("the real node Ready with capacity "+fmt.Sprint(maxPods), n.ready(maxPods, t0))
 	n.eventually(cm.Name+" promoted", n.phase(nodeapi.PhasePromoted, cm))
 	n.lastKnownGoodIs(cm)
-	n.eventually("the real node uncordoned", func() (bool, string) {
-		node, err := n.node()
-		if err != nil {
-			return false, err.Error()
-		}
-		return !node.Spec.Unschedulable, fmt.Sprintf("unschedulable %t", node.Spec.Unschedulable)
-	})
+	n.eventually("the real node uncordoned", n.uncordoned())
 	n.cpuPolicyOnDisk(policy)
 
 	// One start, on cm, after the drain.

@@ -86,22 +86,7 @@ func TestStockKubeletDrainClassAssigned(t *testing.T) {
 	before := len(n.sup.startsSoFar())
 	refused := n.configMap("cpu-static-refused", "maxPods: 40\n"+staticPolicyPayload, trial, threshold)
 	n.assign(refused)
-	n.eventually(refused.Name+" not applied here", func() (bool, string) {
-		node, err := n.node()
-		if err != nil {
-			return false, err.Error()
-		}
-		s, err := nodeapi.ReadConfigStatus(node, "kubelet")
-		if err != nil || s == nil {
-			return false, fmt.Sprint(err, errNoStatus)
-		}
-		c := condition(node, "ConfigOK")
-		ok := s.Phase == nodeapi.PhaseNotApplied && s.Assigned != nil && s.Assigned.ConfigMap != nil && s.Assigned.ConfigMap.UID == refused.UID &&
-			s.Active != nil && s.Active.ConfigMap != nil && s.Active.ConfigMap.UID == none.UID &&
-			c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Reason, "not applied on this node") &&
-			strings.Contains(c.Reason, "declare no controller") && strings.Contains(c.Message, string(none.UID)) && !node.Spec.Unschedulable
-		return ok, fmt.Sprintf("status %+v; ConfigOK %+v; unschedulable %t", s, c, node.Spec.Unschedulable)
-	})
+	n.eventually(refused.Name+" not applied here", n.notAppliedHere(refused, none, "declare no controller"))
 	if st := n.sup.startsSoFar(); len(st) != before {
 		t.Fatalf("%s: %d kubelet starts, want none: a config not applied here restarts nothing\n%s", refused.Name, len(st)-before, n.more())
 	}
@@ -142,13 +127,7 @@ func (n *realNode) assignedDrainClass(cm *corev1.ConfigMap, maxPods int64, polic
 	n.eventually("Node Ready with capacity "+fmt.Sprint(maxPods), n.ready(maxPods, t0))
 	n.eventually(cm.Name+" promoted", n.phase(nodeapi.PhasePromoted, cm))
 	n.lastKnownGoodIs(cm)
-	n.eventually("the Node uncordoned", func() (bool, string) {
-		node, err := n.node()
-		if err != nil {
-			return false, err.Error()
-		}
-		return !node.Spec.Unschedulable, fmt.Sprintf("unschedulable %t", node.Spec.Unschedulable)
-	})
+	n.eventually("the Node uncordoned", n.uncordoned())
 	st := n.sup.startsSoFar()[before:]
 	for _, s := range st {
 		if b, _ := os.ReadFile(s.log); strings.Contains(string(b), staticRefusedLog) || strings.Contains(string(b), `configured policy \"none\" differs`) {
@@ -160,6 +139,45 @@ func (n *realNode) assignedDrainClass(cm *corev1.ConfigMap, maxPods int64, polic
 	}
 	n.cpuPolicyOnDisk(policy)
 	t.Logf("%s (cpuManagerPolicy %s): promoted %v after the assignment, one kubelet start", cm.Name, policy, time.Since(t0).Round(time.Millisecond))
+}
+
+// notAppliedHere: the node did not apply assigned and runs running: the
+// ConfigStatus in phase NotApplied, ConfigOK False with a reason saying so
+// and holding each of why, the Node not cordoned.
+func (n *realNode) notAppliedHere(assigned, running *corev1.ConfigMap, why ...string) func() (bool, string) {
+	return func() (bool, string) {
+		node, err := n.node()
+		if err != nil {
+			return false, err.Error()
+		}
+		s, err := nodeapi.ReadConfigStatus(node, "kubelet")
+		if err != nil || s == nil {
+			return false, fmt.Sprint(err, errNoStatus)
+		}
+		c := condition(node, "ConfigOK")
+		if c == nil {
+			return false, "no ConfigOK"
+		}
+		ok := s.Phase == nodeapi.PhaseNotApplied && s.Assigned != nil && s.Assigned.ConfigMap != nil && s.Assigned.ConfigMap.UID == assigned.UID &&
+			s.Active != nil && s.Active.ConfigMap != nil && s.Active.ConfigMap.UID == running.UID &&
+			c.Status == corev1.ConditionFalse && strings.Contains(c.Reason, "not applied on this node") &&
+			strings.Contains(c.Message, string(running.UID)) && !node.Spec.Unschedulable
+		for _, w := range why {
+			ok = ok && strings.Contains(c.Reason, w)
+		}
+		return ok, fmt.Sprintf("status %+v; ConfigOK %+v; unschedulable %t", s, c, node.Spec.Unschedulable)
+	}
+}
+
+// uncordoned: the Node is schedulable.
+func (n *realNode) uncordoned() func() (bool, string) {
+	return func() (bool, string) {
+		node, err := n.node()
+		if err != nil {
+			return false, err.Error()
+		}
+		return !node.Spec.Unschedulable, fmt.Sprintf("unschedulable %t", node.Spec.Unschedulable)
+	}
 }
 
 // cpuPolicyOnDisk fails the test unless the kubelet's CPU manager state
