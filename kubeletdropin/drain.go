@@ -102,6 +102,11 @@ func (d *drainer) BeforeRestart(ctx context.Context, plan dynconfig.RestartPlan)
 			config, strings.Join(ch.Fields, ", "))}
 	}
 	logger.Info("The change needs a drain of the Node", "config", config, "change", ch.String(), "rollback", plan.Rollback)
+	// The evictions are bounded by opts.Timeout; the list, the cordon and
+	// the mark are bounded here too, so that an API server that hangs
+	// cannot keep the state dir held.
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout+time.Minute)
+	defer cancel()
 	return d.drainFor(ctx, config, plan.Rollback)
 }
 

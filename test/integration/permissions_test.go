@@ -58,6 +58,7 @@ const (
 var deployManifests = []string{
 	"config-namespace.yaml",
 	"component-serviceaccount.yaml",
+	"kubelet-drain-rbac.yaml",
 	"dynconfigctl-rbac.yaml",
 	"admission-policy.yaml",
 }
@@ -387,6 +388,17 @@ func TestLeastPrivilege(t *testing.T) {
 		// The node reads its own Node only (Node authorizer).
 		_, err = h.kubelet.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		wantDenied(t, "the node lists all Nodes", err, "only its own Node object")
+	})
+
+	t.Run("a node may get DaemonSets (the drain), not list or change them", func(t *testing.T) {
+		_, err := h.kubelet.client.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, "no-such-daemonset", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("the node gets a DaemonSet: %v, want NotFound (allowed)", err)
+		}
+		_, err = h.kubelet.client.AppsV1().DaemonSets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+		wantDenied(t, "the node lists DaemonSets", err, "cannot list resource")
+		err = h.kubelet.client.AppsV1().DaemonSets(metav1.NamespaceSystem).Delete(ctx, "no-such-daemonset", metav1.DeleteOptions{})
+		wantDenied(t, "the node deletes a DaemonSet", err, "cannot delete resource")
 	})
 
 	t.Run("a node cannot change its own assignment", func(t *testing.T) {
