@@ -60,7 +60,8 @@ func needsTwoCPUs(t *testing.T) {
 // TestStockKubeletDrainClassWithoutDrain), the run role restarted the
 // kubelet in place and the kubelet refused every start with upstream's
 // staticRefusedLog until the pre-start role rolled back: the change could
-// not be made. Now:
+// not be made (this test, run on that code, times out in step 1 on phase
+// RolledBack, "crash loop detected", with three starts refused). Now:
 //
 //  1. With a pod no controller owns on the node, the drain refuses it (as
 //     kubectl drain does without --force): the config is not applied here,
