@@ -21,6 +21,21 @@
 // The config the kubelet refuses at start (the crash loops) is a reserved
 // CPU no machine has, refused on cgroup v1 and v2 hosts alike.
 //
+// The drain-class change of issue 31 is cpuManagerPolicy none -> static
+// (CPU 0 reserved: the static policy needs a reservation, so the tests skip
+// on a one-CPU machine). Through the path before issue 31 (in place, no
+// drain) the kubelet refused every start with upstream's "configured policy
+// "static" differs from state checkpoint policy "none"" and the pre-start
+// role rolled back. TestStockKubeletDrainClassAssigned assigns it to a node:
+// refused by the drain while a pod no controller owns runs there (not
+// applied here: no restart, uncordoned, ConfigOK says why), applied without
+// it (cpu_manager_state reset), and back. TestStockKubeletDrainClassRollout
+// applies it by ConfigRollouts with the upstream control plane running
+// (cluster.Options.ControlPlane), PodDisruptionBudget-guarded pods on the
+// node and hollow kubelets for the evicted pods to land on: cordon, evict,
+// state reset, trial, promotion, uncordon, there and back, with watchers of
+// the budgets that must record no moment below a minimum.
+//
 // The tests skip, saying why, when they cannot run: not root, or
 // containerd, runc, the CNI plugins, busybox-static, bin/kubelet, or for
 // the systemd test systemd, unshare, nsenter or overlayfs missing (.ci/run

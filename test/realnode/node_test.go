@@ -433,10 +433,11 @@ type supervisor struct {
 
 // start is one start of the kubelet.
 type start struct {
-	preStart string // the pre-start role's output
-	dropIn   string // dynconfig's drop-in as the kubelet saw it ("" = none)
-	log      string // the kubelet's log file
-	exit     string // how it ended ("" while it runs)
+	preStart string    // the pre-start role's output
+	dropIn   string    // dynconfig's drop-in as the kubelet saw it ("" = none)
+	log      string    // the kubelet's log file
+	exit     string    // how it ended ("" while it runs)
+	began    time.Time // when the kubelet was started (after the pre-start role)
 }
 
 func (n *realNode) startSupervisor(extra ...string) {
@@ -517,6 +518,7 @@ func (s *supervisor) loop(ctx context.Context) {
 			"--hostname-override", n.name, "--v", "1")
 		f := logFile(n.t, st.log)
 		cmd.Stdout, cmd.Stderr = f, f
+		st.began = time.Now()
 		err = cmd.Start()
 		s.mu.Lock()
 		s.starts = append(s.starts, st)
