@@ -34,6 +34,12 @@ type Controller[T any] struct {
 	published *status.Report // the last report the Reporter accepted
 	healthC   chan struct{}  // closed by MarkHealthy for the config running now
 	healthy   bool
+	// restarting is set once a restart of an external component has begun
+	// (External.BeforeRestart called, or the Restarter asked): from then
+	// on this Controller never calls External.Settled. settleMu orders
+	// BeforeRestart and Settled: never both at once (settle in external.go).
+	restarting bool
+	settleMu   sync.Mutex
 
 	// startups and startupsErr are what Bootstrap recorded when the
 	// record on disk is incomplete (startupsErr not nil): Run decides with

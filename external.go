@@ -368,6 +368,7 @@ func (c *Controller[T]) syncLocked(ctx context.Context) error {
 // it, and asks the Restarter to restart the component. A failed request is
 // logged: RunExternal sees no new start and decides again.
 func (c *Controller[T]) restartExternal(ctx context.Context) error {
+	c.setRestarting(true)
 	c.releaseState(ctx)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.External.StartTimeout)
 	defer cancel()
@@ -464,13 +465,7 @@ func runFollow[T any](ctx context.Context, c *Controller[T], seen time.Time) {
 				}
 			}
 			if healthy && !settled {
-				if s := c.snapshot(); !s.running.Since.IsZero() && lkg.Same(s.running.Source, s.lastKnownGood) {
-					if err := ext.Settled(rctx); err != nil {
-						logger.Error(err, "The component runs its last-known-good healthily; Settled failed, trying again")
-					} else {
-						settled = true
-					}
-				}
+				settled = c.settle(rctx)
 			}
 			select {
 			case <-rctx.Done():
@@ -489,6 +484,30 @@ func runFollow[T any](ctx context.Context, c *Controller[T], seen time.Time) {
 	}
 	cancel()
 	<-done
+}
+
+// settle calls External.Settled when the component runs its
+// last-known-good and no restart has begun (BeforeRestart drains before
+// a restart: Settled, which undoes a drain, must not run under it or
+// after it until the component started again). It reports whether
+// Settled was called and succeeded.
+func (c *Controller[T]) settle(ctx context.Context) bool {
+	c.settleMu.Lock()
+	defer c.settleMu.Unlock()
+	c.mu.Lock()
+	restarting := c.restarting
+	c.mu.Unlock()
+	if restarting {
+		return false
+	}
+	if s := c.snapshot(); s.running.Since.IsZero() || !lkg.Same(s.running.Source, s.lastKnownGood) {
+		return false
+	}
+	if err := c.opts.External.Settled(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "The component runs its last-known-good healthily; Settled failed, trying again")
+		return false
+	}
+	return true
 }
 
 // waitForStart waits until a start of the component after asked is

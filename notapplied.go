@@ -73,7 +73,7 @@ func (c *Controller[T]) heldAssignment(assigned *corev1.NodeConfigSource) (held,
 // assignment that led to d was adopted; rollback is true when the restart
 // cannot be held whatever the answer. It returns true when the restart is
 // held: the component keeps running what it runs.
-func (c *Controller[T]) holdRestart(ctx context.Context, v *view, d lkg.Decision, prev checkpoint.Pointer, rollback bool) bool {
+func (c *Controller[T]) holdRestart(ctx context.Context, v *view, d lkg.Decision, prev checkpoint.Pointer, rollback bool) (held bool) {
 	e := c.opts.External
 	if e == nil || e.BeforeRestart == nil {
 		return false
@@ -88,10 +88,20 @@ func (c *Controller[T]) holdRestart(ctx context.Context, v *view, d lkg.Decision
 	// The hook may take minutes (a drain): not within the sync step's
 	// deadline, and not cut short by a shutdown (it bounds its own time);
 	// what follows it gets a deadline of its own.
+	c.settleMu.Lock()
+	c.setRestarting(true)
 	herr := e.BeforeRestart(context.WithoutCancel(ctx), RestartPlan{To: to, Rollback: rollback})
+	c.settleMu.Unlock()
 	if herr == nil {
 		return false
 	}
+	// Held or not, what follows decides: a held restart clears the mark
+	// (the component runs on what it ran), any other answer restarts.
+	defer func() {
+		if held {
+			c.setRestarting(false)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.StartupSyncTimeout)
 	defer cancel()
 	if rollback {
@@ -179,4 +189,12 @@ func (c *Controller[T]) chosen(ctx context.Context, v *view, src *corev1.NodeCon
 func notAppliedReason(assigned *corev1.NodeConfigSource, cause error) string {
 	return fmt.Sprintf("assigned config (UID: %s) not applied on this node, which stays on the config it ran before (the assigned config is not marked bad; it is tried again when the assignment changes): %v",
 		uidOf(assigned), cause)
+}
+
+// setRestarting records whether a restart of the external component has
+// begun (Controller.restarting).
+func (c *Controller[T]) setRestarting(v bool) {
+	c.mu.Lock()
+	c.restarting = v
+	c.mu.Unlock()
 }

@@ -201,3 +201,61 @@ func TestExternalBeforeRestartRefuses(t *testing.T) {
 		t.Fatalf("%d starts, want 1: a refused config is never tried", n)
 	}
 }
+
+// TestExternalSettledNotDuringRestart: Settled (the stock kubelet's run
+// role uncordons the Node there) is never called once a restart for a new
+// config has begun: not while BeforeRestart runs (it drains) and not
+// between it and the restart, even when the component first turns
+// healthy on its last-known-good in that window. Seen on the real
+// kubelet: the Node was uncordoned and the drained mark cleared 0.4 s
+// after "Restarting to apply the new config", and the kubelet then
+// refused the undrained change.
+func TestExternalSettledNotDuringRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock lifecycle")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	remote := sourcetest.NewFake("config")
+	rep := &recordingReporter{}
+	var up, inRestart atomic.Bool
+	var early, settled atomic.Int32
+	var sd *fakeSystemd
+	var startsAtHook atomic.Int32
+	hook := func(ctx context.Context, p RestartPlan) error {
+		startsAtHook.Store(int32(len(sd.started())))
+		inRestart.Store(true)
+		// The component turns healthy on what it runs while the hook
+		// drains: many polls of the run role go by.
+		up.Store(true)
+		time.Sleep(400 * time.Millisecond)
+		return nil
+	}
+	sd = followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, ResyncPeriod: 30 * time.Millisecond,
+		External: &External{
+			Healthy: func(context.Context) error {
+				if !up.Load() {
+					return errors.New("not up yet")
+				}
+				return nil
+			},
+			BeforeRestart: hook,
+			Settled: func(context.Context) error {
+				if inRestart.Load() && len(sd.started()) <= int(startsAtHook.Load()) {
+					early.Add(1)
+				}
+				settled.Add(1)
+				return nil
+			}}})
+	a := putTestConfig(remote, "a", "7")
+	remote.Assign(a)
+	waitExt(t, "a promoted and settled", 10*time.Second, func() bool {
+		c := rep.lastConfig()
+		return c != nil && c.Phase == nodeapi.PhasePromoted && sameUID(c.Active, a) && settled.Load() > 0
+	})
+	if n := early.Load(); n != 0 {
+		t.Fatalf("Settled called %d times after BeforeRestart began and before the restart it was for", n)
+	}
+}
