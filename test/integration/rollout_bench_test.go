@@ -103,8 +103,11 @@ type benchResult struct {
 	floorSec, ctlFloorSec float64
 	requestsPerNode       float64
 	deletePerNode         float64 // the controller's requests per node to delete the rollout (its claims taken off)
+	events                float64 // of them, the controller's Events of the rollout (created and repeated), through its deletion
+	otherEvents           float64 // Events of others (the real Controllers') during the rollout, not counted
 	cpuSeconds            float64 // the controller's, per rollout
 	heapMiB, rssMiB       float64
+	rssPeakMiB            float64 // the controller's peak RSS (VmHWM), since it started
 	// The API server's and etcd's CPU per rollout, and the test process's
 	// (the simulated components and the real Controllers).
 	apiCPU, etcdCPU, simCPU float64
@@ -467,9 +470,16 @@ func BenchmarkRolloutController(b *testing.B) {
 						b.Fatal(err)
 					}
 					var n float64
-					byController, n = controllerRequests(after.sub(before))
+					diff := after.sub(before)
+					byController, n = controllerRequests(diff)
 					ctlPatches = byController[requestKey{"PATCH", "nodes", ""}]
-					r.requestsPerNode = n / float64(size)
+					// The Events: the controller's own (of this rollout),
+					// counted from the Events themselves; the rest (the real
+					// Controllers') apart.
+					own := rolloutEvents(ctx, b, h, rn.ns, name)
+					r.events = own
+					r.otherEvents = max(0, diff.only([]string{"events"}, true).writes()-own)
+					r.requestsPerNode = (n + own) / float64(size)
 					// A finished rollout keeps its claims (for undo) while it
 					// exists: delete it, so that the next one may take its
 					// nodes (this tree's controller leaves the claims, stale;
@@ -486,7 +496,12 @@ func BenchmarkRolloutController(b *testing.B) {
 						b.Fatal(err)
 					}
 					_, n = controllerRequests(deleted.sub(after))
-					r.deletePerNode = n / float64(size)
+					ownAll := rolloutEvents(ctx, b, h, rn.ns, name)
+					r.deletePerNode = (n + ownAll - r.events) / float64(size)
+					r.events = ownAll
+					if dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_HEAPPROFILE"); dir != "" && rn.controller == "new" {
+						rc.heapProfile(ctx, b, filepath.Join(dir, fmt.Sprintf("heap-%d.pprof", size)))
+					}
 					b.StartTimer()
 				}
 				b.StopTimer()
@@ -511,6 +526,7 @@ func BenchmarkRolloutController(b *testing.B) {
 				r.floorSec = max(0, 3*float64(size)/rate-(time.Duration(batches)*trial).Seconds()) / 5
 				r.ctlFloorSec = float64(size) / rate / 5
 				r.heapMiB, r.rssMiB = stats["go_memstats_heap_inuse_bytes"]/(1<<20), stats["process_resident_memory_bytes"]/(1<<20)
+				r.rssPeakMiB = float64(peakRSS(b, rc.cmd.Process.Pid)) / (1 << 20)
 				r.patchRate = ctlPatches / (total.Seconds() / float64(b.N))
 				r.load = loadAverage()
 				b.ReportMetric(r.objectKiB, "object-KiB")
@@ -526,6 +542,7 @@ func BenchmarkRolloutController(b *testing.B) {
 				b.ReportMetric(r.cpuSeconds*1000/float64(size), "controller-cpu-ms/node")
 				b.ReportMetric(r.heapMiB, "controller-heap-MiB")
 				b.ReportMetric(r.rssMiB, "controller-rss-MiB")
+				b.ReportMetric(r.rssPeakMiB, "controller-rss-peak-MiB")
 				b.ReportMetric(r.apiCPU, "apiserver-cpu-s/rollout")
 				var st []string
 				for _, d := range stepTimes {
@@ -536,9 +553,9 @@ func BenchmarkRolloutController(b *testing.B) {
 					qps = fmt.Sprint(benchQPS)
 				}
 				b.Logf("%s controller, %d nodes (%d real Controllers, %d of them promoted), QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; "+
-					"the controller's requests in the last rollout: %s (%.0f Node PATCHes/s), to delete it %.3f a node; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
+					"the controller's requests in the last rollout: %s and %.0f Events of its own, through its deletion (%.0f Events of others not counted) (%.0f Node PATCHes/s), to delete it %.3f a node; peak RSS %.1f MiB; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
 					"the API server's 409s %.0f, 429s %.0f, 5xx %.0f; its probe before: %.0f PATCHes/s, %.2f ms of its CPU and %.2f ms of etcd's each; load %s",
-					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.patchRate, r.deletePerNode,
+					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.events, r.otherEvents, r.patchRate, r.deletePerNode, r.rssPeakMiB,
 					r.cpuSeconds, r.apiCPU, r.etcdCPU, r.simCPU, r.conflicts, r.throttled, r.serverErrors, rate, float64(apiPer)/1e6, float64(etcdPer)/1e6, r.load)
 				if r.realPromoted != r.real {
 					b.Errorf("%d of %d real Controllers promoted the rollout's ConfigMap", r.realPromoted, r.real)
@@ -584,21 +601,72 @@ func releaseStaleClaims(ctx context.Context, b *testing.B, h *harness, label, ns
 	b.Logf("took the stale claims of namespace %s off %d Nodes before the baseline", ns, len(names))
 }
 
-// controllerRequests keeps the requests of a rollout controller among
-// the API server's counts: Node PATCHes (the components patch
-// nodes/status), ConfigRollout status writes, and Event writes (the real
-// Controllers' Events count too: a few per rollout). n is their sum.
+// controllerRequests keeps the writes of a rollout controller among the
+// API server's counts: Node PATCHes (the components patch nodes/status)
+// and ConfigRollout writes (status updates, finalizer patches; the
+// benchmark creates and deletes them, and makes no other write). n is
+// their sum. Its Events are counted apart (rolloutEvents): the API
+// server's counts do not tell them from the real Controllers'.
 func controllerRequests(c requestCount) (requestCount, float64) {
 	out := requestCount{}
 	var n float64
 	for k, v := range c {
-		if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
-			k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
+		if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") ||
+			k.resource == "configrollouts" && (k.verb == "PATCH" || k.verb == "PUT" || k.verb == "APPLY") {
 			out[k] = v
 			n += v
 		}
 	}
 	return out, n
+}
+
+// writes sums the counts of c's writes (every verb but GET, LIST and
+// WATCH).
+func (c requestCount) writes() float64 {
+	var n float64
+	for k, v := range c {
+		if k.verb != "GET" && k.verb != "LIST" && k.verb != "WATCH" {
+			n += v
+		}
+	}
+	return n
+}
+
+// rolloutEvents counts the controller's Event requests about the
+// ConfigRollout ns/name: one per Event created, and one per repeat of it
+// (the recorder patches the count).
+func rolloutEvents(ctx context.Context, b *testing.B, h *harness, ns, name string) float64 {
+	b.Helper()
+	list, err := h.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=ConfigRollout,involvedObject.name=" + name + ",source=dynconfig-rollout"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n float64
+	for _, e := range list.Items {
+		n += float64(max(e.Count, 1))
+	}
+	return n
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes.
+func peakRSS(b *testing.B, pid int) int64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("/proc/%d/status: %q", pid, line)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("/proc/%d/status has no VmHWM", pid)
+	return 0
 }
 
 // waitDeleted waits until a ConfigRollout is gone.
@@ -719,11 +787,11 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 	}
 	var txt strings.Builder
 	txt.WriteString("controller\tnodes\treal\tobject-KiB\ts/step\toverhead-s/step\tapiserver-floor-s/step\tctl-patches-s/step\trequests/node\tdelete-requests/node\tctl-cpu-s/rollout\tctl-cpu-ms/node" +
-		"\theap-MiB\trss-MiB\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
+		"\theap-MiB\trss-MiB\trss-peak-MiB\tctl-events\tothers-events\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
 	for _, r := range results {
-		fmt.Fprintf(&txt, "%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
+		fmt.Fprintf(&txt, "%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
 			r.controller, r.nodes, r.real, r.objectKiB, r.stepSeconds, r.overheadSec, r.floorSec, r.ctlFloorSec, r.requestsPerNode, r.deletePerNode, r.cpuSeconds, r.cpuSeconds*1000/float64(r.nodes),
-			r.heapMiB, r.rssMiB, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
+			r.heapMiB, r.rssMiB, r.rssPeakMiB, r.events, r.otherEvents, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
 	}
 	return os.WriteFile(filepath.Join(dir, "rollout-scale.txt"), []byte(txt.String()), 0o644)
 }
@@ -901,6 +969,24 @@ func (p *rolloutProcess) profile(path string, d time.Duration) {
 			_ = f.Close()
 		}
 	}()
+}
+
+// heapProfile writes the process's heap profile (after a GC) to path.
+func (p *rolloutProcess) heapProfile(ctx context.Context, b *testing.B, path string) {
+	b.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", p.addr), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile: %v %s", err, resp.Status)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // cpu is the user and system CPU time the process used so far.
