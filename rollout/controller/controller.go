@@ -585,7 +585,7 @@ func (c *Controller) run(ctx context.Context) error {
 			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
 				r.enqueueForNode(&on.ObjectMeta, &nn.ObjectMeta)
 			}
-			if !sameConditions(on.Conditions, nn.Conditions) {
+			if !on.sameConditions(nn) {
 				r.gates.nodeChanged(on.node(), nn.node())
 			}
 		},
