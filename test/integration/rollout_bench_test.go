@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -456,7 +459,8 @@ func BenchmarkRolloutController(b *testing.B) {
 						rc.profile(filepath.Join(dir, fmt.Sprintf("cpu-%d.pprof", size)), 30*time.Second)
 					}
 					b.StartTimer()
-					times, took, objSize := runBenchRollout(ctx, b, ri, rn.ns, name, cm.Name, steps, label, int32(size/benchFailEvery+1))
+					times, took, objSize, writes := runBenchRollout(ctx, b, ri, rn.ns, name, cm.Name, steps, label, int32(size/benchFailEvery+1))
+					b.Logf("%s controller, %d nodes: the rollout's status writes as its watch saw them, by the fields they changed: %s", rn.controller, size, writes)
 					stepTimes = append(stepTimes, times...)
 					total += took
 					objectBytes = max(objectBytes, objSize)
@@ -797,9 +801,10 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 }
 
 // runBenchRollout creates a ConfigRollout and follows it with a watch until
-// it completes; it returns the time of each step and of the whole, and the
-// largest the object was (JSON bytes).
-func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, ns, name, configMap string, steps []v1alpha1.RolloutStep, label string, maxFailures int32) ([]time.Duration, time.Duration, int) {
+// it completes; it returns the time of each step and of the whole, the
+// largest the object was (JSON bytes), and how many of its updates
+// changed which status fields (statusChanges).
+func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, ns, name, configMap string, steps []v1alpha1.RolloutStep, label string, maxFailures int32) ([]time.Duration, time.Duration, int, string) {
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -830,6 +835,17 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 	var stepTimes []time.Duration
 	last, lastStep := start, int32(0)
 	largest := 0
+	var prevStatus map[string]any
+	changes := map[string]int{}
+	tally := func() string {
+		keys := slices.Sorted(maps.Keys(changes))
+		slices.SortStableFunc(keys, func(a, b string) int { return changes[b] - changes[a] })
+		var out []string
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%d× %s", changes[k], k))
+		}
+		return strings.Join(out, "; ")
+	}
 	for ev := range w.ResultChan() {
 		u, ok := ev.Object.(*unstructured.Unstructured)
 		if !ok {
@@ -838,6 +854,11 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 		if raw, err := json.Marshal(u.Object); err == nil {
 			largest = max(largest, len(raw))
 		}
+		st, _, _ := unstructured.NestedMap(u.Object, "status")
+		if ev.Type == watch.Modified {
+			changes[statusChanges(prevStatus, st)]++
+		}
+		prevStatus = st
 		var got v1alpha1.ConfigRollout
 		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
 			b.Fatal(err)
@@ -851,13 +872,68 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 		}
 		switch {
 		case got.Status.Phase == v1alpha1.PhaseCompleted:
-			return stepTimes, time.Since(start), largest
+			return stepTimes, time.Since(start), largest, tally()
 		case !got.Status.Phase.Active():
 			b.Fatalf("rollout %s: %s: %s", name, got.Status.Phase, got.Status.Message)
 		}
 	}
 	b.Fatalf("rollout %s: the watch ended before the rollout completed", name)
-	return nil, 0, 0
+	return nil, 0, 0, ""
+}
+
+// statusChanges names the status fields that differ between two statuses
+// (the history by its new entries' reasons, conditions by type), comma
+// separated; "metadata" when none does.
+func statusChanges(prev, next map[string]any) string {
+	keys := slices.Collect(maps.Keys(prev))
+	for k := range next {
+		if _, ok := prev[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		if reflect.DeepEqual(prev[k], next[k]) {
+			continue
+		}
+		switch k {
+		case "history":
+			p, _ := prev[k].([]any)
+			n, _ := next[k].([]any)
+			var reasons []string
+			for _, e := range n[min(len(p), len(n)):] {
+				if m, ok := e.(map[string]any); ok {
+					reasons = append(reasons, fmt.Sprint(m["reason"]))
+				}
+			}
+			out = append(out, "history+"+strings.Join(slices.Compact(reasons), "/"))
+		case "conditions":
+			p, _ := prev[k].([]any)
+			n, _ := next[k].([]any)
+			byType := func(l []any) map[string]any {
+				m := map[string]any{}
+				for _, c := range l {
+					if c, ok := c.(map[string]any); ok {
+						m[fmt.Sprint(c["type"])] = c
+					}
+				}
+				return m
+			}
+			pm, nm := byType(p), byType(n)
+			for _, t := range slices.Sorted(maps.Keys(nm)) {
+				if !reflect.DeepEqual(pm[t], nm[t]) {
+					out = append(out, "conditions."+t)
+				}
+			}
+		default:
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return "metadata"
+	}
+	return strings.Join(out, ",")
 }
 
 // rolloutProcess is a dynconfig-rollout binary, run apart so that the
