@@ -416,7 +416,7 @@ func (r *runner) dropRoute(namespace, name string) {
 // matches its labels (before or after), and the ones an older controller
 // recorded it in. Every other rollout is left alone: at 10,000 nodes, a
 // Node event planning every rollout made each plan wait behind all.
-func (r *runner) enqueueForNode(nodes ...*metav1.ObjectMeta) {
+func (r *runner) enqueueForNode(nodes ...*nodeFacts) {
 	r.routeMu.RLock()
 	defer r.routeMu.RUnlock()
 	for key, rt := range r.routes {
@@ -426,7 +426,7 @@ func (r *runner) enqueueForNode(nodes ...*metav1.ObjectMeta) {
 	}
 }
 
-func (r *runner) routeMatches(rt route, nodes []*metav1.ObjectMeta) bool {
+func (r *runner) routeMatches(rt route, nodes []*nodeFacts) bool {
 	for _, n := range nodes {
 		if n == nil {
 			continue
@@ -462,7 +462,7 @@ const maxStatusValues = 1 << 16
 
 // readStatus is nodeapi.ReadConfigStatus, decoding each annotation value
 // once. The result is shared: never modify it.
-func (r *runner) readStatus(n *metav1.ObjectMeta, component string) (*nodeapi.ConfigStatus, error) {
+func (r *runner) readStatus(n *nodeFacts, component string) (*nodeapi.ConfigStatus, error) {
 	key := nodeapi.StatusAnnotationFor(component)
 	raw, ok := n.Annotations[key]
 	if !ok {
@@ -476,7 +476,7 @@ func (r *runner) readStatus(n *metav1.ObjectMeta, component string) (*nodeapi.Co
 	if p, ok := r.badStatuses[n.Name][key]; ok && p.raw == raw {
 		return p.st, p.err
 	}
-	st, err := nodeapi.ReadConfigStatus(&corev1.Node{ObjectMeta: *n}, component)
+	st, err := nodeapi.ReadConfigStatus(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: n.Annotations}}, component)
 	if err == nil {
 		if r.statuses == nil || len(r.statuses) >= maxStatusValues {
 			r.statuses = make(map[statusValue]*nodeapi.ConfigStatus, 64)
@@ -514,7 +514,7 @@ func (c *Controller) run(ctx context.Context) error {
 	}()
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.NodeLabelSelector }))
-	nodes := factory.Core().V1().Nodes().Informer()
+	nodes := factory.InformerFor(&corev1.Node{}, nodeInformer(o.NodeLabelSelector))
 	// Cache what is read of a Node, not the Node: a real one is several
 	// KiB (images, managedFields), and the cache holds the whole fleet.
 	if err := nodes.SetTransform(CachedNode); err != nil {
@@ -576,14 +576,14 @@ func (c *Controller) run(ctx context.Context) error {
 		AddFunc: func(obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
 			if n, ok := obj.(*nodeFacts); ok {
-				r.enqueueForNode(&n.ObjectMeta)
+				r.enqueueForNode(n)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
 			on, nn := old.(*nodeFacts), obj.(*nodeFacts)
 			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
-				r.enqueueForNode(&on.ObjectMeta, &nn.ObjectMeta)
+				r.enqueueForNode(on, nn)
 			}
 			if !on.sameConditions(nn) {
 				r.gates.nodeChanged(on.node(), nn.node())
@@ -596,7 +596,7 @@ func (c *Controller) run(ctx context.Context) error {
 			if n, ok := obj.(*nodeFacts); ok {
 				r.nodeCache.OnDelete(n)
 				r.forgetStatus(n.Name)
-				r.enqueueForNode(&n.ObjectMeta)
+				r.enqueueForNode(n)
 			}
 		},
 	}); err != nil {
@@ -1049,7 +1049,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 			continue
 		}
 		claim, claimed := n.Annotations[claimKey]
-		selected := sel.Matches(nodeLabels(&n.ObjectMeta))
+		selected := sel.Matches(nodeLabels(n))
 		// A claim names its rollout's uid: a cheap test before Plan
 		// decodes it.
 		if !selected && !recorded[name] && !(claimed && uid != "" && strings.Contains(claim, uid)) {
@@ -1062,7 +1062,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 		if claimed {
 			pn.Claim = &claim
 		}
-		s, err := r.readStatus(&n.ObjectMeta, component)
+		s, err := r.readStatus(n, component)
 		if err != nil {
 			pn.StatusError = err.Error()
 		}
@@ -1110,7 +1110,7 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		}
 		claimKey := nodeapi.ClaimAnnotationFor(ro.Spec.Component)
 		for _, n := range nodes {
-			if sel.Matches(nodeLabels(&n.ObjectMeta)) {
+			if sel.Matches(nodeLabels(n)) {
 				o.Nodes[n.Name] = true
 			} else if c, ok := n.Annotations[claimKey]; ok && ro.UID != "" && strings.Contains(c, string(ro.UID)) {
 				o.Nodes[n.Name] = true

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/dynconfig/dynconfig/rollout/api/v1alpha1"
 	"github.com/dynconfig/dynconfig/rollout/plan"
@@ -43,13 +47,24 @@ func (r *runner) fleetInput(ro *v1alpha1.ConfigRollout, in *plan.Input) {
 		if n == nil {
 			continue
 		}
-		st, err := r.readStatus(&n.ObjectMeta, ro.Spec.Component)
+		st, err := r.readStatus(n, ro.Spec.Component)
 		if err != nil {
 			continue
 		}
 		if b := plan.BadReportOf(n.Name, st); b != nil && b.UID == uid {
 			in.BadReports = append(in.BadReports, *b)
 		}
+	}
+}
+
+// nodeInformer makes the controller's Node informer (for a
+// SharedInformerFactory's InformerFor): Nodes matching selector, without
+// the namespace index the factory's own has (a Node has no namespace:
+// that index would list every node again under "").
+func nodeInformer(selector string) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+	return func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredNodeInformer(client, resync, cache.Indexers{},
+			func(lo *metav1.ListOptions) { lo.LabelSelector = selector })
 	}
 }
 
@@ -82,10 +97,16 @@ func CachedNode(obj any) (any, error) {
 	return cachedNode(n), nil
 }
 
-// nodeFacts is what the controller keeps of a Node (CachedNode): a
-// third of a corev1.Node's struct.
+// nodeFacts is what the controller keeps of a Node (CachedNode): 80
+// bytes instead of a corev1.Node's 896, and of its metadata only what is
+// read (a metav1.ObjectMeta alone is 240).
 type nodeFacts struct {
-	metav1.ObjectMeta
+	// Name and ResourceVersion are the Node's.
+	Name, ResourceVersion string
+	// Labels and Annotations are the Node's labels and dynconfig.io/
+	// annotations (shared: never modify them; read the labels through
+	// nodeLabels).
+	Labels, Annotations map[string]string
 	// conds are the Node's status.conditions without their times, shared
 	// by every Node with the same (a fleet's are mostly alike); since are
 	// their lastTransitionTimes (UnixNano, noTime for none), which differ
@@ -102,9 +123,10 @@ type condSet struct{ c []corev1.NodeCondition }
 // noTime stands for a zero lastTransitionTime in nodeFacts.since.
 const noTime = math.MinInt64
 
-// newNodeFacts keeps meta as it is, and of conds what CachedNode says.
-func newNodeFacts(meta metav1.ObjectMeta, conds []corev1.NodeCondition) *nodeFacts {
-	f := &nodeFacts{ObjectMeta: meta}
+// newNodeFacts keeps of meta its name, resourceVersion, labels and
+// annotations as they are, and of conds what CachedNode says.
+func newNodeFacts(meta *metav1.ObjectMeta, conds []corev1.NodeCondition) *nodeFacts {
+	f := &nodeFacts{Name: meta.Name, ResourceVersion: meta.ResourceVersion, Labels: meta.Labels, Annotations: meta.Annotations}
 	if len(conds) == 0 {
 		return f
 	}
@@ -157,18 +179,26 @@ func (f *nodeFacts) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 
 // DeepCopyObject copies f.
 func (f *nodeFacts) DeepCopyObject() runtime.Object {
-	out := &nodeFacts{conds: f.conds, since: slices.Clone(f.since)}
-	f.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	return out
+	return &nodeFacts{Name: f.Name, ResourceVersion: f.ResourceVersion, Labels: maps.Clone(f.Labels), Annotations: maps.Clone(f.Annotations),
+		conds: f.conds, since: slices.Clone(f.since)}
+}
+
+// GetObjectMeta is f's metadata as the informer's store and the mutation
+// cache read it (meta.Accessor): name and resourceVersion, labels and
+// annotations; a copy, made at each call.
+func (f *nodeFacts) GetObjectMeta() metav1.Object { return f.meta() }
+
+func (f *nodeFacts) meta() *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{Name: f.Name, ResourceVersion: f.ResourceVersion, Labels: f.Labels, Annotations: f.Annotations}
 }
 
 // node is the Node the health gates read: its metadata and conditions.
 func (f *nodeFacts) node() *corev1.Node {
-	return &corev1.Node{ObjectMeta: f.ObjectMeta, Status: corev1.NodeStatus{Conditions: f.Conditions()}}
+	return &corev1.Node{ObjectMeta: *f.meta(), Status: corev1.NodeStatus{Conditions: f.Conditions()}}
 }
 
 func cachedNode(n *corev1.Node) *nodeFacts {
-	out := newNodeFacts(metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}, n.Status.Conditions)
+	out := newNodeFacts(&metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion}, n.Status.Conditions)
 	if n.Labels != nil {
 		l := make(map[string]string, len(n.Labels))
 		for k, v := range n.Labels {
@@ -204,9 +234,8 @@ const hostnameLabel = "kubernetes.io/hostname"
 // with the node's name as its value (a label key cannot hold a NUL).
 const hostnameIsName = "\x00" + hostnameLabel
 
-// nodeLabels are the labels of a Node's metadata, whole or cached
-// (CachedNode).
-func nodeLabels(n *metav1.ObjectMeta) labels.Labels {
+// nodeLabels are the labels of a Node, whole or cached (CachedNode).
+func nodeLabels(n *nodeFacts) labels.Labels {
 	if _, ok := n.Labels[hostnameIsName]; ok {
 		return cachedLabels{n}
 	}
@@ -214,7 +243,7 @@ func nodeLabels(n *metav1.ObjectMeta) labels.Labels {
 }
 
 // cachedLabels reads the labels of a cached Node.
-type cachedLabels struct{ n *metav1.ObjectMeta }
+type cachedLabels struct{ n *nodeFacts }
 
 // Has reports whether the label is set.
 func (c cachedLabels) Has(key string) bool {

@@ -191,7 +191,7 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 			// Whole: all of the Node's metadata and conditions, as they
 			// came (the rest of a Node is read nowhere: the runner keeps
 			// none of it).
-			var obj any = newNodeFacts(*n.ObjectMeta.DeepCopy(), n.Status.Conditions)
+			var obj any = newNodeFacts(n.ObjectMeta.DeepCopy(), n.Status.Conditions)
 			if strip {
 				obj, _ = CachedNode(n.DeepCopy())
 			}
@@ -256,7 +256,7 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 		cf := c.(*nodeFacts)
 		cn := cf.node() // what the gates read
 		for key, rt := range full.routes {
-			if got, want := full.routeMatches(rt, []*metav1.ObjectMeta{&cf.ObjectMeta}), full.routeMatches(rt, []*metav1.ObjectMeta{&n.ObjectMeta}); got != want {
+			if got, want := full.routeMatches(rt, []*nodeFacts{cf}), full.routeMatches(rt, []*nodeFacts{newNodeFacts(&n.ObjectMeta, nil)}); got != want {
 				t.Errorf("node %s, rollout %s: routed %v when cached, %v whole", n.Name, key, got, want)
 			}
 		}
@@ -344,7 +344,7 @@ func TestNodeFactsSameConditions(t *testing.T) {
 	with := func(edit func(c []corev1.NodeCondition)) *nodeFacts {
 		c := slices.Clone(base)
 		edit(c)
-		return newNodeFacts(metav1.ObjectMeta{Name: "n"}, c)
+		return newNodeFacts(&metav1.ObjectMeta{Name: "n"}, c)
 	}
 	a := with(func([]corev1.NodeCondition) {})
 	for _, tc := range []struct {
@@ -364,9 +364,9 @@ func TestNodeFactsSameConditions(t *testing.T) {
 			t.Errorf("%s: sameConditions %v, want %v", tc.name, got, tc.same)
 		}
 	}
-	own := newNodeFacts(metav1.ObjectMeta{Name: "n"}, nil)
+	own := newNodeFacts(&metav1.ObjectMeta{Name: "n"}, nil)
 	own.conds, own.since = &condSet{c: slices.Clone(a.conds.c)}, slices.Clone(a.since) // not shared
-	if !a.sameConditions(own) || a.sameConditions(newNodeFacts(metav1.ObjectMeta{Name: "n"}, nil)) {
+	if !a.sameConditions(own) || a.sameConditions(newNodeFacts(&metav1.ObjectMeta{Name: "n"}, nil)) {
 		t.Error("equal lists compare unequal, or a list compares equal to none")
 	}
 	if got := a.Conditions(); !sameConditions(got, base) || got[1].LastTransitionTime != (metav1.Time{}) {
