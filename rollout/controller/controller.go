@@ -75,10 +75,11 @@ type Options struct {
 	// Resync plans every rollout at least this often. Default 5 minutes.
 	Resync time.Duration
 	// StatusInterval is how long a status change that only moves node
-	// records on (a node reported trial or promotion, and nothing is to
-	// be assigned, reverted or recorded as an Event) may wait to be
-	// written together with the next one. Default 1 second. Every other
-	// change is written at once.
+	// records on (a node reported trial or promotion, or nodes of the
+	// current step are to be assigned, and nothing is to be reverted or
+	// recorded but their Assigned Event) may wait to be written together
+	// with the next one; the assignments wait with it (quiet). Default 2
+	// seconds. Every other change is written at once.
 	StatusInterval time.Duration
 	// HeartbeatInterval is how often status.lastReconcileTime of a rollout
 	// with work left is refreshed when nothing else is written (one status
@@ -215,7 +216,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("Options.StatusInterval: must not be negative, got %v", opts.StatusInterval)
 	}
 	if opts.StatusInterval == 0 {
-		opts.StatusInterval = time.Second
+		opts.StatusInterval = defaultStatusInterval
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -873,7 +874,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		}
 		hasFinalizer = true
 	}
-	if changed && len(res.Patches) == 0 && len(res.Events) == 0 && onlyCountsMoved(&ro.Status, &res.Status) {
+	if changed && quiet(&ro.Status, &res) {
 		// Nothing waits for this write: coalesce it with the next.
 		if last, ok := r.lastWrite.Load(key); ok {
 			if wait := last.(time.Time).Add(r.c.opts.StatusInterval).Sub(r.c.opts.Clock.Now()); wait > 0 {
