@@ -121,6 +121,7 @@ type benchResult struct {
 	cpuSeconds            float64 // the controller's, per rollout
 	heapMiB, rssMiB       float64
 	rssPeakMiB            float64 // the controller's peak RSS (VmHWM), since it started
+	rssAnonMiB            float64 // of its RSS, the anonymous memory (heap, stacks; not the binary's pages)
 	// The API server's and etcd's CPU per rollout, and the test process's
 	// (the simulated components and the real Controllers).
 	apiCPU, etcdCPU, simCPU float64
@@ -555,7 +556,8 @@ func BenchmarkRolloutController(b *testing.B) {
 				r.floorSec = max(0, 3*float64(selected)/rate-(time.Duration(batches)*trial).Seconds()) / 5
 				r.ctlFloorSec = float64(selected) / rate / 5
 				r.heapMiB, r.rssMiB = stats["go_memstats_heap_inuse_bytes"]/(1<<20), stats["process_resident_memory_bytes"]/(1<<20)
-				r.rssPeakMiB = float64(peakRSS(b, rc.cmd.Process.Pid)) / (1 << 20)
+				mem := procMemory(b, rc.cmd.Process.Pid)
+				r.rssPeakMiB, r.rssAnonMiB = float64(mem["VmHWM"])/(1<<20), float64(mem["RssAnon"])/(1<<20)
 				r.patchRate = ctlPatches / (total.Seconds() / float64(b.N))
 				r.load = loadAverage()
 				b.ReportMetric(r.objectKiB, "object-KiB")
@@ -572,6 +574,7 @@ func BenchmarkRolloutController(b *testing.B) {
 				b.ReportMetric(r.heapMiB, "controller-heap-MiB")
 				b.ReportMetric(r.rssMiB, "controller-rss-MiB")
 				b.ReportMetric(r.rssPeakMiB, "controller-rss-peak-MiB")
+				b.ReportMetric(r.rssAnonMiB, "controller-rss-anon-MiB")
 				b.ReportMetric(r.apiCPU, "apiserver-cpu-s/rollout")
 				var st []string
 				for _, d := range stepTimes {
@@ -582,9 +585,9 @@ func BenchmarkRolloutController(b *testing.B) {
 					qps = fmt.Sprint(benchQPS)
 				}
 				b.Logf("%s controller, %d nodes (%d real Controllers, %d of them promoted), QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; "+
-					"the controller's requests in the last rollout: %s and %.0f Events of its own, through its deletion (%.0f Events of others not counted) (%.0f Node PATCHes/s), to delete it %.3f a node; peak RSS %.1f MiB; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
+					"the controller's requests in the last rollout: %s and %.0f Events of its own, through its deletion (%.0f Events of others not counted) (%.0f Node PATCHes/s), to delete it %.3f a node; peak RSS %.1f MiB, anonymous RSS %.1f MiB; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
 					"the API server's 409s %.0f, 429s %.0f, 5xx %.0f; its probe before: %.0f PATCHes/s, %.2f ms of its CPU and %.2f ms of etcd's each; load %s",
-					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.events, r.otherEvents, r.patchRate, r.deletePerNode, r.rssPeakMiB,
+					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.events, r.otherEvents, r.patchRate, r.deletePerNode, r.rssPeakMiB, r.rssAnonMiB,
 					r.cpuSeconds, r.apiCPU, r.etcdCPU, r.simCPU, r.conflicts, r.throttled, r.serverErrors, rate, float64(apiPer)/1e6, float64(etcdPer)/1e6, r.load)
 				if r.realPromoted != r.real {
 					b.Errorf("%d of %d real Controllers promoted the rollout's ConfigMap", r.realPromoted, r.real)
@@ -678,24 +681,29 @@ func rolloutEvents(ctx context.Context, b *testing.B, h *harness, ns, name strin
 	return n
 }
 
-// peakRSS is the process's peak resident set (VmHWM) in bytes.
-func peakRSS(b *testing.B, pid int) int64 {
+// procMemory reads the memory figures of /proc/PID/status (VmRSS, VmHWM:
+// the peak RSS, RssAnon, RssFile: the binary's pages...), in bytes.
+func procMemory(b *testing.B, pid int) map[string]int64 {
 	b.Helper()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
+	out := map[string]int64{}
 	for line := range strings.SplitSeq(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		k, v, ok := strings.Cut(line, ":")
+		if v, isKB := strings.CutSuffix(strings.TrimSpace(v), " kB"); ok && isKB {
+			kb, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				b.Fatalf("/proc/%d/status: %q", pid, line)
 			}
-			return kb << 10
+			out[k] = kb << 10
 		}
 	}
-	b.Fatalf("/proc/%d/status has no VmHWM", pid)
-	return 0
+	if out["VmHWM"] == 0 || out["RssAnon"] == 0 {
+		b.Fatalf("/proc/%d/status has no VmHWM or RssAnon", pid)
+	}
+	return out
 }
 
 // waitDeleted waits until a ConfigRollout is gone.
@@ -816,11 +824,11 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 	}
 	var txt strings.Builder
 	txt.WriteString("controller\tnodes\tselected\treal\tobject-KiB\ts/step\toverhead-s/step\tapiserver-floor-s/step\tctl-patches-s/step\trequests/node\tdelete-requests/node\tctl-cpu-s/rollout\tctl-cpu-ms/node" +
-		"\theap-MiB\trss-MiB\trss-peak-MiB\tctl-events\tothers-events\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
+		"\theap-MiB\trss-MiB\trss-peak-MiB\trss-anon-MiB\tctl-events\tothers-events\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
 	for _, r := range results {
-		fmt.Fprintf(&txt, "%s\t%d\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
+		fmt.Fprintf(&txt, "%s\t%d\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
 			r.controller, r.nodes, r.selected, r.real, r.objectKiB, r.stepSeconds, r.overheadSec, r.floorSec, r.ctlFloorSec, r.requestsPerNode, r.deletePerNode, r.cpuSeconds, r.cpuSeconds*1000/float64(r.nodes),
-			r.heapMiB, r.rssMiB, r.rssPeakMiB, r.events, r.otherEvents, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
+			r.heapMiB, r.rssMiB, r.rssPeakMiB, r.rssAnonMiB, r.events, r.otherEvents, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
 	}
 	return os.WriteFile(filepath.Join(dir, "rollout-scale.txt"), []byte(txt.String()), 0o644)
 }
