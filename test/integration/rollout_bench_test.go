@@ -442,13 +442,17 @@ func BenchmarkRolloutController(b *testing.B) {
 				rollout: func() int { baselineRuns++; return baselineRuns - 1 }}}, runs...)
 		}
 		for _, rn := range runs {
-			if rn.ns != namespace {
+			switch {
+			case rn.ns != namespace:
 				// A deleted rollout of this tree's controller leaves its
 				// claims on the Nodes (stale: any rollout of its namespace
 				// takes them over), but the baseline watches another
 				// namespace and cannot tell them from live ones: take
 				// them off, as an operator would, before it runs.
 				releaseStaleClaims(ctx, b, h, label, namespace)
+			case len(runs) > 1:
+				// And the baseline's (since ec4f0a3 it leaves them too).
+				releaseStaleClaims(ctx, b, h, label, baselineNS)
 			}
 			ri := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(rn.ns)
 			b.Run(rn.name, func(b *testing.B) {
