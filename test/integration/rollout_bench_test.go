@@ -164,12 +164,14 @@ type benchResult struct {
 // Per size it reports: the largest ConfigRollout object seen during the
 // rollout (KiB; goal at most 256), seconds per step and the overhead per
 // step beyond the trial waits (goal below 1 s) next to the API server's
-// floor, the controller's API requests per node (counted by the API
-// server: its Node PATCHes, status updates and Events; the real
-// Controllers' Events count too; goal at most 2) and, apart, to delete the
-// rollout (its claims taken off the Nodes), the controller's CPU per
-// rollout, its heap and RSS, the CPU the API server, etcd and this process
-// used, the API server's 409, 429 and 5xx answers, and the load average.
+// floor, the controller's API requests per node over the rollout's whole
+// life (counted by the API server: its Node PATCHes and ConfigRollout
+// writes; and its own Events of the rollout, from the Events: the real
+// Controllers' are not its) and, apart, to delete the rollout, the
+// controller's CPU per rollout, its heap, RSS, peak RSS and anonymous RSS,
+// the CPU the API server, etcd and this process used, the API server's
+// 409, 429 and 5xx answers, and the load average; and in the log, the
+// rollout's status writes by the fields they changed.
 // With DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR set it writes rollout-scale.svg
 // (the growth of each against the fleet) and rollout-scale.txt (the
 // table) there after each size. DYNCONFIG_ROLLOUT_BENCH_QPS sets both
@@ -274,8 +276,8 @@ func BenchmarkRolloutController(b *testing.B) {
 		realNames = append(realNames, fmt.Sprintf("bench-node-%05d", i))
 	}
 	// Each Node is shaped on a real one (realNodeFile: labels, managed
-	// fields, conditions, addresses, images, capacity, nodeInfo, about
-	// 11.6 KB of JSON), with its own name, ids and addresses.
+	// fields, conditions, addresses, images, capacity, nodeInfo, 12,023
+	// bytes of JSON: realNodeBytes), with its own name, ids and addresses.
 	realistic, _ := realisticNodes(b)
 	grow := func(n int) {
 		on := cms[(rollouts+1)%2]
