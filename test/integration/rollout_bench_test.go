@@ -750,7 +750,7 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 	}{
 		{"ConfigRollout object (KiB; goal <= 256)", 256, func(r benchResult) float64 { return r.objectKiB }, false},
 		{"overhead per step beyond the trial waits (s; goal < 1; grey: API server floor)", 1, func(r benchResult) float64 { return r.overheadSec }, true},
-		{"controller requests per node (goal <= 2)", 2, func(r benchResult) float64 { return r.requestsPerNode }, false},
+		{"controller requests per node, create to delete (goal <= 1.1)", 1.1, func(r benchResult) float64 { return r.requestsPerNode + r.deletePerNode }, false},
 		{"controller CPU per node per rollout (ms)", 0, func(r benchResult) float64 { return r.cpuSeconds * 1000 / float64(r.nodes) }, false},
 		{"controller heap in use (MiB)", 0, func(r benchResult) float64 { return r.heapMiB }, false},
 		{"controller RSS (MiB)", 0, func(r benchResult) float64 { return r.rssMiB }, false},
@@ -772,6 +772,12 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		loads = append(loads, fmt.Sprintf("%d: %s", r.nodes, r.load))
 	}
 	legend += "; load average at the end of each size: " + strings.Join(slices.Compact(loads), ", ")
+	for _, r := range results {
+		if r.selected > 0 && r.selected < r.nodes {
+			legend += fmt.Sprintf("; *: the rollout selected %d of the fleet's nodes", r.selected)
+			break
+		}
+	}
 	fmt.Fprintf(&svg, `<text x="10" y="36">%s</text>`+"\n", html.EscapeString(legend))
 	maxN := 0.0
 	for _, r := range results {
@@ -816,7 +822,11 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		}
 		for _, r := range ours {
 			fmt.Fprintf(&svg, `<circle cx="%.1f" cy="%.1f" r="3" fill="steelblue"/>`+"\n", x(float64(r.nodes)), y(p.value(r)))
-			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%.3g</text>`+"\n", x(float64(r.nodes)), y(p.value(r))-6, p.value(r))
+			mark := ""
+			if r.selected > 0 && r.selected < r.nodes {
+				mark = "*" // a rollout of part of the fleet
+			}
+			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%.3g%s</text>`+"\n", x(float64(r.nodes)), y(p.value(r))-6, p.value(r), mark)
 			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", x(float64(r.nodes)), y(0)+14, r.nodes)
 		}
 		for _, r := range base {
@@ -1168,4 +1178,74 @@ func TestBenchPlotIsSVG(t *testing.T) {
 			t.Errorf("row %q has %d columns, the header %d", row, got+1, want+1)
 		}
 	}
+}
+
+// TestBenchReplot draws rollout-scale.svg again from the rollout-scale.txt
+// of DYNCONFIG_ROLLOUT_BENCH_REPLOT (a directory), for a change of the
+// plot without running the benchmark again. Without it, it reads back the
+// table of a plot it writes and requires the same results.
+func TestBenchReplot(t *testing.T) {
+	dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_REPLOT")
+	if dir == "" {
+		dir = t.TempDir()
+		want := []benchResult{{controller: "new", nodes: 100000, selected: 1000, real: 8, requestsPerNode: 1.062, rssPeakMiB: 117.8, load: "15.60 17.31 16.30"}}
+		if err := writeBenchPlot(dir, want, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readBenchTable(filepath.Join(dir, "rollout-scale.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0] != want[0] {
+			t.Fatalf("read back %+v, wrote %+v", got, want)
+		}
+		return
+	}
+	results, err := readBenchTable(filepath.Join(dir, "rollout-scale.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeBenchPlot(dir, results, benchTrial); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readBenchTable reads the rollout-scale.txt writeBenchPlot writes.
+func readBenchTable(path string) ([]benchResult, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rows := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	header := strings.Split(rows[0], "\t")
+	var out []benchResult
+	for _, row := range rows[1:] {
+		cells := strings.Split(row, "\t")
+		if len(cells) != len(header) {
+			return nil, fmt.Errorf("%s: row %q has %d columns, the header %d", path, row, len(cells), len(header))
+		}
+		r := benchResult{controller: cells[0], load: cells[len(cells)-1]}
+		ints := map[string]*int{"nodes": &r.nodes, "selected": &r.selected, "real": &r.real, "real-promoted": &r.realPromoted}
+		floats := map[string]*float64{"object-KiB": &r.objectKiB, "s/step": &r.stepSeconds, "overhead-s/step": &r.overheadSec,
+			"apiserver-floor-s/step": &r.floorSec, "ctl-patches-s/step": &r.ctlFloorSec, "requests/node": &r.requestsPerNode,
+			"delete-requests/node": &r.deletePerNode, "ctl-cpu-s/rollout": &r.cpuSeconds, "heap-MiB": &r.heapMiB, "rss-MiB": &r.rssMiB,
+			"rss-peak-MiB": &r.rssPeakMiB, "rss-anon-MiB": &r.rssAnonMiB, "ctl-events": &r.events, "others-events": &r.otherEvents,
+			"apiserver-cpu-s": &r.apiCPU, "etcd-cpu-s": &r.etcdCPU, "test-process-cpu-s": &r.simCPU, "probe-PATCH/s": &r.probeRate,
+			"ctl-PATCH/s-avg": &r.patchRate, "plans": &r.plans, "409s": &r.conflicts, "429s": &r.throttled, "5xx": &r.serverErrors}
+		for i, h := range header[1 : len(header)-1] {
+			c := cells[i+1]
+			switch {
+			case ints[h] != nil:
+				if *ints[h], err = strconv.Atoi(c); err != nil {
+					return nil, fmt.Errorf("%s: %s %q: %w", path, h, c, err)
+				}
+			case floats[h] != nil:
+				if *floats[h], err = strconv.ParseFloat(c, 64); err != nil {
+					return nil, fmt.Errorf("%s: %s %q: %w", path, h, c, err)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
