@@ -75,10 +75,11 @@ type Options struct {
 	// Resync plans every rollout at least this often. Default 5 minutes.
 	Resync time.Duration
 	// StatusInterval is how long a status change that only moves node
-	// records on (a node reported trial or promotion, and nothing is to
-	// be assigned, reverted or recorded as an Event) may wait to be
-	// written together with the next one. Default 1 second. Every other
-	// change is written at once.
+	// records on (a node reported trial or promotion, or nodes of the
+	// current step are to be assigned, and nothing is to be reverted or
+	// recorded but their Assigned Event) may wait to be written together
+	// with the next one; the assignments wait with it (quiet). Default 2
+	// seconds. Every other change is written at once.
 	StatusInterval time.Duration
 	// HeartbeatInterval is how often status.lastReconcileTime of a rollout
 	// with work left is refreshed when nothing else is written (one status
@@ -217,7 +218,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("Options.StatusInterval: must not be negative, got %v", opts.StatusInterval)
 	}
 	if opts.StatusInterval == 0 {
-		opts.StatusInterval = time.Second
+		opts.StatusInterval = defaultStatusInterval
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -418,7 +419,7 @@ func (r *runner) dropRoute(namespace, name string) {
 // matches its labels (before or after), and the ones an older controller
 // recorded it in. Every other rollout is left alone: at 10,000 nodes, a
 // Node event planning every rollout made each plan wait behind all.
-func (r *runner) enqueueForNode(nodes ...*metav1.ObjectMeta) {
+func (r *runner) enqueueForNode(nodes ...*nodeFacts) {
 	r.routeMu.RLock()
 	defer r.routeMu.RUnlock()
 	for key, rt := range r.routes {
@@ -428,7 +429,7 @@ func (r *runner) enqueueForNode(nodes ...*metav1.ObjectMeta) {
 	}
 }
 
-func (r *runner) routeMatches(rt route, nodes []*metav1.ObjectMeta) bool {
+func (r *runner) routeMatches(rt route, nodes []*nodeFacts) bool {
 	for _, n := range nodes {
 		if n == nil {
 			continue
@@ -464,7 +465,7 @@ const maxStatusValues = 1 << 16
 
 // readStatus is nodeapi.ReadConfigStatus, decoding each annotation value
 // once. The result is shared: never modify it.
-func (r *runner) readStatus(n *metav1.ObjectMeta, component string) (*nodeapi.ConfigStatus, error) {
+func (r *runner) readStatus(n *nodeFacts, component string) (*nodeapi.ConfigStatus, error) {
 	key := nodeapi.StatusAnnotationFor(component)
 	raw, ok := n.Annotations[key]
 	if !ok {
@@ -478,7 +479,7 @@ func (r *runner) readStatus(n *metav1.ObjectMeta, component string) (*nodeapi.Co
 	if p, ok := r.badStatuses[n.Name][key]; ok && p.raw == raw {
 		return p.st, p.err
 	}
-	st, err := nodeapi.ReadConfigStatus(&corev1.Node{ObjectMeta: *n}, component)
+	st, err := nodeapi.ReadConfigStatus(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: n.Annotations}}, component)
 	if err == nil {
 		if r.statuses == nil || len(r.statuses) >= maxStatusValues {
 			r.statuses = make(map[statusValue]*nodeapi.ConfigStatus, 64)
@@ -516,7 +517,7 @@ func (c *Controller) run(ctx context.Context) error {
 	}()
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Client, o.Resync,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.NodeLabelSelector }))
-	nodes := factory.Core().V1().Nodes().Informer()
+	nodes := factory.InformerFor(&corev1.Node{}, nodeInformer(o.NodeLabelSelector))
 	// Cache what is read of a Node, not the Node: a real one is several
 	// KiB (images, managedFields), and the cache holds the whole fleet.
 	if err := nodes.SetTransform(CachedNode); err != nil {
@@ -578,16 +579,16 @@ func (c *Controller) run(ctx context.Context) error {
 		AddFunc: func(obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
 			if n, ok := obj.(*nodeFacts); ok {
-				r.enqueueForNode(&n.ObjectMeta)
+				r.enqueueForNode(n)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			r.nodeCache.OnAddOrUpdate(obj.(runtime.Object))
 			on, nn := old.(*nodeFacts), obj.(*nodeFacts)
 			if !maps.Equal(on.Annotations, nn.Annotations) || !maps.Equal(on.Labels, nn.Labels) {
-				r.enqueueForNode(&on.ObjectMeta, &nn.ObjectMeta)
+				r.enqueueForNode(on, nn)
 			}
-			if !sameConditions(on.Conditions, nn.Conditions) {
+			if !on.sameConditions(nn) {
 				r.gates.nodeChanged(on.node(), nn.node())
 			}
 		},
@@ -598,7 +599,7 @@ func (c *Controller) run(ctx context.Context) error {
 			if n, ok := obj.(*nodeFacts); ok {
 				r.nodeCache.OnDelete(n)
 				r.forgetStatus(n.Name)
-				r.enqueueForNode(&n.ObjectMeta)
+				r.enqueueForNode(n)
 			}
 		},
 	}); err != nil {
@@ -875,7 +876,7 @@ func (r *runner) reconcile(ctx context.Context, key string) (time.Duration, erro
 		}
 		hasFinalizer = true
 	}
-	if changed && len(res.Patches) == 0 && len(res.Events) == 0 && onlyCountsMoved(&ro.Status, &res.Status) {
+	if changed && quiet(&ro.Status, &res) {
 		// Nothing waits for this write: coalesce it with the next.
 		if last, ok := r.lastWrite.Load(key); ok {
 			if wait := last.(time.Time).Add(r.c.opts.StatusInterval).Sub(r.c.opts.Clock.Now()); wait > 0 {
@@ -1051,7 +1052,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 			continue
 		}
 		claim, claimed := n.Annotations[claimKey]
-		selected := sel.Matches(nodeLabels(&n.ObjectMeta))
+		selected := sel.Matches(nodeLabels(n))
 		// A claim names its rollout's uid: a cheap test before Plan
 		// decodes it.
 		if !selected && !recorded[name] && !(claimed && uid != "" && strings.Contains(claim, uid)) {
@@ -1067,7 +1068,7 @@ func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, c
 		if v, ok := n.Annotations[nodeapi.PreflightAnnotationFor(component)]; ok {
 			pn.Preflight = &v
 		}
-		s, err := r.readStatus(&n.ObjectMeta, component)
+		s, err := r.readStatus(n, component)
 		if err != nil {
 			pn.StatusError = err.Error()
 		}
@@ -1115,7 +1116,7 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		}
 		claimKey := nodeapi.ClaimAnnotationFor(ro.Spec.Component)
 		for _, n := range nodes {
-			if sel.Matches(nodeLabels(&n.ObjectMeta)) {
+			if sel.Matches(nodeLabels(n)) {
 				o.Nodes[n.Name] = true
 			} else if c, ok := n.Annotations[claimKey]; ok && ro.UID != "" && strings.Contains(c, string(ro.UID)) {
 				o.Nodes[n.Name] = true

@@ -187,8 +187,8 @@ func TestNodeEventsRoute(t *testing.T) {
 	mk("a", "zone-a", "uid-a", map[string]string{"zone": "a"}, v1alpha1.PhaseProgressing)
 	mk("a", "zone-b", "uid-b", map[string]string{"zone": "b"}, v1alpha1.PhaseProgressing)
 	mk("b", "done", "uid-done", nil, v1alpha1.PhaseCompleted)
-	node := func(zone, claimUID string) *metav1.ObjectMeta {
-		n := &metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": zone}, Annotations: map[string]string{}}
+	node := func(zone, claimUID string) *nodeFacts {
+		n := &nodeFacts{Name: "n1", Labels: map[string]string{"zone": zone}, Annotations: map[string]string{}}
 		if claimUID != "" {
 			n.Annotations[nodeapi.ClaimAnnotation] = `{"namespace":"x","name":"y","uid":"` + claimUID + `","assignedAt":"2026-01-01T00:00:00Z"}`
 		}
@@ -196,13 +196,13 @@ func TestNodeEventsRoute(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		nodes []*metav1.ObjectMeta
+		nodes []*nodeFacts
 		want  []string
 	}{
-		{"selected by one", []*metav1.ObjectMeta{node("a", "")}, []string{"a/zone-a"}},
-		{"relabelled", []*metav1.ObjectMeta{node("a", ""), node("b", "")}, []string{"a/zone-a", "a/zone-b"}},
-		{"claimed by a completed rollout", []*metav1.ObjectMeta{node("c", "uid-done")}, []string{"b/done"}},
-		{"nobody's", []*metav1.ObjectMeta{node("c", "")}, nil},
+		{"selected by one", []*nodeFacts{node("a", "")}, []string{"a/zone-a"}},
+		{"relabelled", []*nodeFacts{node("a", ""), node("b", "")}, []string{"a/zone-a", "a/zone-b"}},
+		{"claimed by a completed rollout", []*nodeFacts{node("c", "uid-done")}, []string{"b/done"}},
+		{"nobody's", []*nodeFacts{node("c", "")}, nil},
 	} {
 		r.enqueueForNode(tc.nodes...)
 		var got []string
@@ -227,8 +227,8 @@ func newTestQueue() workqueue.TypedRateLimitingInterface[string] {
 // again; a value that does not decode is an error naming its node.
 func TestReadStatusDecodesOnce(t *testing.T) {
 	r := &runner{}
-	node := func(v string) *metav1.ObjectMeta {
-		return &metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{"dynconfig.io/config-status": v}}
+	node := func(v string) *nodeFacts {
+		return &nodeFacts{Name: "n1", Annotations: map[string]string{"dynconfig.io/config-status": v}}
 	}
 	a, err := r.readStatus(node(`{"phase":"Local"}`), "kubelet")
 	if err != nil || a == nil || a.Phase != "Local" {
@@ -258,7 +258,7 @@ func TestReadStatusDecodesOnce(t *testing.T) {
 	if _, err := r.readStatus(bad, "kubelet"); err == nil || !strings.Contains(err.Error(), `node "n2"`) {
 		t.Errorf("the same bad value on n2: %v, want an error naming n2", err)
 	}
-	if s, err := r.readStatus(&metav1.ObjectMeta{Name: "n1"}, "kubelet"); s != nil || err != nil {
+	if s, err := r.readStatus(&nodeFacts{Name: "n1"}, "kubelet"); s != nil || err != nil {
 		t.Errorf("no annotation: %v, %v", s, err)
 	}
 	r.forgetStatus("n1")

@@ -191,7 +191,7 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 			// Whole: all of the Node's metadata and conditions, as they
 			// came (the rest of a Node is read nowhere: the runner keeps
 			// none of it).
-			var obj any = &nodeFacts{ObjectMeta: *n.ObjectMeta.DeepCopy(), Conditions: n.Status.Conditions}
+			var obj any = newNodeFacts(n.ObjectMeta.DeepCopy(), n.Status.Conditions)
 			if strip {
 				obj, _ = CachedNode(n.DeepCopy())
 			}
@@ -256,7 +256,7 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 		cf := c.(*nodeFacts)
 		cn := cf.node() // what the gates read
 		for key, rt := range full.routes {
-			if got, want := full.routeMatches(rt, []*metav1.ObjectMeta{&cf.ObjectMeta}), full.routeMatches(rt, []*metav1.ObjectMeta{&n.ObjectMeta}); got != want {
+			if got, want := full.routeMatches(rt, []*nodeFacts{cf}), full.routeMatches(rt, []*nodeFacts{newNodeFacts(&n.ObjectMeta, nil)}); got != want {
 				t.Errorf("node %s, rollout %s: routed %v when cached, %v whole", n.Name, key, got, want)
 			}
 		}
@@ -272,7 +272,7 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 				}
 			}
 		}
-		if !sameConditions(n.Status.Conditions, cf.Conditions) {
+		if !sameConditions(n.Status.Conditions, cf.Conditions()) {
 			t.Errorf("node %s: the cached conditions differ from the whole ones in what a Node event compares", n.Name)
 		}
 	}
@@ -284,14 +284,14 @@ func TestCachedNodeKeepsWhatIsRead(t *testing.T) {
 	// objects again.
 	once, _ := CachedNode(nodes[1].DeepCopy())
 	twice, _ := CachedNode(once.(*nodeFacts).DeepCopyObject())
-	if diff := gocmp.Diff(once, twice); diff != "" {
+	if diff := gocmp.Diff(once, twice, gocmp.AllowUnexported(nodeFacts{}, condSet{})); diff != "" {
 		t.Errorf("CachedNode is not idempotent:\n%s", diff)
 	}
-	if again, _ := CachedNode(nodes[1].DeepCopy()); gocmp.Diff(once, again) != "" {
+	if again, _ := CachedNode(nodes[1].DeepCopy()); gocmp.Diff(once, again, gocmp.AllowUnexported(nodeFacts{}, condSet{})) != "" {
 		t.Errorf("CachedNode of the same Node differs")
 	}
 	whole, _ := json.Marshal(nodes[1])
-	cached, _ := json.Marshal(once)
+	cached, _ := json.Marshal(once.(*nodeFacts).node())
 	t.Logf("a Node of testdata/node.json: %d bytes of JSON whole, %d cached", len(whole), len(cached))
 	if other, _ := CachedNode("not a node"); other != "not a node" {
 		t.Errorf("CachedNode changed a non-Node: %v", other)
@@ -328,5 +328,48 @@ func TestInternerStartsOver(t *testing.T) {
 	in.of(long)
 	if _, ok := in.m[long]; ok {
 		t.Errorf("a string longer than %d bytes was kept", maxInterned)
+	}
+}
+
+// TestNodeFactsSameConditions: what a Node update compares of the cached
+// conditions (the gates are told of a change): a transition time, a
+// status or a reason that moved, not a message alone; and equal lists
+// are equal whether or not the interner shared them.
+func TestNodeFactsSameConditions(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 28, 5, 0, 0, 0, time.UTC))
+	base := []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastTransitionTime: at},
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory"},
+	}
+	with := func(edit func(c []corev1.NodeCondition)) *nodeFacts {
+		c := slices.Clone(base)
+		edit(c)
+		return newNodeFacts(&metav1.ObjectMeta{Name: "n"}, c)
+	}
+	a := with(func([]corev1.NodeCondition) {})
+	for _, tc := range []struct {
+		name string
+		edit func(c []corev1.NodeCondition)
+		same bool
+	}{
+		{"unchanged", func([]corev1.NodeCondition) {}, true},
+		{"a message alone", func(c []corev1.NodeCondition) { c[0].Message = "other" }, true},
+		{"a heartbeat alone", func(c []corev1.NodeCondition) { c[1].LastHeartbeatTime = at }, true},
+		{"a transition time", func(c []corev1.NodeCondition) { c[0].LastTransitionTime = metav1.NewTime(at.Add(time.Second)) }, false},
+		{"a first transition time", func(c []corev1.NodeCondition) { c[1].LastTransitionTime = at }, false},
+		{"a status", func(c []corev1.NodeCondition) { c[1].Status = corev1.ConditionTrue }, false},
+		{"a reason", func(c []corev1.NodeCondition) { c[0].Reason = "Other" }, false},
+	} {
+		if got := a.sameConditions(with(tc.edit)); got != tc.same {
+			t.Errorf("%s: sameConditions %v, want %v", tc.name, got, tc.same)
+		}
+	}
+	own := newNodeFacts(&metav1.ObjectMeta{Name: "n"}, nil)
+	own.conds, own.since = &condSet{c: slices.Clone(a.conds.c)}, slices.Clone(a.since) // not shared
+	if !a.sameConditions(own) || a.sameConditions(newNodeFacts(&metav1.ObjectMeta{Name: "n"}, nil)) {
+		t.Error("equal lists compare unequal, or a list compares equal to none")
+	}
+	if got := a.Conditions(); !sameConditions(got, base) || got[1].LastTransitionTime != (metav1.Time{}) {
+		t.Errorf("Conditions() = %+v, want %+v", got, base)
 	}
 }

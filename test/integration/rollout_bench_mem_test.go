@@ -27,6 +27,46 @@ import (
 // fixture of rollout/controller's TestCachedNodeKeepsWhatIsRead.
 const realNodeFile = "../../rollout/controller/testdata/node.json"
 
+// capturedNodeFile is the Node the real v1.37 kubelet of test/realnode
+// wrote (TestCaptureNode there, test/hack/capture-node.sh): a single-node
+// test cluster's, with one image, no cloud and no CNI annotations. That
+// test requires realNodeFile to have every field it has.
+const capturedNodeFile = "../../rollout/controller/testdata/node-realnode.json"
+
+// Their sizes as client-go encodes them (JSON), pinned: the benchmarks'
+// figures in docs/bench are for these Nodes.
+const (
+	realNodeBytes     = 12023
+	capturedNodeBytes = 5072
+)
+
+// TestRealisticNodeFixtures: both Node fixtures decode strictly as v1
+// Nodes and have the sizes docs/bench names.
+func TestRealisticNodeFixtures(t *testing.T) {
+	for _, f := range []struct {
+		path string
+		want int
+	}{{realNodeFile, realNodeBytes}, {capturedNodeFile, capturedNodeBytes}} {
+		raw, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n corev1.Node
+		if strict, err := sigsjson.UnmarshalStrict(raw, &n); err != nil || len(strict) > 0 {
+			t.Fatalf("%s: %v %v", f.path, err, strict)
+		}
+		compact, err := json.Marshal(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(compact) != f.want {
+			t.Errorf("%s: %d bytes of JSON, docs/bench and this test say %d: measure again and update both", f.path, len(compact), f.want)
+		}
+		t.Logf("%s: %d bytes, %d labels, %d annotations, %d managedFields, %d conditions, %d images",
+			f.path, len(compact), len(n.Labels), len(n.Annotations), len(n.ManagedFields), len(n.Status.Conditions), len(n.Status.Images))
+	}
+}
+
 // realisticNodes returns a function that makes the i-th Node of a fleet
 // of realNodeFile's shape, decoded from its own JSON (so that, as from an
 // API server, no two Nodes share a string), with its own name, uid,

@@ -180,9 +180,15 @@ func benchBaselineCommit() string {
 // DYNCONFIG_ROLLOUT_BENCH_BASELINE_SIZES, default 1000 (its status grows
 // by about 150 bytes a node: etcd refuses it past about 10,000).
 func benchBaselineSizes() map[int]bool {
-	v := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_BASELINE_SIZES")
+	return benchSizeSet("DYNCONFIG_ROLLOUT_BENCH_BASELINE_SIZES", "1000")
+}
+
+// benchSizeSet reads a comma-separated list of sizes from the environment
+// variable key (def when unset).
+func benchSizeSet(key, def string) map[int]bool {
+	v := os.Getenv(key)
 	if v == "" {
-		v = "1000"
+		v = def
 	}
 	out := map[int]bool{}
 	for f := range strings.SplitSeq(v, ",") {

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -79,6 +82,15 @@ func envInt(key string, def int) int {
 	return def
 }
 
+// benchPartial is how many nodes the rollout selects at the sizes of
+// DYNCONFIG_ROLLOUT_BENCH_PARTIAL_SIZES (the first ones; label
+// partialLabel), where the whole fleet is synced and planned over but a
+// whole rollout would not fit this machine.
+const benchPartial = 1000
+
+// partialLabel marks the first benchPartial nodes.
+const partialLabel = "rollout-bench-first"
+
 // benchSimWorkers is how many reports the simulated components send at
 // once.
 const benchSimWorkers = 128
@@ -92,6 +104,7 @@ var benchTrial = time.Duration(envInt("DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS", 2000))
 type benchResult struct {
 	controller               string  // "new", or "old@<commit>"
 	nodes, real              int     // the fleet; of it, real Controllers
+	selected                 int     // the nodes the rollout selects: the fleet, or benchPartial of it
 	objectKiB                float64 // the largest ConfigRollout object seen
 	stepSeconds, overheadSec float64 // per step; overhead beyond the trial waits
 	// floorSec is the least overhead per step the API server allows: a
@@ -103,8 +116,12 @@ type benchResult struct {
 	floorSec, ctlFloorSec float64
 	requestsPerNode       float64
 	deletePerNode         float64 // the controller's requests per node to delete the rollout (its claims taken off)
+	events                float64 // of them, the controller's Events of the rollout (created and repeated), through its deletion
+	otherEvents           float64 // Events of others (the real Controllers') during the rollout, not counted
 	cpuSeconds            float64 // the controller's, per rollout
 	heapMiB, rssMiB       float64
+	rssPeakMiB            float64 // the controller's peak RSS (VmHWM), since it started
+	rssAnonMiB            float64 // of its RSS, the anonymous memory (heap, stacks; not the binary's pages)
 	// The API server's and etcd's CPU per rollout, and the test process's
 	// (the simulated components and the real Controllers).
 	apiCPU, etcdCPU, simCPU float64
@@ -147,22 +164,31 @@ type benchResult struct {
 // Per size it reports: the largest ConfigRollout object seen during the
 // rollout (KiB; goal at most 256), seconds per step and the overhead per
 // step beyond the trial waits (goal below 1 s) next to the API server's
-// floor, the controller's API requests per node (counted by the API
-// server: its Node PATCHes, status updates and Events; the real
-// Controllers' Events count too; goal at most 2) and, apart, to delete the
-// rollout (its claims taken off the Nodes), the controller's CPU per
-// rollout, its heap and RSS, the CPU the API server, etcd and this process
-// used, the API server's 409, 429 and 5xx answers, and the load average.
+// floor, the controller's API requests per node over the rollout's whole
+// life (counted by the API server: its Node PATCHes and ConfigRollout
+// writes; and its own Events of the rollout, from the Events: the real
+// Controllers' are not its) and, apart, to delete the rollout, the
+// controller's CPU per rollout, its heap, RSS, peak RSS and anonymous RSS,
+// the CPU the API server, etcd and this process used, the API server's
+// 409, 429 and 5xx answers, and the load average; and in the log, the
+// rollout's status writes by the fields they changed.
 // With DYNCONFIG_ROLLOUT_BENCH_PLOT_DIR set it writes rollout-scale.svg
 // (the growth of each against the fleet) and rollout-scale.txt (the
 // table) there after each size. DYNCONFIG_ROLLOUT_BENCH_QPS sets both
 // controllers' client rate limit (burst twice that; default: each
 // binary's defaults), DYNCONFIG_ROLLOUT_BENCH_TRIAL_MS the trial,
 // DYNCONFIG_ROLLOUT_BENCH_REAL the number of real Controllers,
-// DYNCONFIG_ROLLOUT_BENCH_GOMEMLIMIT the controllers' GOMEMLIMIT, and
+// DYNCONFIG_ROLLOUT_BENCH_GOMEMLIMIT the controllers' GOMEMLIMIT,
 // DYNCONFIG_ROLLOUT_BENCH_CPUPROFILE=DIR writes the controller's CPU
 // profile of the first 30 s of each size's rollout there
-// (cpu-<nodes>.pprof).
+// (cpu-<nodes>.pprof), DYNCONFIG_ROLLOUT_BENCH_HEAPPROFILE=DIR its heap
+// profile after each size's rollout and deletion (heap-<nodes>.pprof).
+// At the sizes of DYNCONFIG_ROLLOUT_BENCH_PARTIAL_SIZES the rollout
+// selects only the first benchPartial nodes (the controller still syncs
+// and plans over the whole fleet; requests are then per selected node):
+// a whole rollout of 50,000 realistic Nodes is about 150,000 PATCHes of
+// 12 KB objects, half an hour of this shared 2-core machine and more
+// than etcd's default 2 GiB quota holds between compactions.
 //
 //	cd test && go test -run XXX -bench RolloutController -benchtime 1x ./integration/
 func BenchmarkRolloutController(b *testing.B) {
@@ -250,8 +276,8 @@ func BenchmarkRolloutController(b *testing.B) {
 		realNames = append(realNames, fmt.Sprintf("bench-node-%05d", i))
 	}
 	// Each Node is shaped on a real one (realNodeFile: labels, managed
-	// fields, conditions, addresses, images, capacity, nodeInfo, about
-	// 11.6 KB of JSON), with its own name, ids and addresses.
+	// fields, conditions, addresses, images, capacity, nodeInfo, 12,023
+	// bytes of JSON: realNodeBytes), with its own name, ids and addresses.
 	realistic, _ := realisticNodes(b)
 	grow := func(n int) {
 		on := cms[(rollouts+1)%2]
@@ -262,6 +288,9 @@ func BenchmarkRolloutController(b *testing.B) {
 			node.UID, node.ResourceVersion, node.CreationTimestamp = "", "", metav1.Time{}
 			node.Labels["kubernetes.io/hostname"] = node.Name
 			node.Labels[label] = "true"
+			if i < benchPartial {
+				node.Labels[partialLabel] = "true"
+			}
 			for k := range node.Annotations {
 				if strings.HasPrefix(k, "dynconfig.io/") {
 					delete(node.Annotations, k)
@@ -369,20 +398,25 @@ func BenchmarkRolloutController(b *testing.B) {
 		nodesStep(intstr.FromString("25%")), nodesStep(intstr.FromString("50%")), nodesStep(intstr.FromString("100%"))}
 	var results []benchResult
 	baselineRuns := 0
+	partialSizes := benchSizeSet("DYNCONFIG_ROLLOUT_BENCH_PARTIAL_SIZES", "")
 	for _, size := range sizes {
 		grow(size)
 		// Let the informers take the new nodes in.
 		time.Sleep(2 * time.Second)
+		selected, selector := size, label
+		if partialSizes[size] {
+			selected, selector = min(size, benchPartial), partialLabel
+		}
 		// The batches a step must wait for in turn: its new nodes, at
 		// most maxUnavailable (10%) in trial at once.
-		maxUnavailable := size / 10
+		maxUnavailable := selected / 10
 		batches, done := 0, 0
-		for _, target := range []int{1, (size + 9) / 10, (size + 3) / 4, (size + 1) / 2, size} {
+		for _, target := range []int{1, (selected + 9) / 10, (selected + 3) / 4, (selected + 1) / 2, selected} {
 			batches += (target - done + maxUnavailable - 1) / maxUnavailable
 			done = target
 		}
 		var probeNames []string
-		for i := 0; i < size && len(probeNames) < 5000; i++ {
+		for i := 0; i < selected && len(probeNames) < 5000; i++ {
 			if !realAt[i] {
 				probeNames = append(probeNames, fmt.Sprintf("bench-node-%05d", i))
 			}
@@ -405,18 +439,22 @@ func BenchmarkRolloutController(b *testing.B) {
 		}
 		runs := []run{{name: fmt.Sprintf("nodes=%d", size), controller: "new", ns: namespace, bin: newBin, cms: cms,
 			rollout: func() int { rollouts++; return rollouts - 1 }}}
-		if baselineSizes[size] {
+		if baselineSizes[size] && !partialSizes[size] {
 			runs = append([]run{{name: fmt.Sprintf("baseline=%s/nodes=%d", baseline, size), controller: "old@" + baseline, ns: baselineNS, bin: oldBin, cms: oldCMs,
 				rollout: func() int { baselineRuns++; return baselineRuns - 1 }}}, runs...)
 		}
 		for _, rn := range runs {
-			if rn.ns != namespace {
+			switch {
+			case rn.ns != namespace:
 				// A deleted rollout of this tree's controller leaves its
 				// claims on the Nodes (stale: any rollout of its namespace
 				// takes them over), but the baseline watches another
 				// namespace and cannot tell them from live ones: take
 				// them off, as an operator would, before it runs.
 				releaseStaleClaims(ctx, b, h, label, namespace)
+			case len(runs) > 1:
+				// And the baseline's (since ec4f0a3 it leaves them too).
+				releaseStaleClaims(ctx, b, h, label, baselineNS)
 			}
 			ri := dyn.Resource(v1alpha1.GroupVersionResource()).Namespace(rn.ns)
 			b.Run(rn.name, func(b *testing.B) {
@@ -425,7 +463,7 @@ func BenchmarkRolloutController(b *testing.B) {
 				if err := quiesce(ctx, h.client); err != nil {
 					b.Fatal(err)
 				}
-				r := benchResult{controller: rn.controller, nodes: size, real: len(realNames), probeRate: rate}
+				r := benchResult{controller: rn.controller, nodes: size, selected: selected, real: len(realNames), probeRate: rate}
 				var stepTimes []time.Duration
 				var total time.Duration
 				var byController requestCount
@@ -453,7 +491,8 @@ func BenchmarkRolloutController(b *testing.B) {
 						rc.profile(filepath.Join(dir, fmt.Sprintf("cpu-%d.pprof", size)), 30*time.Second)
 					}
 					b.StartTimer()
-					times, took, objSize := runBenchRollout(ctx, b, ri, rn.ns, name, cm.Name, steps, label, int32(size/benchFailEvery+1))
+					times, took, objSize, writes := runBenchRollout(ctx, b, ri, rn.ns, name, cm.Name, steps, selector, int32(selected/benchFailEvery+1))
+					b.Logf("%s controller, %d nodes: the rollout's status writes as its watch saw them, by the fields they changed: %s", rn.controller, size, writes)
 					stepTimes = append(stepTimes, times...)
 					total += took
 					objectBytes = max(objectBytes, objSize)
@@ -467,9 +506,16 @@ func BenchmarkRolloutController(b *testing.B) {
 						b.Fatal(err)
 					}
 					var n float64
-					byController, n = controllerRequests(after.sub(before))
+					diff := after.sub(before)
+					byController, n = controllerRequests(diff)
 					ctlPatches = byController[requestKey{"PATCH", "nodes", ""}]
-					r.requestsPerNode = n / float64(size)
+					// The Events: the controller's own (of this rollout),
+					// counted from the Events themselves; the rest (the real
+					// Controllers') apart.
+					own := rolloutEvents(ctx, b, h, rn.ns, name)
+					r.events = own
+					r.otherEvents = max(0, diff.only([]string{"events"}, true).writes()-own)
+					r.requestsPerNode = (n + own) / float64(selected)
 					// A finished rollout keeps its claims (for undo) while it
 					// exists: delete it, so that the next one may take its
 					// nodes (this tree's controller leaves the claims, stale;
@@ -486,7 +532,12 @@ func BenchmarkRolloutController(b *testing.B) {
 						b.Fatal(err)
 					}
 					_, n = controllerRequests(deleted.sub(after))
-					r.deletePerNode = n / float64(size)
+					ownAll := rolloutEvents(ctx, b, h, rn.ns, name)
+					r.deletePerNode = (n + ownAll - r.events) / float64(selected)
+					r.events = ownAll
+					if dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_HEAPPROFILE"); dir != "" && rn.controller == "new" {
+						rc.heapProfile(ctx, b, filepath.Join(dir, fmt.Sprintf("heap-%d.pprof", size)))
+					}
 					b.StartTimer()
 				}
 				b.StopTimer()
@@ -508,9 +559,11 @@ func BenchmarkRolloutController(b *testing.B) {
 				waits := time.Duration(b.N*batches) * trial
 				r.objectKiB = float64(objectBytes) / 1024
 				r.stepSeconds, r.overheadSec = total.Seconds()/nSteps, (total-waits).Seconds()/nSteps
-				r.floorSec = max(0, 3*float64(size)/rate-(time.Duration(batches)*trial).Seconds()) / 5
-				r.ctlFloorSec = float64(size) / rate / 5
+				r.floorSec = max(0, 3*float64(selected)/rate-(time.Duration(batches)*trial).Seconds()) / 5
+				r.ctlFloorSec = float64(selected) / rate / 5
 				r.heapMiB, r.rssMiB = stats["go_memstats_heap_inuse_bytes"]/(1<<20), stats["process_resident_memory_bytes"]/(1<<20)
+				mem := procMemory(b, rc.cmd.Process.Pid)
+				r.rssPeakMiB, r.rssAnonMiB = float64(mem["VmHWM"])/(1<<20), float64(mem["RssAnon"])/(1<<20)
 				r.patchRate = ctlPatches / (total.Seconds() / float64(b.N))
 				r.load = loadAverage()
 				b.ReportMetric(r.objectKiB, "object-KiB")
@@ -526,6 +579,8 @@ func BenchmarkRolloutController(b *testing.B) {
 				b.ReportMetric(r.cpuSeconds*1000/float64(size), "controller-cpu-ms/node")
 				b.ReportMetric(r.heapMiB, "controller-heap-MiB")
 				b.ReportMetric(r.rssMiB, "controller-rss-MiB")
+				b.ReportMetric(r.rssPeakMiB, "controller-rss-peak-MiB")
+				b.ReportMetric(r.rssAnonMiB, "controller-rss-anon-MiB")
 				b.ReportMetric(r.apiCPU, "apiserver-cpu-s/rollout")
 				var st []string
 				for _, d := range stepTimes {
@@ -536,9 +591,9 @@ func BenchmarkRolloutController(b *testing.B) {
 					qps = fmt.Sprint(benchQPS)
 				}
 				b.Logf("%s controller, %d nodes (%d real Controllers, %d of them promoted), QPS %s, %d rollouts of 5 steps, %d trial waits of %v each: step times %s; "+
-					"the controller's requests in the last rollout: %s (%.0f Node PATCHes/s), to delete it %.3f a node; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
+					"the controller's requests in the last rollout: %s and %.0f Events of its own, through its deletion (%.0f Events of others not counted) (%.0f Node PATCHes/s), to delete it %.3f a node; peak RSS %.1f MiB, anonymous RSS %.1f MiB; CPU per rollout: controller %.2f s, API server %.2f s, etcd %.2f s, this process %.2f s; "+
 					"the API server's 409s %.0f, 429s %.0f, 5xx %.0f; its probe before: %.0f PATCHes/s, %.2f ms of its CPU and %.2f ms of etcd's each; load %s",
-					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.patchRate, r.deletePerNode,
+					rn.controller, size, r.real, r.realPromoted, qps, b.N, batches, trial, strings.Join(st, " "), byController, r.events, r.otherEvents, r.patchRate, r.deletePerNode, r.rssPeakMiB, r.rssAnonMiB,
 					r.cpuSeconds, r.apiCPU, r.etcdCPU, r.simCPU, r.conflicts, r.throttled, r.serverErrors, rate, float64(apiPer)/1e6, float64(etcdPer)/1e6, r.load)
 				if r.realPromoted != r.real {
 					b.Errorf("%d of %d real Controllers promoted the rollout's ConfigMap", r.realPromoted, r.real)
@@ -584,21 +639,77 @@ func releaseStaleClaims(ctx context.Context, b *testing.B, h *harness, label, ns
 	b.Logf("took the stale claims of namespace %s off %d Nodes before the baseline", ns, len(names))
 }
 
-// controllerRequests keeps the requests of a rollout controller among
-// the API server's counts: Node PATCHes (the components patch
-// nodes/status), ConfigRollout status writes, and Event writes (the real
-// Controllers' Events count too: a few per rollout). n is their sum.
+// controllerRequests keeps the writes of a rollout controller among the
+// API server's counts: Node PATCHes (the components patch nodes/status)
+// and ConfigRollout writes (status updates, finalizer patches; the
+// benchmark creates and deletes them, and makes no other write). n is
+// their sum. Its Events are counted apart (rolloutEvents): the API
+// server's counts do not tell them from the real Controllers'.
 func controllerRequests(c requestCount) (requestCount, float64) {
 	out := requestCount{}
 	var n float64
 	for k, v := range c {
-		if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") || k.resource == "configrollouts" && k.subresource == "status" ||
-			k.resource == "events" && k.verb != "LIST" && k.verb != "WATCH" {
+		if (k.resource == "nodes" && k.subresource == "" && k.verb == "PATCH") ||
+			k.resource == "configrollouts" && (k.verb == "PATCH" || k.verb == "PUT" || k.verb == "APPLY") {
 			out[k] = v
 			n += v
 		}
 	}
 	return out, n
+}
+
+// writes sums the counts of c's writes (every verb but GET, LIST and
+// WATCH).
+func (c requestCount) writes() float64 {
+	var n float64
+	for k, v := range c {
+		if k.verb != "GET" && k.verb != "LIST" && k.verb != "WATCH" {
+			n += v
+		}
+	}
+	return n
+}
+
+// rolloutEvents counts the controller's Event requests about the
+// ConfigRollout ns/name: one per Event created, and one per repeat of it
+// (the recorder patches the count).
+func rolloutEvents(ctx context.Context, b *testing.B, h *harness, ns, name string) float64 {
+	b.Helper()
+	list, err := h.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=ConfigRollout,involvedObject.name=" + name + ",source=dynconfig-rollout"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n float64
+	for _, e := range list.Items {
+		n += float64(max(e.Count, 1))
+	}
+	return n
+}
+
+// procMemory reads the memory figures of /proc/PID/status (VmRSS, VmHWM:
+// the peak RSS, RssAnon, RssFile: the binary's pages...), in bytes.
+func procMemory(b *testing.B, pid int) map[string]int64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]int64{}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if v, isKB := strings.CutSuffix(strings.TrimSpace(v), " kB"); ok && isKB {
+			kb, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatalf("/proc/%d/status: %q", pid, line)
+			}
+			out[k] = kb << 10
+		}
+	}
+	if out["VmHWM"] == 0 || out["RssAnon"] == 0 {
+		b.Fatalf("/proc/%d/status has no VmHWM or RssAnon", pid)
+	}
+	return out
 }
 
 // waitDeleted waits until a ConfigRollout is gone.
@@ -639,7 +750,7 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 	}{
 		{"ConfigRollout object (KiB; goal <= 256)", 256, func(r benchResult) float64 { return r.objectKiB }, false},
 		{"overhead per step beyond the trial waits (s; goal < 1; grey: API server floor)", 1, func(r benchResult) float64 { return r.overheadSec }, true},
-		{"controller requests per node (goal <= 2)", 2, func(r benchResult) float64 { return r.requestsPerNode }, false},
+		{"controller requests per node, create to delete (goal <= 1.1)", 1.1, func(r benchResult) float64 { return r.requestsPerNode + r.deletePerNode }, false},
 		{"controller CPU per node per rollout (ms)", 0, func(r benchResult) float64 { return r.cpuSeconds * 1000 / float64(r.nodes) }, false},
 		{"controller heap in use (MiB)", 0, func(r benchResult) float64 { return r.heapMiB }, false},
 		{"controller RSS (MiB)", 0, func(r benchResult) float64 { return r.rssMiB }, false},
@@ -661,6 +772,12 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		loads = append(loads, fmt.Sprintf("%d: %s", r.nodes, r.load))
 	}
 	legend += "; load average at the end of each size: " + strings.Join(slices.Compact(loads), ", ")
+	for _, r := range results {
+		if r.selected > 0 && r.selected < r.nodes {
+			legend += fmt.Sprintf("; *: the rollout selected %d of the fleet's nodes", r.selected)
+			break
+		}
+	}
 	fmt.Fprintf(&svg, `<text x="10" y="36">%s</text>`+"\n", html.EscapeString(legend))
 	maxN := 0.0
 	for _, r := range results {
@@ -705,7 +822,11 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		}
 		for _, r := range ours {
 			fmt.Fprintf(&svg, `<circle cx="%.1f" cy="%.1f" r="3" fill="steelblue"/>`+"\n", x(float64(r.nodes)), y(p.value(r)))
-			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%.3g</text>`+"\n", x(float64(r.nodes)), y(p.value(r))-6, p.value(r))
+			mark := ""
+			if r.selected > 0 && r.selected < r.nodes {
+				mark = "*" // a rollout of part of the fleet
+			}
+			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%.3g%s</text>`+"\n", x(float64(r.nodes)), y(p.value(r))-6, p.value(r), mark)
 			fmt.Fprintf(&svg, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", x(float64(r.nodes)), y(0)+14, r.nodes)
 		}
 		for _, r := range base {
@@ -718,20 +839,21 @@ func writeBenchPlot(dir string, results []benchResult, trial time.Duration) erro
 		return err
 	}
 	var txt strings.Builder
-	txt.WriteString("controller\tnodes\treal\tobject-KiB\ts/step\toverhead-s/step\tapiserver-floor-s/step\tctl-patches-s/step\trequests/node\tdelete-requests/node\tctl-cpu-s/rollout\tctl-cpu-ms/node" +
-		"\theap-MiB\trss-MiB\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
+	txt.WriteString("controller\tnodes\tselected\treal\tobject-KiB\ts/step\toverhead-s/step\tapiserver-floor-s/step\tctl-patches-s/step\trequests/node\tdelete-requests/node\tctl-cpu-s/rollout\tctl-cpu-ms/node" +
+		"\theap-MiB\trss-MiB\trss-peak-MiB\trss-anon-MiB\tctl-events\tothers-events\tapiserver-cpu-s\tetcd-cpu-s\ttest-process-cpu-s\tprobe-PATCH/s\tctl-PATCH/s-avg\tplans\t409s\t429s\t5xx\treal-promoted\tload\n")
 	for _, r := range results {
-		fmt.Fprintf(&txt, "%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
-			r.controller, r.nodes, r.real, r.objectKiB, r.stepSeconds, r.overheadSec, r.floorSec, r.ctlFloorSec, r.requestsPerNode, r.deletePerNode, r.cpuSeconds, r.cpuSeconds*1000/float64(r.nodes),
-			r.heapMiB, r.rssMiB, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
+		fmt.Fprintf(&txt, "%s\t%d\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%s\n",
+			r.controller, r.nodes, r.selected, r.real, r.objectKiB, r.stepSeconds, r.overheadSec, r.floorSec, r.ctlFloorSec, r.requestsPerNode, r.deletePerNode, r.cpuSeconds, r.cpuSeconds*1000/float64(r.nodes),
+			r.heapMiB, r.rssMiB, r.rssPeakMiB, r.rssAnonMiB, r.events, r.otherEvents, r.apiCPU, r.etcdCPU, r.simCPU, r.probeRate, r.patchRate, r.plans, r.conflicts, r.throttled, r.serverErrors, r.realPromoted, r.load)
 	}
 	return os.WriteFile(filepath.Join(dir, "rollout-scale.txt"), []byte(txt.String()), 0o644)
 }
 
 // runBenchRollout creates a ConfigRollout and follows it with a watch until
-// it completes; it returns the time of each step and of the whole, and the
-// largest the object was (JSON bytes).
-func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, ns, name, configMap string, steps []v1alpha1.RolloutStep, label string, maxFailures int32) ([]time.Duration, time.Duration, int) {
+// it completes; it returns the time of each step and of the whole, the
+// largest the object was (JSON bytes), and how many of its updates
+// changed which status fields (statusChanges).
+func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInterface, ns, name, configMap string, steps []v1alpha1.RolloutStep, label string, maxFailures int32) ([]time.Duration, time.Duration, int, string) {
 	ro := &v1alpha1.ConfigRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion().String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -762,6 +884,17 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 	var stepTimes []time.Duration
 	last, lastStep := start, int32(0)
 	largest := 0
+	var prevStatus map[string]any
+	changes := map[string]int{}
+	tally := func() string {
+		keys := slices.Sorted(maps.Keys(changes))
+		slices.SortStableFunc(keys, func(a, b string) int { return changes[b] - changes[a] })
+		var out []string
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%d× %s", changes[k], k))
+		}
+		return strings.Join(out, "; ")
+	}
 	for ev := range w.ResultChan() {
 		u, ok := ev.Object.(*unstructured.Unstructured)
 		if !ok {
@@ -770,6 +903,11 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 		if raw, err := json.Marshal(u.Object); err == nil {
 			largest = max(largest, len(raw))
 		}
+		st, _, _ := unstructured.NestedMap(u.Object, "status")
+		if ev.Type == watch.Modified {
+			changes[statusChanges(prevStatus, st)]++
+		}
+		prevStatus = st
 		var got v1alpha1.ConfigRollout
 		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got); err != nil {
 			b.Fatal(err)
@@ -783,13 +921,68 @@ func runBenchRollout(ctx context.Context, b *testing.B, ri dynamic.ResourceInter
 		}
 		switch {
 		case got.Status.Phase == v1alpha1.PhaseCompleted:
-			return stepTimes, time.Since(start), largest
+			return stepTimes, time.Since(start), largest, tally()
 		case !got.Status.Phase.Active():
 			b.Fatalf("rollout %s: %s: %s", name, got.Status.Phase, got.Status.Message)
 		}
 	}
 	b.Fatalf("rollout %s: the watch ended before the rollout completed", name)
-	return nil, 0, 0
+	return nil, 0, 0, ""
+}
+
+// statusChanges names the status fields that differ between two statuses
+// (the history by its new entries' reasons, conditions by type), comma
+// separated; "metadata" when none does.
+func statusChanges(prev, next map[string]any) string {
+	keys := slices.Collect(maps.Keys(prev))
+	for k := range next {
+		if _, ok := prev[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		if reflect.DeepEqual(prev[k], next[k]) {
+			continue
+		}
+		switch k {
+		case "history":
+			p, _ := prev[k].([]any)
+			n, _ := next[k].([]any)
+			var reasons []string
+			for _, e := range n[min(len(p), len(n)):] {
+				if m, ok := e.(map[string]any); ok {
+					reasons = append(reasons, fmt.Sprint(m["reason"]))
+				}
+			}
+			out = append(out, "history+"+strings.Join(slices.Compact(reasons), "/"))
+		case "conditions":
+			p, _ := prev[k].([]any)
+			n, _ := next[k].([]any)
+			byType := func(l []any) map[string]any {
+				m := map[string]any{}
+				for _, c := range l {
+					if c, ok := c.(map[string]any); ok {
+						m[fmt.Sprint(c["type"])] = c
+					}
+				}
+				return m
+			}
+			pm, nm := byType(p), byType(n)
+			for _, t := range slices.Sorted(maps.Keys(nm)) {
+				if !reflect.DeepEqual(pm[t], nm[t]) {
+					out = append(out, "conditions."+t)
+				}
+			}
+		default:
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return "metadata"
+	}
+	return strings.Join(out, ",")
 }
 
 // rolloutProcess is a dynconfig-rollout binary, run apart so that the
@@ -903,6 +1096,24 @@ func (p *rolloutProcess) profile(path string, d time.Duration) {
 	}()
 }
 
+// heapProfile writes the process's heap profile (after a GC) to path.
+func (p *rolloutProcess) heapProfile(ctx context.Context, b *testing.B, path string) {
+	b.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", p.addr), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile: %v %s", err, resp.Status)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // cpu is the user and system CPU time the process used so far.
 func (p *rolloutProcess) cpu(b *testing.B) time.Duration {
 	b.Helper()
@@ -967,4 +1178,74 @@ func TestBenchPlotIsSVG(t *testing.T) {
 			t.Errorf("row %q has %d columns, the header %d", row, got+1, want+1)
 		}
 	}
+}
+
+// TestBenchReplot draws rollout-scale.svg again from the rollout-scale.txt
+// of DYNCONFIG_ROLLOUT_BENCH_REPLOT (a directory), for a change of the
+// plot without running the benchmark again. Without it, it reads back the
+// table of a plot it writes and requires the same results.
+func TestBenchReplot(t *testing.T) {
+	dir := os.Getenv("DYNCONFIG_ROLLOUT_BENCH_REPLOT")
+	if dir == "" {
+		dir = t.TempDir()
+		want := []benchResult{{controller: "new", nodes: 100000, selected: 1000, real: 8, requestsPerNode: 1.062, rssPeakMiB: 117.8, load: "15.60 17.31 16.30"}}
+		if err := writeBenchPlot(dir, want, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readBenchTable(filepath.Join(dir, "rollout-scale.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0] != want[0] {
+			t.Fatalf("read back %+v, wrote %+v", got, want)
+		}
+		return
+	}
+	results, err := readBenchTable(filepath.Join(dir, "rollout-scale.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeBenchPlot(dir, results, benchTrial); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readBenchTable reads the rollout-scale.txt writeBenchPlot writes.
+func readBenchTable(path string) ([]benchResult, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rows := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	header := strings.Split(rows[0], "\t")
+	var out []benchResult
+	for _, row := range rows[1:] {
+		cells := strings.Split(row, "\t")
+		if len(cells) != len(header) {
+			return nil, fmt.Errorf("%s: row %q has %d columns, the header %d", path, row, len(cells), len(header))
+		}
+		r := benchResult{controller: cells[0], load: cells[len(cells)-1]}
+		ints := map[string]*int{"nodes": &r.nodes, "selected": &r.selected, "real": &r.real, "real-promoted": &r.realPromoted}
+		floats := map[string]*float64{"object-KiB": &r.objectKiB, "s/step": &r.stepSeconds, "overhead-s/step": &r.overheadSec,
+			"apiserver-floor-s/step": &r.floorSec, "ctl-patches-s/step": &r.ctlFloorSec, "requests/node": &r.requestsPerNode,
+			"delete-requests/node": &r.deletePerNode, "ctl-cpu-s/rollout": &r.cpuSeconds, "heap-MiB": &r.heapMiB, "rss-MiB": &r.rssMiB,
+			"rss-peak-MiB": &r.rssPeakMiB, "rss-anon-MiB": &r.rssAnonMiB, "ctl-events": &r.events, "others-events": &r.otherEvents,
+			"apiserver-cpu-s": &r.apiCPU, "etcd-cpu-s": &r.etcdCPU, "test-process-cpu-s": &r.simCPU, "probe-PATCH/s": &r.probeRate,
+			"ctl-PATCH/s-avg": &r.patchRate, "plans": &r.plans, "409s": &r.conflicts, "429s": &r.throttled, "5xx": &r.serverErrors}
+		for i, h := range header[1 : len(header)-1] {
+			c := cells[i+1]
+			switch {
+			case ints[h] != nil:
+				if *ints[h], err = strconv.Atoi(c); err != nil {
+					return nil, fmt.Errorf("%s: %s %q: %w", path, h, c, err)
+				}
+			case floats[h] != nil:
+				if *floats[h], err = strconv.ParseFloat(c, 64); err != nil {
+					return nil, fmt.Errorf("%s: %s %q: %w", path, h, c, err)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
