@@ -123,10 +123,7 @@ func withoutAssignments(patches []plan.Patch, missing map[string]error) ([]plan.
 // observeNodes lists the selected nodes, the ones that carry the
 // rollout's claim and the ones an older controller recorded in its status.
 func (r *runner) observeNodes(ro *v1alpha1.ConfigRollout, sel labels.Selector, component string) []plan.Node {
-	recorded := make(map[string]bool, len(ro.Status.Nodes))
-	for _, rec := range ro.Status.Nodes {
-		recorded[rec.Name] = true
-	}
+	recorded := plan.RecordedNodes(&ro.Status)
 	key := nodeapi.AssignmentAnnotationFor(component)
 	claimKey := nodeapi.ClaimAnnotationFor(component)
 	uid := string(ro.UID)
@@ -174,13 +171,7 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 		if err != nil || (ro.Namespace == self.Namespace && ro.Name == self.Name) {
 			continue
 		}
-		reverting := ro.Status.Reverting > 0
-		for _, rec := range ro.Status.Nodes {
-			if rec.State == v1alpha1.NodeReverting {
-				reverting = true
-				break
-			}
-		}
+		reverting := ro.Status.Reverting > 0 || plan.RecordedReverting(&ro.Status)
 		o := plan.Other{
 			Namespace: ro.Namespace, Name: ro.Name, UID: ro.UID, Component: ro.Spec.Component, Created: ro.CreationTimestamp.Time,
 			Phase: ro.Status.Phase, Started: ro.Status.ConfigMap != nil, Reverting: reverting, Nodes: map[string]bool{},
@@ -207,8 +198,8 @@ func (r *runner) others(self *v1alpha1.ConfigRollout) []plan.Other {
 				o.Nodes[n.Name] = true
 			}
 		}
-		for _, rec := range ro.Status.Nodes {
-			o.Nodes[rec.Name] = true
+		for name := range plan.RecordedNodes(&ro.Status) {
+			o.Nodes[name] = true
 		}
 	}
 	return out

@@ -221,5 +221,5 @@ func onlyCountsMoved(prev, next *v1alpha1.ConfigRolloutStatus) bool {
 func settled(ro *v1alpha1.ConfigRollout) bool {
 	st := &ro.Status
 	return !st.Phase.Active() && st.ObservedGeneration == ro.Generation && ro.DeletionTimestamp == nil &&
-		st.InTrial == 0 && st.Reverting == 0 && len(st.Nodes) == 0
+		st.InTrial == 0 && st.Reverting == 0 && len(plan.RecordedNodes(st)) == 0
 }

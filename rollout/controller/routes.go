@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/dynconfig/dynconfig/nodeapi"
+	"github.com/dynconfig/dynconfig/rollout/plan"
 )
 
 // route is what a Node event is matched against for one rollout.
@@ -47,12 +48,7 @@ func (r *runner) setRoute(obj any) {
 			rt.sel = sel
 		}
 	}
-	if len(ro.Status.Nodes) > 0 {
-		rt.recorded = make(map[string]bool, len(ro.Status.Nodes))
-		for _, rec := range ro.Status.Nodes {
-			rt.recorded[rec.Name] = true
-		}
-	}
+	rt.recorded = plan.RecordedNodes(&ro.Status)
 	r.routeMu.Lock()
 	r.routes[key] = rt
 	r.routeMu.Unlock()

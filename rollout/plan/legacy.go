@@ -1,5 +1,7 @@
 // The records an older controller kept of a rollout's nodes (status.nodes,
-// status.previousSources): reading them and migrating them to claims.
+// status.previousSources): every reading of them, in Plan and in the
+// controller (RecordedNodes, RecordedReverting), and their migration to
+// claims (migrate, writeRebuilt).
 
 package plan
 
@@ -73,4 +75,46 @@ func (p *planner) migrate() {
 	if len(kept) == 0 {
 		st.PreviousSources = nil
 	}
+}
+
+// writeRebuilt asks, while the rollout does not put its nodes back, for
+// the claim of a held node that is not on its Node and of which no patch
+// is asked yet: a claim migrate rebuilt from an older controller's record
+// (and also one this plan made for a node that failed on the way, whose
+// patch a halt without revertOnHalt dropped: dropAssignments).
+func (p *planner) writeRebuilt(name string, v *view, asked map[string]bool) {
+	if !v.onNode && !asked[name] {
+		enc, err := nodeapi.EncodeClaim(v.claim)
+		if err == nil {
+			p.res.Patches = append(p.res.Patches, Patch{Node: name, ResourceVersion: v.n.ResourceVersion, ClaimOnly: true, Claim: &enc})
+		}
+	}
+}
+
+// RecordedNodes returns the nodes an older controller recorded in a
+// rollout's status.nodes, nil when none (so that nothing is left to
+// migrate). While some are, the controller observes them for Plan, selected
+// or not, and plans the rollout on their events; Plan keeps the rollout's
+// Finalizer.
+func RecordedNodes(st *v1alpha1.ConfigRolloutStatus) map[string]bool {
+	if len(st.Nodes) == 0 {
+		return nil
+	}
+	names := make(map[string]bool, len(st.Nodes))
+	for _, rec := range st.Nodes {
+		names[rec.Name] = true
+	}
+	return names
+}
+
+// RecordedReverting reports whether an older controller recorded a node
+// of a rollout as still being put back (NodeReverting): until it is, the
+// rollout holds its nodes (Other.Reverting).
+func RecordedReverting(st *v1alpha1.ConfigRolloutStatus) bool {
+	for _, rec := range st.Nodes {
+		if rec.State == v1alpha1.NodeReverting {
+			return true
+		}
+	}
+	return false
 }

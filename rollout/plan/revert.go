@@ -80,7 +80,7 @@ const Finalizer = "dynconfig.io/revert-records"
 // that deleting it has nothing to do. The claims of a rollout that ended
 // without reverting stay: deleted, it leaves them stale (deleted).
 func (p *planner) finalized() bool {
-	if p.st.Phase.Active() || len(p.st.Nodes) > 0 {
+	if p.st.Phase.Active() || len(RecordedNodes(p.st)) > 0 {
 		return false
 	}
 	if !p.revertMode() {
@@ -120,12 +120,7 @@ func (p *planner) reverts() {
 			continue // nothing written: nothing to put back
 		}
 		if !revert {
-			if !v.onNode && !asked[name] {
-				enc, err := nodeapi.EncodeClaim(v.claim)
-				if err == nil {
-					p.res.Patches = append(p.res.Patches, Patch{Node: name, ResourceVersion: v.n.ResourceVersion, ClaimOnly: true, Claim: &enc})
-				}
-			}
+			p.writeRebuilt(name, v, asked)
 			continue
 		}
 		pt := Patch{Node: name, ResourceVersion: v.n.ResourceVersion, Revert: true, ClaimOnly: true}
