@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynconfig/dynconfig/internal/atomicfile"
 
+	"github.com/dynconfig/dynconfig/internal/strictjson"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -164,7 +165,7 @@ func decodeBadMarks(data []byte) (m BadMarks, legacy bool, err error) {
 		return nil, false, err
 	}
 	var raw map[string]*BadMark
-	if err := strictUnmarshal(payload, &raw); err != nil {
+	if err := strictjson.Unmarshal(payload, &raw); err != nil {
 		return nil, false, fmt.Errorf("decode bad marks: %w", err)
 	}
 	if raw == nil {
@@ -213,7 +214,7 @@ func decodeStartups(data []byte) (ts []time.Time, legacy bool, err error) {
 		return nil, false, err
 	}
 	var raw []*time.Time
-	if err := strictUnmarshal(payload, &raw); err != nil {
+	if err := strictjson.Unmarshal(payload, &raw); err != nil {
 		return nil, false, fmt.Errorf("decode startups: %w", err)
 	}
 	if raw == nil {
@@ -270,20 +271,6 @@ func openEnvelope(data []byte, version, field string) (payload json.RawMessage, 
 		return nil, false, err
 	}
 	return payload, false, nil
-}
-
-// strictUnmarshal decodes data into v, refusing unknown fields and trailing
-// data.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data")
-	}
-	return nil
 }
 
 // sortedMarkKeys returns the keys of m, oldest mark first (ties by key).

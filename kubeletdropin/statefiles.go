@@ -16,6 +16,7 @@ import (
 	"github.com/dynconfig/dynconfig"
 	"github.com/dynconfig/dynconfig/components/kubelet/changeclass"
 	"github.com/dynconfig/dynconfig/internal/atomicfile"
+	"github.com/dynconfig/dynconfig/internal/strictjson"
 	"github.com/dynconfig/dynconfig/nodeapi"
 )
 
@@ -153,7 +154,7 @@ func Drained(rootDir string) (*DrainedMark, error) {
 
 func decodeDrained(data []byte) (*DrainedMark, error) {
 	var r drainedRecord
-	if err := decodeStrict(data, &r); err != nil {
+	if err := strictjson.Unmarshal(data, &r); err != nil {
 		return nil, err
 	}
 	if r.Version != recordVersion {
@@ -191,21 +192,9 @@ type stateRecord struct {
 	Config *Config `json:"config"`
 }
 
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the record")
-	}
-	return nil
-}
-
 func decodeStateRecord(data []byte) (*stateRecord, error) {
 	var r stateRecord
-	if err := decodeStrict(data, &r); err != nil {
+	if err := strictjson.Unmarshal(data, &r); err != nil {
 		return nil, err
 	}
 	if r.Version != recordVersion {
