@@ -54,7 +54,10 @@
 //   - A phase a reader does not know was written by a newer component and
 //     means "wait": it is no verdict (ConfigPhase.Known; Bad is false),
 //     as Trial is not; the rollout's progress deadline still bounds the
-//     wait. Every phase is a CamelCase word (MaxPhaseLength). A writer
+//     wait, counted, as for Trial, from the trialEnds the status reports
+//     on the rollout's config when it is later (controllers from the
+//     commit after 4fdd538 on; older ones count from the assignment).
+//     Every phase is a CamelCase word (MaxPhaseLength). A writer
 //     writes only the phases it knows.
 //   - A change that cannot be additive (a field whose absence an older
 //     reader would misread) raises formatVersion (FormatVersion). Writers

@@ -83,11 +83,13 @@ func (p *planner) judge(v *view) {
 
 // checkDeadline fails a node that made no progress within the deadline,
 // counted from its assignment or from the end of the trial it reports on
-// the rollout's config, whichever is later.
+// the rollout's config, whichever is later. A phase this version does not
+// know (a newer agent's) counts as a trial: its trial end moves the
+// deadline too (nodeapi's skew rule: an unknown phase means wait).
 func (p *planner) checkDeadline(v *view) {
 	start := v.claim.AssignedAt.Time
 	s := v.n.Status
-	if s != nil && s.Phase == nodeapi.PhaseTrial && p.isOurs(s.Active) && s.TrialEnds != nil && s.TrialEnds.After(start) {
+	if s != nil && (s.Phase == nodeapi.PhaseTrial || !s.Phase.Known()) && p.isOurs(s.Active) && s.TrialEnds != nil && s.TrialEnds.After(start) {
 		start = s.TrialEnds.Time
 	}
 	if pa := v.claim.Passed; pa != nil && pa.After(start) {

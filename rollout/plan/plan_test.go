@@ -407,6 +407,26 @@ func TestDeadline(t *testing.T) {
 			t.Errorf("message %q", w.r.Status.Message)
 		}
 	})
+	// A phase of a newer agent this version does not know means "wait"
+	// (nodeapi's skew rule); the trial end it reports on the rollout's
+	// config moves the deadline as a Trial's does, so that a newer agent's
+	// long phase does not fail the node at an older controller.
+	t.Run("an unknown phase's trial end extends it", func(t *testing.T) {
+		w := newWorld(t, 3, percentStep("100%"))
+		w.r.Spec.ProgressDeadlineSeconds = ptr.To(int32(60))
+		w.plan()
+		ends := metav1.NewTime(t0.Add(10 * time.Minute))
+		w.node("node-000").Status = &nodeapi.ConfigStatus{Phase: "Soaking", Assigned: newSource(), Active: newSource(), TrialEnds: &ends}
+		w.now = t0.Add(10*time.Minute + 59*time.Second)
+		w.plan()
+		w.wantPhase(v1alpha1.PhaseProgressing)
+		w.now = w.now.Add(time.Second)
+		w.plan()
+		w.wantPhase(v1alpha1.PhaseHalted)
+		if !strings.Contains(w.r.Status.Message, "phase Soaking") {
+			t.Errorf("message %q", w.r.Status.Message)
+		}
+	})
 }
 
 func TestConfigMapChanged(t *testing.T) {
