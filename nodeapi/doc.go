@@ -55,8 +55,8 @@
 //     means "wait": it is no verdict (ConfigPhase.Known; Bad is false),
 //     as Trial is not; the rollout's progress deadline still bounds the
 //     wait, counted, as for Trial, from the trialEnds the status reports
-//     on the rollout's config when it is later (controllers from the
-//     commit after 4fdd538 on; older ones count from the assignment).
+//     on the rollout's config when it is later (the controllers
+//     test/versions.txt names count from the assignment only).
 //     Every phase is a CamelCase word (MaxPhaseLength). A writer
 //     writes only the phases it knows.
 //   - A change that cannot be additive (a field whose absence an older
