@@ -40,6 +40,9 @@ type Controller[T any] struct {
 	// BeforeRestart and Settled: never both at once (settle in external.go).
 	restarting bool
 	settleMu   sync.Mutex
+	// newerReported is the last state error of a newer format reported
+	// as a StateNewerFormat Event (noteStateError), so it is said once.
+	newerReported string
 
 	// startups and startupsErr are what Bootstrap recorded when the
 	// record on disk is incomplete (startupsErr not nil): Run decides with
@@ -141,6 +144,19 @@ func (c *Controller[T]) noteStateError(ctx context.Context, err error, what stri
 		return
 	}
 	klog.FromContext(ctx).Error(err, what)
+	if errors.Is(err, checkpoint.ErrNewerFormat) {
+		// Not damage (checkpoint's compatibility policy), but the
+		// component no longer runs what the file says: say why, once.
+		msg := err.Error()
+		c.mu.Lock()
+		first := c.newerReported != msg
+		c.newerReported = msg
+		c.mu.Unlock()
+		if first {
+			c.warn(ctx, status.EventReasonStateNewerFormat, fmt.Sprintf("%s: %v; this version runs its assignment or its local config instead, and leaves the file's checkpoints alone", what, err))
+		}
+		return
+	}
 	var ce *checkpoint.CorruptError
 	if !errors.As(err, &ce) || ce.MovedTo == "" {
 		return

@@ -1,7 +1,10 @@
 package dynconfig
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +230,45 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("%s not exported", name)
 	return 0
+}
+
+// TestNewerFormatPointerIsReported: a current pointer of a format newer
+// than this version reads (a downgrade of the component) is no damage
+// (checkpoint's compatibility policy): nothing is quarantined, the
+// component runs (here: it re-adopts its assignment) and it says why, as
+// a Warning Event naming the file and the format, not only in its log.
+func TestNewerFormatPointerIsReported(t *testing.T) {
+	n := newNode(t, "")
+	n.configMap("a", "uid-a", `{apiVersion: test.dynconfig.io/v1, kind: TestConfig, value: 1}`, nil)
+	n.assign("a", "uid-a")
+	if cfg, _ := n.start(); cfg == nil || cfg.Value != 1 {
+		t.Fatalf("first start: %+v", cfg)
+	}
+	path := filepath.Join(n.stateDir, "meta", "current")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := bytes.Replace(data, []byte(`/v1"`), []byte(`/v2"`), 1)
+	if bytes.Equal(newer, data) {
+		t.Fatalf("no format version to raise in %s: %s", path, data)
+	}
+	if err := os.WriteFile(path, newer, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	events := &recordedEvents{}
+	c := n.controller(func(o *Options[testConfig]) { o.Events = events })
+	defer c.Close()
+	if _, err := c.Bootstrap(n.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range events.list() {
+		if strings.HasPrefix(e, status.EventReasonStateNewerFormat+": ") && strings.Contains(e, "meta/current") && strings.Contains(e, "newer") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("events %q, want a %s Warning naming meta/current", events.list(), status.EventReasonStateNewerFormat)
+	}
 }

@@ -130,8 +130,9 @@
 //   - A pointer or checkpoint of a newer format than a version reads is
 //     ErrNewerFormat, never damage: it is not quarantined, GC removes
 //     nothing while a pointer reads so, and the component runs its local
-//     config (or re-adopts its assignment) and reports why; it never crashes
-//     or refuses to start.
+//     config (or re-adopts its assignment) and reports why (a Warning
+//     Event StateNewerFormat, once per Controller); it never crashes or
+//     refuses to start.
 //   - Bad marks and startups live in tracking/<componentVersion>/, so a
 //     version never reads another's; after a downgrade, a config marked bad
 //     by the newer version is judged again by the older one.

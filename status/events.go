@@ -51,6 +51,11 @@ const (
 	// time) and the component stays on the config it ran; nothing is
 	// marked bad. Type Warning.
 	EventReasonConfigNotApplied = "ConfigNotApplied"
+	// EventReasonStateNewerFormat: a state file was written by a newer
+	// dynconfig in a format this version does not read (a downgrade): not
+	// damage, nothing is quarantined; this version runs its assignment or
+	// its local config instead of what the file says.
+	EventReasonStateNewerFormat = "StateNewerFormat"
 )
 
 // DefaultEventComponent is the event source component when
