@@ -247,7 +247,7 @@ func (m *matrix) run(ctx context.Context, ctl *version, agents []*version) {
 	t.Logf("controller %s: the bad rollout halted: %s; failures %+v", ctl.Name, got.Status.Message, got.Status.Failures)
 	m.waitRollout(ctx, ro, "every node reverted and released", func(r *v1alpha1.ConfigRollout) bool {
 		return r.Status.Phase == v1alpha1.PhaseHalted && r.Status.Reverting == 0 && len(m.claims(ctx, r)) == 0
-	})
+	}, v1alpha1.PhaseCompleted) // Halted is the phase waited in: not a wrong one
 	m.waitFleetOn(ctx, good)
 	if p.Exited() {
 		t.Errorf("controller %s exited with %d", ctl.Name, p.Code())
