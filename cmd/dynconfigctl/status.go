@@ -70,8 +70,13 @@ what the component reports in its config-status annotation
   ACTIVE      the config the component runs ("local": its local config)
   LKG         its last-known-good config, the rollback target
   CONDITION   the component's condition and its status
-  PHASE       Local, Trial, Promoted, RolledBack or DeadEnd (a node that
-              needs a repair: see 'dynconfigctl inspect')
+  PHASE       Local, Trial, Promoted, RolledBack, DeadEnd (a node that
+              needs a repair: see 'dynconfigctl inspect'), SyncFailed (the
+              assignment could not be read; it runs what it ran) or
+              NotApplied (the assigned config could not be applied on this
+              node, e.g. its drain timed out; it runs what it ran and the
+              config is not marked bad); a phase of a newer dynconfig is
+              printed as it is
 
 A component is listed when its node carries its assignment or its
 config-status annotation; "<none>" means it has published nothing yet.

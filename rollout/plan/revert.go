@@ -148,7 +148,9 @@ func (p *planner) reverts() {
 				pt.Claim = &enc
 			}
 		}
-		// Remove any old record-turned-claim patch asked in this plan.
+		// The revert replaces any other patch of the node asked earlier
+		// in this plan (a claim write of failNode or of the health gates,
+		// or a claim rebuilt from an older controller's record).
 		p.res.Patches = slices.DeleteFunc(p.res.Patches, func(o Patch) bool { return o.Node == name && !o.Revert })
 		p.res.Patches = append(p.res.Patches, pt)
 		patched++
