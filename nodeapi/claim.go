@@ -1,7 +1,6 @@
 package nodeapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,18 +184,9 @@ type claimEnvelope struct {
 // PreviousClaim chain cut to MaxPreviousClaims. A blank value or "null" is
 // no claim: nil and no error.
 func DecodeClaim(value string) (*Claim, error) {
-	data := bytes.TrimSpace([]byte(value))
-	if len(data) == 0 || string(data) == "null" {
-		return nil, nil
-	}
 	var e claimEnvelope
-	if err := decodeLenient(data, &e); err != nil {
-		return nil, fmt.Errorf("invalid rollout claim: %w", err)
-	}
-	if err := e.check(); errors.Is(err, ErrNewerFormat) {
-		return nil, fmt.Errorf("rollout claim: %w", err)
-	} else if err != nil {
-		return nil, fmt.Errorf("invalid rollout claim: %w", err)
+	if ok, err := decodeVersioned(value, "rollout claim", &e); !ok {
+		return nil, err
 	}
 	c := trimPrevious(&e.Claim)
 	if err := c.Validate(); err != nil {

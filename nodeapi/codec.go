@@ -1,6 +1,7 @@
 package nodeapi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -67,4 +68,25 @@ func (v formatVersion) check() error {
 		return fmt.Errorf("formatVersion %d: %w (it reads %d)", v.FormatVersion, ErrNewerFormat, FormatVersion)
 	}
 	return nil
+}
+
+// decodeVersioned decodes an annotation value a controller wrote into e, an
+// envelope embedding formatVersion, with the skew rule's reading (doc.go):
+// false and no error for a blank value or "null" (no value); an error
+// names what was decoded, and wraps ErrNewerFormat for a newer format.
+// Callers validate what e holds.
+func decodeVersioned(value, what string, e interface{ check() error }) (bool, error) {
+	data := bytes.TrimSpace([]byte(value))
+	if len(data) == 0 || string(data) == "null" {
+		return false, nil
+	}
+	if err := decodeLenient(data, e); err != nil {
+		return false, fmt.Errorf("invalid %s: %w", what, err)
+	}
+	if err := e.check(); errors.Is(err, ErrNewerFormat) {
+		return false, fmt.Errorf("%s: %w", what, err)
+	} else if err != nil {
+		return false, fmt.Errorf("invalid %s: %w", what, err)
+	}
+	return true, nil
 }

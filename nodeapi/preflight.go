@@ -1,7 +1,6 @@
 package nodeapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,18 +101,9 @@ type preflightRequestEnvelope struct {
 // FormatVersion wraps ErrNewerFormat. The request is validated. A blank
 // value or "null" is no request: nil and no error.
 func DecodePreflightRequest(value string) (*PreflightRequest, error) {
-	data := bytes.TrimSpace([]byte(value))
-	if len(data) == 0 || string(data) == "null" {
-		return nil, nil
-	}
 	var e preflightRequestEnvelope
-	if err := decodeLenient(data, &e); err != nil {
-		return nil, fmt.Errorf("invalid pre-flight request: %w", err)
-	}
-	if err := e.check(); errors.Is(err, ErrNewerFormat) {
-		return nil, fmt.Errorf("pre-flight request: %w", err)
-	} else if err != nil {
-		return nil, fmt.Errorf("invalid pre-flight request: %w", err)
+	if ok, err := decodeVersioned(value, "pre-flight request", &e); !ok {
+		return nil, err
 	}
 	r := e.PreflightRequest
 	if err := r.Validate(); err != nil {
