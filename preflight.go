@@ -139,15 +139,8 @@ func (l *mergeLayers[T]) Preflight(candidate *Document) ([]string, error) {
 	// What candidate sets: its fields merged alone. Alone it may not
 	// validate (a drop-in may supply what it lacks): validation errors
 	// carry the provenance too.
-	var mine map[string]string
-	alone, err := l.p.Merge(merge.Layers{Base: candidate})
-	var me *merge.Error
-	switch {
-	case err == nil:
-		mine = alone.Provenance
-	case errors.As(err, &me) && len(me.Decode) == 0 && me.Validation != nil:
-		mine = me.Validation.Provenance
-	default:
+	mine, ok := merge.ProvenanceOf(l.p.Merge(merge.Layers{Base: candidate}))
+	if !ok {
 		return nil, nil
 	}
 	var out []string

@@ -167,15 +167,8 @@ func (l *layers) overridden(ls merge.Layers, candidate *dynconfig.Document, plac
 	// Merged last, the candidate may not validate (it may set a locked
 	// gate the later file sets back): validation errors carry the
 	// provenance too.
-	var prov map[string]string
-	res, err := l.p.Merge(last)
-	var me *merge.Error
-	switch {
-	case err == nil:
-		prov = res.Provenance
-	case errors.As(err, &me) && len(me.Decode) == 0 && me.Validation != nil:
-		prov = me.Validation.Provenance
-	default:
+	prov, ok := merge.ProvenanceOf(l.p.Merge(last))
+	if !ok {
 		return nil
 	}
 	var out []string

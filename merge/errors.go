@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -192,4 +193,20 @@ func (e *Error) Unwrap() []error {
 
 func (e *Error) empty() bool {
 	return len(e.Decode) == 0 && len(e.Policy) == 0 && e.Validation == nil
+}
+
+// ProvenanceOf returns which layer set each field of a Merge whose result
+// and error are res and err: the result's Provenance, or, when the layers
+// decoded and merged but the merged document did not validate, the
+// provenance the validation error carries. ok is false when the layers
+// did not get that far (a decode error, or any other failure).
+func ProvenanceOf[T any](res *Result[T], err error) (prov map[string]string, ok bool) {
+	if err == nil {
+		return res.Provenance, true
+	}
+	var me *Error
+	if errors.As(err, &me) && len(me.Decode) == 0 && me.Validation != nil {
+		return me.Validation.Provenance, true
+	}
+	return nil, false
 }
