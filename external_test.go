@@ -373,15 +373,7 @@ func TestExternalFollowRestartsForCurrentThatNeverRan(t *testing.T) {
 // ConfigOK and as a Warning Event, during every trial. A damaged one is
 // still found.
 func TestExternalRollbackCheckReadsTheStateDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-clock lifecycle")
-	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	remote := sourcetest.NewFake("config")
-	rep := &recordingReporter{}
+	ctx, dir, remote, rep := lifecycleTest(t)
 	events := &recordedEvents{}
 	followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, Events: events, ResyncPeriod: 50 * time.Millisecond,
 		External: &External{Healthy: func(context.Context) error { return nil }}})
@@ -468,15 +460,7 @@ func (r *recordingReporter) reportsSoFar() []status.Report {
 // the Node): held, the config runs on with its trial over and the
 // last-known-good unchanged; released, it is promoted.
 func TestExternalPromotionHeld(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-clock lifecycle")
-	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	remote := sourcetest.NewFake("config")
-	rep := &recordingReporter{}
+	ctx, dir, remote, rep := lifecycleTest(t)
 	var held, asked atomic.Bool
 	held.Store(true)
 	followUnderSystemd(t, ctx, dir, Options[testConfig]{Remote: remote, Reporter: rep, ResyncPeriod: time.Hour,
@@ -509,4 +493,18 @@ func TestExternalPromotionHeld(t *testing.T) {
 		c := rep.lastConfig()
 		return c != nil && c.Phase == nodeapi.PhasePromoted && c.LastKnownGood != nil && c.LastKnownGood.ConfigMap.UID == cm.UID
 	})
+}
+
+// lifecycleTest starts a real-clock test of the run role (skipped with
+// -short): its context (60 s, ended with the test), a state dir, a fake
+// cluster source and a recording reporter.
+func lifecycleTest(t *testing.T) (context.Context, string, *sourcetest.Fake, *recordingReporter) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real-clock lifecycle")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx, t.TempDir(), sourcetest.NewFake("config"), &recordingReporter{}
 }

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/dynconfig/dynconfig/checkpoint"
 	"github.com/dynconfig/dynconfig/components"
@@ -81,15 +80,7 @@ func putTestConfig(remote *sourcetest.Fake, name, value string) *corev1.NodeConf
 // syncs of the same assignment, and the next assignment is applied as
 // usual. Settled is called once the component runs its last-known-good.
 func TestExternalBeforeRestartNotApplied(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-clock lifecycle")
-	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	remote := sourcetest.NewFake("config")
-	rep := &recordingReporter{}
+	ctx, dir, remote, rep := lifecycleTest(t)
 	cause := errors.New("draining node n1 timed out: pod shop/web-1: Cannot evict pod as it would violate the pod's disruption budget")
 	// Each call outlasts the sync step's deadline.
 	br := &beforeRestartRecorder{answers: map[string]error{"8": cause}, slow: 300 * time.Millisecond}
@@ -166,15 +157,7 @@ func TestExternalBeforeRestartNotApplied(t *testing.T) {
 // with an *lkg.ConfigError is refused without a restart, marked bad and
 // reported as a validation failure that names the cause.
 func TestExternalBeforeRestartRefuses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-clock lifecycle")
-	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	remote := sourcetest.NewFake("config")
-	rep := &recordingReporter{}
+	ctx, dir, remote, rep := lifecycleTest(t)
 	br := &beforeRestartRecorder{answers: map[string]error{
 		"8": &lkg.ConfigError{Stage: lkg.StageValidate, Err: errors.New("changes systemCgroups, which this node cannot change")},
 	}}
@@ -211,15 +194,7 @@ func TestExternalBeforeRestartRefuses(t *testing.T) {
 // after "Restarting to apply the new config", and the kubelet then
 // refused the undrained change.
 func TestExternalSettledNotDuringRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-clock lifecycle")
-	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	remote := sourcetest.NewFake("config")
-	rep := &recordingReporter{}
+	ctx, dir, remote, rep := lifecycleTest(t)
 	var up, inRestart atomic.Bool
 	var early, settled atomic.Int32
 	var sd *fakeSystemd
